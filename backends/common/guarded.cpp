@@ -1,0 +1,46 @@
+#include "guarded.h"
+
+#include <typeinfo>
+
+namespace eagle {
+
+namespace {
+thread_local std::string t_last_error;
+}
+
+void fail(eagle_backend_status status, std::string message) { throw Error(status, std::move(message)); }
+
+const char* last_error() noexcept { return t_last_error.c_str(); }
+
+void set_last_error(const char* message) noexcept {
+    try {
+        t_last_error.assign(message ? message : "");
+    } catch (...) {
+        t_last_error.clear();
+    }
+}
+
+void set_last_error(const std::string& message) noexcept { set_last_error(message.c_str()); }
+
+void clear_last_error() noexcept { t_last_error.clear(); }
+
+eagle_backend_status status_from_current_exception(const char* where) noexcept {
+    const std::string prefix = where ? std::string(where) + ": " : std::string();
+    try {
+        throw;
+    } catch (const Error& e) {
+        set_last_error(prefix + e.what());
+        return e.status();
+    } catch (const std::bad_alloc&) {
+        set_last_error(prefix + "out of memory");
+        return EAGLE_BACKEND_ERROR;
+    } catch (const std::exception& e) {
+        set_last_error(prefix + e.what());
+        return EAGLE_BACKEND_ERROR;
+    } catch (...) {
+        set_last_error(prefix + "unknown C++ exception");
+        return EAGLE_BACKEND_ERROR;
+    }
+}
+
+}  // namespace eagle

@@ -1,0 +1,121 @@
+// Shared by every eagle backend: the exception -> status boundary, the thread-local last error,
+// and the struct_size helpers for input descs and output structs. No kind specifics here.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "eagle_backend.h"
+
+// Marks a seam function for export (the version script then keeps exactly the seam).
+#define EAGLE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace eagle {
+
+// A failure with a seam status; thrown inside a backend, turned into the status by guarded().
+class Error : public std::exception {
+public:
+    Error(eagle_backend_status status, std::string message)
+        : status_(status), message_(std::move(message)) {}
+    eagle_backend_status status() const noexcept { return status_; }
+    const char* what() const noexcept override { return message_.c_str(); }
+
+private:
+    eagle_backend_status status_;
+    std::string message_;
+};
+
+[[noreturn]] void fail(eagle_backend_status status, std::string message);
+
+// The calling thread's message of the last failed call ("" if none).
+const char* last_error() noexcept;
+void set_last_error(const char* message) noexcept;
+void set_last_error(const std::string& message) noexcept;
+void clear_last_error() noexcept;
+
+// Maps the exception being handled to a status and records its message; call from a catch block.
+eagle_backend_status status_from_current_exception(const char* where) noexcept;
+
+// Runs fn (returning void or eagle_backend_status); any exception becomes a status with
+// last_error set. `where` names the seam function in messages.
+template <class Fn>
+eagle_backend_status guarded(const char* where, Fn&& fn) noexcept {
+    try {
+        if constexpr (std::is_void_v<decltype(fn())>) {
+            fn();
+            return EAGLE_BACKEND_OK;
+        } else {
+            eagle_backend_status s = fn();
+            return s;
+        }
+    } catch (...) {
+        return status_from_current_exception(where);
+    }
+}
+
+// For void seam functions (releases): swallows every exception.
+template <class Fn>
+void guarded_void(Fn&& fn) noexcept {
+    try {
+        fn();
+    } catch (...) {
+    }
+}
+
+// Throws INVALID_ARGUMENT naming `name` when p is NULL.
+template <class T>
+T* require(T* p, const char* name) {
+    if (!p) fail(EAGLE_BACKEND_INVALID_ARGUMENT, std::string(name) + " is NULL");
+    return p;
+}
+
+// Reads an input desc by the struct_size rule: copies min(caller, ours) bytes, zero-fills the rest.
+// NULL or struct_size < 4 is INVALID_ARGUMENT.
+template <class Desc>
+Desc read_desc(const Desc* in, const char* name) {
+    static_assert(std::is_trivially_copyable_v<Desc>, "descs are POD");
+    require(in, name);
+    uint32_t caller = 0;
+    std::memcpy(&caller, in, sizeof caller);
+    if (caller < sizeof(uint32_t))
+        fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+             std::string(name) + "->struct_size is " + std::to_string(caller) + " (< 4)");
+    Desc out;
+    std::memset(&out, 0, sizeof out);
+    std::memcpy(&out, in, std::min<size_t>(caller, sizeof(Desc)));
+    out.struct_size = static_cast<uint32_t>(std::min<size_t>(caller, sizeof(Desc)));
+    return out;
+}
+
+// Writes an output struct by the struct_size rule: min(caller, ours) bytes, never beyond, and that
+// size back into struct_size. NULL or struct_size < 4 is INVALID_ARGUMENT.
+template <class Out>
+void write_out(Out* dst, const Out& value, const char* name) {
+    static_assert(std::is_trivially_copyable_v<Out>, "output structs are POD");
+    require(dst, name);
+    uint32_t caller = 0;
+    std::memcpy(&caller, dst, sizeof caller);
+    if (caller < sizeof(uint32_t))
+        fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+             std::string(name) + "->struct_size is " + std::to_string(caller) + " (< 4)");
+    const uint32_t n = static_cast<uint32_t>(std::min<size_t>(caller, sizeof(Out)));
+    Out copy = value;
+    copy.struct_size = n;
+    std::memcpy(dst, &copy, n);
+}
+
+// Copies a string into a fixed char array, truncating and NUL-terminating.
+template <size_t N>
+void copy_string(char (&dst)[N], const std::string& src) {
+    const size_t n = std::min(N - 1, src.size());
+    std::memcpy(dst, src.data(), n);
+    std::memset(dst + n, 0, N - n);
+}
+
+}  // namespace eagle

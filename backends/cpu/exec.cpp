@@ -1,0 +1,100 @@
+// Group exec (bit 9): run_device calls a C function pointer once per tile over the thread pool.
+#include <algorithm>
+#include <cstring>
+
+#include "runtime.h"
+#include "thread_pool.h"
+
+using namespace eagle;
+using namespace eagle::cpu;
+
+namespace eagle::cpu {
+
+namespace {
+constexpr size_t kArgAlign = 16;
+constexpr int64_t kMaxArgBytes = int64_t(1) << 20;
+constexpr int64_t kSerialLanes = 4096;  // below this one tile on the stream's thread
+}  // namespace
+
+KernelNode::KernelNode(Fn fn, const uint64_t* params, const uint64_t* sizes, int64_t nparams, int64_t base,
+                       int64_t count, int64_t n_samples, uint32_t block)
+    : Node(Type::Kernel), fn_(fn), base_(base), count_(count), n_samples_(n_samples), block_(block) {
+    std::vector<size_t> offsets;
+    size_t total = 0;
+    for (int64_t i = 0; i < nparams; ++i) {
+        const size_t sz = sizes ? static_cast<size_t>(sizes[i]) : 8u;
+        offsets.push_back(total);
+        total += (sz + kArgAlign - 1) / kArgAlign * kArgAlign;
+    }
+    storage_.resize(total ? total : 1);
+    for (int64_t i = 0; i < nparams; ++i) {
+        const size_t sz = sizes ? static_cast<size_t>(sizes[i]) : 8u;
+        std::memcpy(storage_.data() + offsets[i], reinterpret_cast<const void*>(params[i]), sz);
+        args_.push_back(storage_.data() + offsets[i]);
+    }
+    if (args_.empty()) args_.push_back(nullptr);
+}
+
+void KernelNode::run(const RunSettings* rs) const {
+    int64_t base = base_, count = count_, n = n_samples_;
+    if (rs && rs->logical_size >= 0 && base_ == 0 && count_ == n_samples_) count = n = rs->logical_size;
+    if (count <= 0) return;
+    ThreadPool& pool = ThreadPool::instance();
+    int64_t tile;
+    if (block_) {
+        tile = block_;
+    } else if (count <= kSerialLanes) {
+        tile = count;
+    } else {
+        const int64_t pieces = int64_t(pool.threads()) * 4;
+        tile = std::max<int64_t>(kSerialLanes / 4, (count + pieces - 1) / pieces);
+    }
+    const int64_t ntiles = (count + tile - 1) / tile;
+    void* const* args = args_.data();
+    const Fn fn = fn_;
+    if (ntiles == 1) {
+        fn(args, base, count, n);
+        return;
+    }
+    pool.parallel_for(ntiles, [&](int64_t t) {
+        const int64_t b = t * tile;
+        fn(args, base + b, std::min(tile, count - b), n);
+    });
+}
+
+}  // namespace eagle::cpu
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_run_device(const eagle_backend_launch_desc* desc, int32_t* launched) {
+    return guarded("eagle_backend_run_device", [&] {
+        const auto d = read_desc(desc, "desc");
+        require(launched, "launched");
+        check_flags(d.flags, 0, "desc->flags");
+        check_device(d.device, "desc->device");
+        if (d.nparams < 0 || d.nparams > 64)
+            fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->nparams is " + std::to_string(d.nparams) + " (0..64)");
+        if (d.nparams > 0 && !d.params) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->params is NULL");
+        for (int64_t i = 0; i < d.nparams; ++i) {
+            const uint64_t sz = d.param_sizes ? d.param_sizes[i] : 8u;
+            if (sz == 0 || sz > uint64_t(kMaxArgBytes))
+                fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->param_sizes[" + std::to_string(i) + "] is " +
+                                                         std::to_string(sz) + " (1..2^20)");
+            if (!d.params[i])
+                fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->params[" + std::to_string(i) + "] is 0");
+        }
+        if (d.base < 0 || d.count < 0 || d.n_samples < 0 || d.base > INT64_MAX - d.count ||
+            d.n_samples < d.base + d.count)
+            fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+                 "bad partition: base " + std::to_string(d.base) + ", count " + std::to_string(d.count) +
+                     ", n_samples " + std::to_string(d.n_samples) + " (needs 0 <= base, 0 <= count, base + count <= n_samples)");
+        if (d.count > 0 && !d.function) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->function is 0");
+        auto s = resolve_stream(d.stream, "desc->stream");
+        if (d.count == 0) {
+            *launched = 0;
+            return;
+        }
+        auto node = std::make_shared<KernelNode>(reinterpret_cast<KernelNode::Fn>(d.function), d.params,
+                                                 d.param_sizes, d.nparams, d.base, d.count, d.n_samples, d.block);
+        submit(*s, std::move(node));
+        *launched = 1;
+    });
+}

@@ -1,0 +1,329 @@
+// Handle registry, stream queues, capture recording and the fence-object pool.
+#include "runtime.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <unordered_map>
+
+namespace eagle::cpu {
+
+// ---------------------------------------------------------------- registry
+
+namespace {
+struct Registry {
+    std::mutex mu;
+    std::unordered_map<const void*, std::shared_ptr<Object>> live;
+};
+Registry& registry() {
+    static Registry* r = new Registry();  // leaked: used by worker threads at exit
+    return *r;
+}
+}  // namespace
+
+const char* kind_name(Kind k) noexcept {
+    switch (k) {
+        case Kind::Stream: return "stream";
+        case Kind::Capturer: return "capturer";
+        case Kind::Captured: return "captured";
+        case Kind::Fork: return "fork";
+        case Kind::Conditional: return "conditional";
+        case Kind::Graph: return "graph";
+        case Kind::Launcher: return "launcher";
+    }
+    return "?";
+}
+
+void register_object(std::shared_ptr<Object> obj) {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    const void* key = obj.get();
+    r.live[key] = std::move(obj);
+}
+
+std::shared_ptr<Object> unregister_object(const void* handle) noexcept {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto it = r.live.find(handle);
+    if (it == r.live.end()) return nullptr;
+    auto obj = std::move(it->second);
+    r.live.erase(it);
+    return obj;
+}
+
+std::shared_ptr<Object> find_object(const void* handle, Kind kind) noexcept {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto it = r.live.find(handle);
+    if (it == r.live.end() || it->second->kind() != kind) return nullptr;
+    return it->second;
+}
+
+namespace {
+std::vector<std::shared_ptr<Stream>> blocking_user_streams() {
+    std::vector<std::shared_ptr<Stream>> out;
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (auto& [key, obj] : r.live) {
+        if (obj->kind() != Kind::Stream) continue;
+        auto s = std::static_pointer_cast<Stream>(obj);
+        if (s->role == Stream::Role::User && s->blocking) out.push_back(std::move(s));
+    }
+    return out;
+}
+}  // namespace
+
+// ---------------------------------------------------------------- capture
+
+void CaptureState::brk(const std::string& reason) {
+    for (CaptureState* c = this; c; c = c->parent.get()) {
+        if (!c->broken) {
+            c->broken = true;
+            c->why = reason;
+        }
+    }
+}
+
+std::recursive_mutex& capture_mutex() noexcept {
+    static std::recursive_mutex* mu = new std::recursive_mutex();
+    return *mu;
+}
+
+std::shared_ptr<CaptureState> active_capture(Stream& s) {
+    if (!s.capture) {
+        if (s.role == Stream::Role::Body)
+            fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream is a conditional body stream whose body is closed");
+        return nullptr;
+    }
+    if (s.capture->ended)
+        fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+             "the stream is a fork branch or body of a capture that has already ended");
+    return s.capture;
+}
+
+void record(Stream& s, CaptureState& cap, std::shared_ptr<const Node> node) {
+    node->publish();
+    const uint32_t idx = cap.graph->add_node(s.tail, std::move(node));
+    s.tail.assign(1, idx);
+}
+
+void submit(Stream& s, std::shared_ptr<const Node> node) {
+    {
+        std::lock_guard<std::recursive_mutex> lock(capture_mutex());
+        if (auto cap = active_capture(s)) {
+            record(s, *cap, std::move(node));
+            return;
+        }
+    }
+    enqueue_eager(s, [node] { node->run(nullptr); });
+}
+
+// ---------------------------------------------------------------- streams
+
+Stream::~Stream() { shutdown(); }
+
+uint64_t Stream::enqueue(std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream has been released");
+    if (!worker_.joinable()) worker_ = std::thread([this] { loop(); });
+    queue_.push_back(std::move(task));
+    const uint64_t seq = ++enqueued_;
+    cv_work_.notify_one();
+    return seq;
+}
+
+uint64_t Stream::pending() noexcept {
+    std::lock_guard<std::mutex> lock(mu_);
+    return completed_ == enqueued_ ? 0 : enqueued_;
+}
+
+void Stream::wait_for(uint64_t seq) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_done_.wait(lock, [&] { return completed_ >= seq || (stop_ && queue_.empty() && !worker_.joinable()); });
+}
+
+void Stream::drain_and_check() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_done_.wait(lock, [&] { return completed_ == enqueued_; });
+    if (failed_) {
+        std::string msg = std::move(error_);
+        error_.clear();
+        failed_ = false;
+        fail(EAGLE_BACKEND_ERROR, "work enqueued on the stream failed: " + msg);
+    }
+}
+
+void Stream::shutdown() noexcept {
+    std::thread worker;
+    {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id())
+            cv_done_.wait(lock, [&] { return completed_ == enqueued_; });
+        stop_ = true;
+        cv_work_.notify_all();
+        worker = std::move(worker_);
+    }
+    if (worker.joinable()) {
+        if (worker.get_id() == std::this_thread::get_id())
+            worker.detach();  // released from its own task (a misuse); let it wind down
+        else
+            worker.join();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_done_.notify_all();
+}
+
+void Stream::loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+        cv_work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        std::function<void()> task = std::move(queue_.front());
+        queue_.pop_front();
+        lock.unlock();
+        std::string err;
+        bool bad = false;
+        try {
+            task();
+        } catch (const std::bad_alloc&) {
+            bad = true;
+            err = "out of memory";
+        } catch (const std::exception& e) {
+            bad = true;
+            err = e.what();
+        } catch (...) {
+            bad = true;
+            err = "unknown C++ exception";
+        }
+        task = nullptr;
+        lock.lock();
+        if (bad && !failed_) {
+            failed_ = true;
+            error_ = std::move(err);
+        }
+        ++completed_;
+        cv_done_.notify_all();
+    }
+}
+
+namespace {
+std::mutex g_default_mu;
+std::shared_ptr<Stream>* g_default = nullptr;  // leaked on purpose
+std::mutex g_order_mu;
+
+std::shared_ptr<Stream> existing_default() {
+    std::lock_guard<std::mutex> lock(g_default_mu);
+    return g_default ? *g_default : nullptr;
+}
+}  // namespace
+
+std::shared_ptr<Stream> make_stream(Stream::Role role, bool blocking) {
+    auto s = std::make_shared<Stream>(role, blocking);
+    register_object(s);
+    return s;
+}
+
+void retire_stream(const std::shared_ptr<Stream>& s) noexcept {
+    if (!s) return;
+    unregister_object(s.get());
+    s->shutdown();
+}
+
+std::shared_ptr<Stream> default_stream() {
+    std::lock_guard<std::mutex> lock(g_default_mu);
+    if (!g_default) g_default = new std::shared_ptr<Stream>(make_stream(Stream::Role::Default, true));
+    return *g_default;
+}
+
+std::shared_ptr<Stream> find_stream(uint64_t raw) noexcept {
+    if (raw == 0) {
+        try {
+            return default_stream();
+        } catch (...) {
+            return nullptr;
+        }
+    }
+    return std::static_pointer_cast<Stream>(find_object(reinterpret_cast<const void*>(raw), Kind::Stream));
+}
+
+std::shared_ptr<Stream> resolve_stream(uint64_t raw, const char* name) {
+    if (raw == 0) return default_stream();
+    auto s = find_stream(raw);
+    if (!s) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(raw));
+        fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+             std::string(name) + " (" + buf + ") is not a live stream of the cpu backend");
+    }
+    return s;
+}
+
+uint64_t enqueue_eager(Stream& s, std::function<void()> task) {
+    if (s.role == Stream::Role::Body)
+        fail(EAGLE_BACKEND_INVALID_ARGUMENT, "a conditional body stream only records");
+    if (s.role == Stream::Role::User && s.blocking) {
+        if (auto d = existing_default()) {
+            std::lock_guard<std::mutex> lock(g_order_mu);
+            enqueue_wait(s, d);
+            return s.enqueue(std::move(task));
+        }
+    } else if (s.role == Stream::Role::Default) {
+        std::lock_guard<std::mutex> lock(g_order_mu);
+        for (auto& u : blocking_user_streams()) enqueue_wait(s, u);
+        return s.enqueue(std::move(task));
+    }
+    return s.enqueue(std::move(task));
+}
+
+// ---------------------------------------------------------------- fence objects
+
+namespace {
+struct FenceObject {
+    std::shared_ptr<Stream> producer;
+    uint64_t seq = 0;
+};
+struct FencePool {
+    std::mutex mu;
+    std::vector<FenceObject*> free;
+    std::atomic<int64_t> created{0};
+};
+FencePool& fence_pool() {
+    static FencePool* p = new FencePool();
+    return *p;
+}
+std::shared_ptr<FenceObject> acquire_fence() {
+    auto& p = fence_pool();
+    FenceObject* f = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(p.mu);
+        if (!p.free.empty()) {
+            f = p.free.back();
+            p.free.pop_back();
+        }
+    }
+    if (!f) {
+        f = new FenceObject();
+        p.created.fetch_add(1);
+    }
+    return std::shared_ptr<FenceObject>(f, [](FenceObject* obj) {
+        obj->producer.reset();
+        auto& pool = fence_pool();
+        std::lock_guard<std::mutex> lock(pool.mu);
+        pool.free.push_back(obj);
+    });
+}
+}  // namespace
+
+int64_t fence_objects_created() noexcept { return fence_pool().created.load(); }
+
+void enqueue_wait(Stream& consumer, const std::shared_ptr<Stream>& producer) {
+    if (!producer || producer.get() == &consumer) return;
+    const uint64_t seq = producer->pending();
+    if (seq == 0) return;  // nothing outstanding: already ordered
+    auto f = acquire_fence();
+    f->producer = producer;
+    f->seq = seq;
+    consumer.enqueue([f] { f->producer->wait_for(f->seq); });
+}
+
+}  // namespace eagle::cpu

@@ -1,0 +1,164 @@
+// The cpu backend's runtime: handle registry, streams (in-order queues drained by a worker thread),
+// capture state, and the one entry every command goes through (submit: record or enqueue).
+#pragma once
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdint>
+#include <functional>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "command.h"
+#include "exec_graph.h"
+#include "guarded.h"
+
+namespace eagle::cpu {
+
+// ---------------------------------------------------------------- handles
+
+enum class Kind { Stream, Capturer, Captured, Fork, Conditional, Graph, Launcher };
+const char* kind_name(Kind k) noexcept;
+
+class Object {
+public:
+    explicit Object(Kind kind) : kind_(kind) {}
+    virtual ~Object() = default;
+    Kind kind() const noexcept { return kind_; }
+
+private:
+    Kind kind_;
+};
+
+// Live handles, keyed by address: use after release or a foreign pointer is BAD_HANDLE.
+void register_object(std::shared_ptr<Object> obj);
+std::shared_ptr<Object> unregister_object(const void* handle) noexcept;
+std::shared_ptr<Object> find_object(const void* handle, Kind kind) noexcept;
+
+template <class T>
+std::shared_ptr<T> lookup(const void* handle, const char* name) {
+    if (!handle) fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is NULL");
+    auto obj = find_object(handle, T::kKind);
+    if (!obj)
+        fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is not a live " + kind_name(T::kKind) +
+                                           " handle of the cpu backend (released, consumed or foreign)");
+    return std::static_pointer_cast<T>(obj);
+}
+
+// Unregisters a live handle of T's kind and returns it (null for NULL, foreign or released ones).
+template <class T>
+std::shared_ptr<T> take(const void* handle) noexcept {
+    if (!handle || !find_object(handle, T::kKind)) return nullptr;
+    return std::static_pointer_cast<T>(unregister_object(handle));
+}
+
+// ---------------------------------------------------------------- capture
+
+// One capture target: the root capture of a stream, or an open conditional body.
+struct CaptureState {
+    std::shared_ptr<Graph> graph;           // where nodes are recorded
+    std::shared_ptr<CaptureState> parent;   // the enclosing capture of a body; null at the root
+    bool ended = false;
+    bool broken = false;
+    std::string why;                        // why it broke
+    int attached_branches = 0;              // fork branches recording into it, not yet joined
+    int open_bodies = 0;                    // conditional bodies opened from it, not yet closed
+
+    void brk(const std::string& reason);    // breaks this capture and every enclosing one
+};
+
+// Guards every capture field of every stream and capture state.
+std::recursive_mutex& capture_mutex() noexcept;
+
+// ---------------------------------------------------------------- streams
+
+class Stream : public Object {
+public:
+    static constexpr Kind kKind = Kind::Stream;
+    enum class Role { User, Default, Branch, Body };
+    Stream(Role role, bool blocking) : Object(Kind::Stream), role(role), blocking(blocking) {}
+    ~Stream() override;
+
+    uint64_t raw() const noexcept { return reinterpret_cast<uint64_t>(this); }
+    // Eager queue. enqueue returns the task's sequence number (1, 2, ...).
+    uint64_t enqueue(std::function<void()> task);
+    // The last sequence number enqueued, or 0 when everything enqueued has finished.
+    uint64_t pending() noexcept;
+    // Blocks until task `seq` has finished.
+    void wait_for(uint64_t seq);
+    // Blocks until everything enqueued has finished; throws ERROR (once) when a task failed.
+    void drain_and_check();
+    // Waits for the queue, then stops the worker. Idempotent.
+    void shutdown() noexcept;
+
+    const Role role;
+    const bool blocking;
+    // Capture bookkeeping (guarded by capture_mutex()).
+    std::shared_ptr<CaptureState> capture;
+    std::vector<uint32_t> tail;  // nodes the next recorded node depends on
+
+private:
+    void loop();
+
+    std::mutex mu_;
+    std::condition_variable cv_work_;
+    std::condition_variable cv_done_;
+    std::deque<std::function<void()>> queue_;
+    uint64_t enqueued_ = 0;
+    uint64_t completed_ = 0;
+    bool stop_ = false;
+    bool failed_ = false;
+    std::string error_;
+    std::thread worker_;
+};
+
+// The backend's default stream (raw value 0), created on first use.
+std::shared_ptr<Stream> default_stream();
+// Raw stream value -> live stream (0: the default stream). INVALID_ARGUMENT naming `name` otherwise.
+std::shared_ptr<Stream> resolve_stream(uint64_t raw, const char* name);
+// Same, or null when `raw` is not a live stream.
+std::shared_ptr<Stream> find_stream(uint64_t raw) noexcept;
+// Creates a registered stream (the caller owns the registration).
+std::shared_ptr<Stream> make_stream(Stream::Role role, bool blocking);
+// Unregisters and shuts a stream down.
+void retire_stream(const std::shared_ptr<Stream>& s) noexcept;
+
+// True (and the capture target) when `s` is recording. Throws INVALID_ARGUMENT when the stream
+// belongs to a capture that has ended or to a closed conditional body. Call with capture_mutex held.
+std::shared_ptr<CaptureState> active_capture(Stream& s);
+
+// Records `node` on a capturing stream, or enqueues it on the stream's queue.
+void submit(Stream& s, std::shared_ptr<const Node> node);
+// Appends a recorded node at the stream's tail (capture_mutex held, capture active).
+void record(Stream& s, CaptureState& cap, std::shared_ptr<const Node> node);
+// Enqueues eager work with the default-stream ordering rules (blocking streams and the default
+// stream order after each other, as the legacy default stream of CUDA does).
+uint64_t enqueue_eager(Stream& s, std::function<void()> task);
+// Makes `consumer` wait (in its queue) for everything enqueued so far on `producer`.
+void enqueue_wait(Stream& consumer, const std::shared_ptr<Stream>& producer);
+
+// The cpu backend has one device, 0; -1 names it too.
+inline void check_device(int32_t device, const char* name) {
+    if (device != -1 && device != 0)
+        fail(EAGLE_BACKEND_INDEX, std::string(name) + " is " + std::to_string(device) +
+                                      "; the cpu backend has only device 0 (or -1)");
+}
+
+// Unknown flag bits are UNSUPPORTED, never ignored.
+inline void check_flags(uint32_t flags, uint32_t known, const char* name) {
+    if (flags & ~known)
+        fail(EAGLE_BACKEND_UNSUPPORTED, std::string(name) + " has unknown bits 0x" + [&] {
+            char buf[16];
+            std::snprintf(buf, sizeof buf, "%x", flags & ~known);
+            return std::string(buf);
+        }());
+}
+
+// Fence objects: pooled markers a waiting stream holds while it waits.
+int64_t fence_objects_created() noexcept;
+
+}  // namespace eagle::cpu

@@ -1,0 +1,56 @@
+// Group stream (bit 0): in-order queues drained by a worker thread.
+#include "runtime.h"
+
+using namespace eagle;
+using namespace eagle::cpu;
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_stream_create(const eagle_backend_stream_desc* desc,
+                                                              eagle_backend_stream* out) {
+    return guarded("eagle_backend_stream_create", [&] {
+        const auto d = read_desc(desc, "desc");
+        require(out, "out");
+        check_flags(d.flags, EAGLE_BACKEND_STREAM_NON_BLOCKING, "desc->flags");
+        check_device(d.device, "desc->device");
+        auto s = make_stream(Stream::Role::User, (d.flags & EAGLE_BACKEND_STREAM_NON_BLOCKING) == 0);
+        *out = reinterpret_cast<eagle_backend_stream>(s.get());
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_stream_ptr(eagle_backend_stream stream, uint64_t* raw) {
+    return guarded("eagle_backend_stream_ptr", [&] {
+        require(raw, "raw");
+        auto s = lookup<Stream>(stream, "stream");
+        *raw = s->raw();
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_stream_synchronize(eagle_backend_stream stream) {
+    return guarded("eagle_backend_stream_synchronize", [&] {
+        auto s = lookup<Stream>(stream, "stream");
+        {
+            std::lock_guard<std::recursive_mutex> lock(capture_mutex());
+            if (s->capture && !s->capture->ended) {
+                // As on CUDA, synchronising a capturing stream is refused and breaks the capture.
+                s->capture->brk("stream_synchronize was called on the stream during the capture");
+                fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream is being captured");
+            }
+        }
+        s->drain_and_check();
+    });
+}
+
+EAGLE_EXPORT void eagle_backend_stream_release(eagle_backend_stream stream) {
+    guarded_void([&] {
+        if (!stream) return;
+        auto s = std::static_pointer_cast<Stream>(find_object(stream, Kind::Stream));
+        if (!s || s->role != Stream::Role::User) return;  // foreign, released, or not caller-owned
+        {
+            std::lock_guard<std::recursive_mutex> lock(capture_mutex());
+            if (s->capture && !s->capture->ended) {
+                s->capture->brk("the captured stream was released");
+                s->capture.reset();
+            }
+        }
+        retire_stream(s);
+    });
+}

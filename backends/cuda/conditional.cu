@@ -1,0 +1,264 @@
+// conditional.cu -- conditional nodes (bit 4; SWITCH per-symbol since minor 4), cuda only.
+//
+// The node is recorded into the capturing origin: a setter kernel (eagle's own) evaluates the guard
+// and sets the node's condition handle, then the conditional node is added after it and becomes the
+// origin's only capture dependency. Bodies are captured on a body stream straight into the node's
+// body graphs (cudaStreamBeginCaptureToGraph). A WHILE ends every body iteration with a setter
+// kernel that re-evaluates the guard and steps the [remaining, ran] cell.
+#include <cuda_runtime.h>
+
+#include "gpu.h"
+
+using namespace eagle;
+using namespace eagle::gpu;
+
+namespace eagle::gpu::native {
+bool has_switch();
+
+namespace {
+std::mutex g_cond_mu;
+std::unordered_map<gpuGraphNode_t, std::vector<gpuGraph_t>> g_cond_bodies;
+}  // namespace
+
+void conditional_bodies(gpuGraphNode_t node, std::vector<gpuGraph_t>& out) {
+    std::lock_guard<std::mutex> lk(g_cond_mu);
+    auto it = g_cond_bodies.find(node);
+    if (it != g_cond_bodies.end()) out.insert(out.end(), it->second.begin(), it->second.end());
+}
+
+void forget_node(gpuGraphNode_t node) {
+    std::lock_guard<std::mutex> lk(g_cond_mu);
+    g_cond_bodies.erase(node);
+}
+
+static void remember_bodies(gpuGraphNode_t node, const std::vector<gpuGraph_t>& bodies) {
+    std::lock_guard<std::mutex> lk(g_cond_mu);
+    g_cond_bodies[node] = bodies;
+}
+}  // namespace eagle::gpu::native
+
+namespace {
+
+__device__ __forceinline__ bool guard_holds(const uint32_t* count, const uint32_t* baseline) {
+    return *count != (baseline ? *baseline : 0u);
+}
+
+__global__ void if_setter(cudaGraphConditionalHandle h, const uint32_t* count, const uint32_t* baseline) {
+    cudaGraphSetConditional(h, guard_holds(count, baseline) ? 1u : 0u);
+}
+
+// init != 0: entry of the WHILE node (cell := [loop_cap, 0]); else the end of a body iteration.
+__global__ void while_setter(cudaGraphConditionalHandle h, const uint32_t* count, const uint32_t* baseline,
+                             uint32_t* cell, uint32_t loop_cap, int init) {
+    uint32_t remaining = init ? loop_cap : cell[0];
+    uint32_t ran = init ? 0u : cell[1];
+    const bool go = remaining > 0 && guard_holds(count, baseline);
+    if (go) {
+        remaining -= 1;
+        ran += 1;
+    }
+    cell[0] = remaining;
+    cell[1] = ran;
+    cudaGraphSetConditional(h, go ? 1u : 0u);
+}
+
+__global__ void switch_setter(cudaGraphConditionalHandle h, const uint32_t* count) { cudaGraphSetConditional(h, *count); }
+
+enum Kind { kIf, kWhile, kSwitch };
+
+struct Conditional : Checked<0x434f4e44u> {
+    gpuStream_t origin = nullptr;
+    gpuStream_t body = nullptr;
+    int device = 0;
+    Kind kind = kIf;
+    cudaGraphConditionalHandle handle{};
+    gpuGraphNode_t node = nullptr;
+    std::vector<gpuGraph_t> bodies;
+    std::vector<bool> opened;
+    int open = -1;  // the case whose body is being captured, -1 when none
+    bool ended = false;
+    const uint32_t* count = nullptr;
+    const uint32_t* baseline = nullptr;
+    uint32_t* cell = nullptr;
+    uint32_t loop_cap = 0;
+};
+
+void open_body(Conditional* c, int index) {
+    DeviceGuard guard(c->device);
+    body_graph_add(c->bodies[index]);
+    gpuError_t e = cudaStreamBeginCaptureToGraph(c->body, c->bodies[index], nullptr, nullptr, 0,
+                                                 cudaStreamCaptureModeRelaxed);
+    if (e != cudaSuccess) {
+        body_graph_remove(c->bodies[index]);
+        check(e, "streamBeginCaptureToGraph(body)");
+    }
+    c->opened[index] = true;
+    c->open = index;
+}
+
+void close_body(Conditional* c) {
+    if (c->open < 0) return;
+    DeviceGuard guard(c->device);
+    const int index = c->open;
+    c->open = -1;
+    if (c->kind == kWhile)
+        while_setter<<<1, 1, 0, c->body>>>(c->handle, c->count, c->baseline, c->cell, c->loop_cap, 0);
+    gpuError_t le = cudaGetLastError();
+    gpuGraph_t g = nullptr;
+    gpuError_t e = cudaStreamEndCapture(c->body, &g);
+    body_graph_remove(c->bodies[index]);
+    check(le, "while setter launch");
+    check(e, "streamEndCapture(body)");
+}
+
+void add_empty_where_needed(Conditional* c) {
+    for (gpuGraph_t b : c->bodies) {
+        size_t n = 0;
+        check(cudaGraphGetNodes(b, nullptr, &n), "graphGetNodes(body)");
+        if (n == 0) {
+            gpuGraphNode_t e = nullptr;
+            check(cudaGraphAddEmptyNode(&e, b, nullptr, 0), "graphAddEmptyNode(body)");
+        }
+    }
+}
+
+}  // namespace
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_create(const struct eagle_backend_conditional_desc* desc,
+                                                                   eagle_backend_conditional* out) {
+    return guarded("conditional_create", [&] {
+        auto d = read_desc(desc, "desc");
+        require(out, "out");
+        if (d.flags) fail(EAGLE_BACKEND_UNSUPPORTED, "unknown conditional flags " + std::to_string(d.flags));
+        if (!d.count_ptr) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "count_ptr is 0");
+        if (!d.origin) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "origin 0 (the legacy stream) is never being captured");
+        auto c = std::make_unique<Conditional>();
+        if (d.case_count) {
+            if (d.baseline_ptr || d.counter_ptr)
+                fail(EAGLE_BACKEND_INVALID_ARGUMENT, "a SWITCH takes no baseline_ptr or counter_ptr");
+            if (!native::has_switch())
+                fail(EAGLE_BACKEND_UNSUPPORTED, "SWITCH conditional nodes need a CUDA 12.8 or newer driver");
+            c->kind = kSwitch;
+        } else if (d.counter_ptr) {
+            if (d.loop_cap < 1) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "a WHILE needs loop_cap >= 1");
+            c->kind = kWhile;
+        }
+        c->device = resolve_device(d.device, d.origin, true);
+        c->origin = as_stream(d.origin);
+        c->count = reinterpret_cast<const uint32_t*>(d.count_ptr);
+        c->baseline = reinterpret_cast<const uint32_t*>(d.baseline_ptr);
+        c->cell = reinterpret_cast<uint32_t*>(d.counter_ptr);
+        c->loop_cap = d.loop_cap;
+        DeviceGuard guard(c->device);
+        CaptureInfo ci = capture_info(c->origin);
+        if (ci.status != cudaStreamCaptureStatusActive)
+            fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the origin stream is not being captured");
+        check(cudaGraphConditionalHandleCreate(&c->handle, ci.graph, 0, 0), "graphConditionalHandleCreate");
+        switch (c->kind) {
+            case kIf: if_setter<<<1, 1, 0, c->origin>>>(c->handle, c->count, c->baseline); break;
+            case kWhile:
+                while_setter<<<1, 1, 0, c->origin>>>(c->handle, c->count, c->baseline, c->cell, c->loop_cap, 1);
+                break;
+            case kSwitch: switch_setter<<<1, 1, 0, c->origin>>>(c->handle, c->count); break;
+        }
+        check(cudaGetLastError(), "conditional setter launch");
+        ci = capture_info(c->origin);
+        cudaGraphNodeParams p{};
+        p.type = cudaGraphNodeTypeConditional;
+        p.conditional.handle = c->handle;
+        p.conditional.type = c->kind == kIf ? cudaGraphCondTypeIf
+                             : c->kind == kWhile ? cudaGraphCondTypeWhile
+                                                 : cudaGraphCondTypeSwitch;
+        p.conditional.size = c->kind == kSwitch ? d.case_count : 1;
+        check(cudaGraphAddNode(&c->node, ci.graph, ci.deps.data(), nullptr, ci.deps.size(), &p), "graphAddNode(conditional)");
+        c->bodies.assign(p.conditional.phGraph_out, p.conditional.phGraph_out + p.conditional.size);
+        c->opened.assign(c->bodies.size(), false);
+        native::remember_bodies(c->node, c->bodies);
+        check(cudaStreamUpdateCaptureDependencies(c->origin, &c->node, nullptr, 1, cudaStreamSetCaptureDependencies),
+              "streamUpdateCaptureDependencies");
+        check(cudaStreamCreateWithFlags(&c->body, cudaStreamNonBlocking), "streamCreateWithFlags(body)");
+        *out = reinterpret_cast<eagle_backend_conditional>(c.release());
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_begin(eagle_backend_conditional conditional,
+                                                                  uint64_t* body_stream) {
+    return guarded("conditional_begin", [&] {
+        auto* c = from_handle<Conditional>(conditional, "conditional");
+        require(body_stream, "body_stream");
+        if (c->ended) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the conditional has ended");
+        if (c->open >= 0 || c->opened[0]) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the body was already begun");
+        open_body(c, 0);
+        *body_stream = as_raw(c->body);
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_begin_case(eagle_backend_conditional conditional,
+                                                                       uint32_t index, uint64_t* body_stream) {
+    return guarded("conditional_begin_case", [&] {
+        auto* c = from_handle<Conditional>(conditional, "conditional");
+        require(body_stream, "body_stream");
+        if (c->kind != kSwitch) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "begin_case is for a SWITCH only");
+        if (c->ended) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the conditional has ended");
+        if (index >= c->bodies.size())
+            fail(EAGLE_BACKEND_INDEX, "case " + std::to_string(index) + " of " + std::to_string(c->bodies.size()));
+        if (c->opened[index]) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "case " + std::to_string(index) + " was already opened");
+        close_body(c);
+        open_body(c, static_cast<int>(index));
+        *body_stream = as_raw(c->body);
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_body_stream(eagle_backend_conditional conditional,
+                                                                        uint64_t* body_stream) {
+    return guarded("conditional_body_stream", [&] {
+        auto* c = from_handle<Conditional>(conditional, "conditional");
+        require(body_stream, "body_stream");
+        if (c->open < 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "no body is open");
+        *body_stream = as_raw(c->body);
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_is_loop(eagle_backend_conditional conditional,
+                                                                    int32_t* is_loop) {
+    return guarded("conditional_is_loop", [&] {
+        *require(is_loop, "is_loop") = from_handle<Conditional>(conditional, "conditional")->kind == kWhile ? 1 : 0;
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_end(eagle_backend_conditional conditional) {
+    return guarded("conditional_end", [&] {
+        auto* c = from_handle<Conditional>(conditional, "conditional");
+        if (c->ended) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the conditional has already ended");
+        close_body(c);
+        // A WHILE whose body was never opened still needs its step setter, or it would never stop.
+        if (c->kind == kWhile && !c->opened[0]) {
+            open_body(c, 0);
+            close_body(c);
+        }
+        add_empty_where_needed(c);
+        c->ended = true;
+    });
+}
+
+EAGLE_EXPORT void eagle_backend_conditional_release(eagle_backend_conditional conditional) {
+    guarded_void([&] {
+        if (!conditional) return;
+        auto* c = from_handle<Conditional>(conditional, "conditional");
+        {
+            DeviceGuard guard(c->device);
+            if (c->open >= 0) {
+                gpuGraph_t g = nullptr;
+                (void)cudaStreamEndCapture(c->body, &g);
+                (void)cudaGetLastError();
+                body_graph_remove(c->bodies[c->open]);
+                // An abandoned body breaks the origin's capture, as documented.
+                (void)cudaStreamEndCapture(c->origin, &g);
+                if (g) (void)cudaGraphDestroy(g);
+                (void)cudaGetLastError();
+            }
+            if (c->body) (void)cudaStreamDestroy(c->body);
+        }
+        delete c;
+    });
+}

@@ -1,0 +1,150 @@
+// native.cpp -- the cuda kind's native layer: the driver entry points (through
+// cudaGetDriverEntryPointByVersion, so nothing links libcuda), kernel-handle launches, exec-graph
+// kernel rewrites and node enabling, and which groups the installed driver can serve.
+#include <dlfcn.h>
+
+#include <mutex>
+
+#include "gpu.h"
+
+#ifndef EAGLE_GPU_ARCHS
+#define EAGLE_GPU_ARCHS ""
+#endif
+
+namespace eagle::gpu::native {
+namespace {
+
+using PFN_launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                CUstream, void**, void**);
+using PFN_exec_set = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*);
+using PFN_param_info = CUresult (*)(CUfunction, size_t, size_t*, size_t*);
+using PFN_error_string = CUresult (*)(CUresult, const char**);
+
+struct Driver {
+    std::string reason;  // "" when the driver can be used
+    PFN_launch launch = nullptr;
+    PFN_exec_set exec_set = nullptr;
+    PFN_param_info param_info = nullptr;
+    PFN_error_string error_string = nullptr;
+    bool has_conditional = false;
+    bool has_switch = false;
+    bool has_capture_to_graph = false;
+    bool has_node_enable = false;
+};
+
+template <class F>
+F entry(const char* name, unsigned version) {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    return reinterpret_cast<F>(fn);
+}
+
+const Driver& driver() {
+    static Driver d;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            const char* e = dlerror();
+            d.reason = std::string("the NVIDIA driver (libcuda.so.1) could not be loaded: ") + (e ? e : "not found");
+            return;
+        }
+        int drv = 0;
+        if (cudaDriverGetVersion(&drv) != cudaSuccess || drv == 0) {
+            (void)cudaGetLastError();
+            d.reason = "the NVIDIA driver loaded but reports no version";
+            return;
+        }
+        if (drv / 1000 < CUDART_VERSION / 1000) {
+            d.reason = "the NVIDIA driver supports CUDA " + std::to_string(drv / 1000) + "." +
+                       std::to_string(drv % 1000 / 10) + ", older than the CUDA " + std::to_string(CUDART_VERSION / 1000) +
+                       " runtime this backend was built with";
+            return;
+        }
+        d.launch = entry<PFN_launch>("cuLaunchKernel", 4000);
+        d.exec_set = entry<PFN_exec_set>("cuGraphExecKernelNodeSetParams", 12000);
+        d.param_info = entry<PFN_param_info>("cuFuncGetParamInfo", 12040);
+        d.error_string = entry<PFN_error_string>("cuGetErrorString", 6000);
+        d.has_conditional = entry<void*>("cuGraphConditionalHandleCreate", 12030) != nullptr &&
+                            entry<void*>("cuGraphAddNode", 12030) != nullptr;
+        d.has_switch = d.has_conditional && drv >= 12080;
+        d.has_capture_to_graph = entry<void*>("cuStreamBeginCaptureToGraph", 12030) != nullptr;
+        d.has_node_enable = entry<void*>("cuGraphNodeSetEnabled", 11060) != nullptr;
+    });
+    return d;
+}
+
+void check_cu(CUresult r, const char* what) {
+    if (r == CUDA_SUCCESS) return;
+    const char* msg = nullptr;
+    if (driver().error_string) driver().error_string(r, &msg);
+    eagle_backend_status st = EAGLE_BACKEND_ERROR;
+    if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_HANDLE) st = EAGLE_BACKEND_INVALID_ARGUMENT;
+    if (r == CUDA_ERROR_NOT_SUPPORTED) st = EAGLE_BACKEND_UNSUPPORTED;
+    fail(st, std::string(what) + ": CUresult " + std::to_string(static_cast<int>(r)) + ": " + (msg ? msg : "unknown"));
+}
+
+}  // namespace
+
+std::string driver_reason() { return driver().reason; }
+
+void launch(uint64_t function, uint32_t grid, uint32_t block, gpuStream_t s, void** args) {
+    if (!driver().launch) fail(EAGLE_BACKEND_UNAVAILABLE, "the driver has no cuLaunchKernel");
+    check_cu(driver().launch(reinterpret_cast<CUfunction>(static_cast<uintptr_t>(function)), grid, 1, 1, block, 1, 1, 0,
+                             reinterpret_cast<CUstream>(s), args, nullptr),
+             "cuLaunchKernel");
+}
+
+size_t param_size(uint64_t function, int64_t i) {
+    if (!driver().param_info) return 0;
+    size_t off = 0, size = 0;
+    if (driver().param_info(reinterpret_cast<CUfunction>(static_cast<uintptr_t>(function)), static_cast<size_t>(i), &off,
+                            &size) != CUDA_SUCCESS)
+        return 0;
+    return size;
+}
+
+void exec_set_kernel(gpuGraphExec_t exec, gpuGraphNode_t node, uint64_t function, uint32_t grid, uint32_t block,
+                     void** args) {
+    if (!driver().exec_set) fail(EAGLE_BACKEND_UNSUPPORTED, "the driver has no cuGraphExecKernelNodeSetParams");
+    CUDA_KERNEL_NODE_PARAMS p{};
+    p.func = reinterpret_cast<CUfunction>(static_cast<uintptr_t>(function));
+    p.gridDimX = grid;
+    p.gridDimY = p.gridDimZ = 1;
+    p.blockDimX = block;
+    p.blockDimY = p.blockDimZ = 1;
+    p.kernelParams = args;
+    check_cu(driver().exec_set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &p),
+             "cuGraphExecKernelNodeSetParams");
+}
+
+void exec_set_enabled(gpuGraphExec_t exec, gpuGraphNode_t node, bool enabled) {
+    if (!driver().has_node_enable) fail(EAGLE_BACKEND_UNSUPPORTED, "the driver cannot enable or disable graph nodes");
+    check(cudaGraphNodeSetEnabled(exec, node, enabled ? 1u : 0u), "graphNodeSetEnabled");
+}
+
+uint64_t capabilities() {
+    uint64_t bits = EAGLE_BACKEND_CAP_STREAM | EAGLE_BACKEND_CAP_CAPTURER | EAGLE_BACKEND_CAP_CAPTURED |
+                    EAGLE_BACKEND_CAP_FORK | EAGLE_BACKEND_CAP_CONDITIONAL | EAGLE_BACKEND_CAP_ATTRIBUTION |
+                    EAGLE_BACKEND_CAP_GRAPH | EAGLE_BACKEND_CAP_LAUNCHER | EAGLE_BACKEND_CAP_EXEC |
+                    EAGLE_BACKEND_CAP_DEVICE | EAGLE_BACKEND_CAP_INTEROP | EAGLE_BACKEND_CAP_FILTERING;
+    const Driver& d = driver();
+    if (!d.reason.empty()) return bits;  // nothing to judge: probe says why nothing runs
+    if (!d.has_conditional || !d.has_capture_to_graph) bits &= ~EAGLE_BACKEND_CAP_CONDITIONAL;
+    if (!d.launch) bits &= ~EAGLE_BACKEND_CAP_EXEC;
+    if (!d.exec_set) bits &= ~EAGLE_BACKEND_CAP_LAUNCHER;
+    return bits;
+}
+
+bool has_switch() { return driver().has_switch; }
+
+const char* archs() { return EAGLE_GPU_ARCHS; }
+
+int runtime_version() { return CUDART_VERSION; }
+
+}  // namespace eagle::gpu::native

@@ -1,0 +1,232 @@
+// core.cpp -- error mapping, device selection, capture queries and the kernel-record registry
+// shared by every concept file of the GPU backend.
+#include "gpu.h"
+
+#include <algorithm>
+
+namespace eagle::gpu {
+
+eagle_backend_status status_of(gpuError_t e) {
+    switch (e) {
+#if defined(EAGLE_GPU_HIP)
+        case hipErrorInvalidDevice: return EAGLE_BACKEND_INDEX;
+        case hipErrorNoDevice:
+        case hipErrorInsufficientDriver: return EAGLE_BACKEND_UNAVAILABLE;
+        case hipErrorInvalidValue:
+        case hipErrorInvalidHandle:
+        case hipErrorStreamCaptureUnsupported:
+        case hipErrorStreamCaptureInvalidated:
+        case hipErrorStreamCaptureUnmatched:
+        case hipErrorStreamCaptureUnjoined:
+        case hipErrorStreamCaptureIsolation:
+        case hipErrorStreamCaptureImplicit:
+        case hipErrorCapturedEvent:
+        case hipErrorStreamCaptureWrongThread:
+        case hipErrorIllegalState: return EAGLE_BACKEND_INVALID_ARGUMENT;
+        case hipErrorNotSupported: return EAGLE_BACKEND_UNSUPPORTED;
+#else
+        case cudaErrorInvalidDevice: return EAGLE_BACKEND_INDEX;
+        case cudaErrorNoDevice:
+        case cudaErrorInsufficientDriver:
+        case cudaErrorCallRequiresNewerDriver: return EAGLE_BACKEND_UNAVAILABLE;
+        case cudaErrorInvalidValue:
+        case cudaErrorInvalidResourceHandle:
+        case cudaErrorStreamCaptureUnsupported:
+        case cudaErrorStreamCaptureInvalidated:
+        case cudaErrorStreamCaptureMerge:
+        case cudaErrorStreamCaptureUnmatched:
+        case cudaErrorStreamCaptureUnjoined:
+        case cudaErrorStreamCaptureIsolation:
+        case cudaErrorStreamCaptureImplicit:
+        case cudaErrorCapturedEvent:
+        case cudaErrorStreamCaptureWrongThread:
+        case cudaErrorIllegalState: return EAGLE_BACKEND_INVALID_ARGUMENT;
+        case cudaErrorNotSupported: return EAGLE_BACKEND_UNSUPPORTED;
+#endif
+        default: return EAGLE_BACKEND_ERROR;
+    }
+}
+
+void check(gpuError_t e, const char* what) {
+    if (e == gpuSuccess) return;
+    (void)gpuGetLastError();  // clear the sticky-free error so later calls start clean
+    fail(status_of(e), std::string(what) + ": " + gpuGetErrorName(e) + ": " + gpuGetErrorString(e));
+}
+
+namespace {
+std::atomic<bool> g_available{false};
+}
+
+std::string probe_reason() {
+    if (g_available.load(std::memory_order_acquire)) return {};
+    std::string why = native::driver_reason();
+    if (!why.empty()) return why;
+    int n = 0;
+    gpuError_t e = gpuGetDeviceCount(&n);
+    if (e != gpuSuccess) {
+        (void)gpuGetLastError();
+        return std::string("the " EAGLE_GPU_KIND " runtime found no usable device: ") + gpuGetErrorName(e) + ": " +
+               gpuGetErrorString(e);
+    }
+    if (n <= 0) return "the " EAGLE_GPU_KIND " runtime reports 0 devices";
+    g_available.store(true, std::memory_order_release);
+    return {};
+}
+
+void require_device() {
+    if (g_available.load(std::memory_order_acquire)) return;
+    std::string why = probe_reason();
+    if (!why.empty()) fail(EAGLE_BACKEND_UNAVAILABLE, why);
+}
+
+int device_count() {
+    require_device();
+    int n = 0;
+    check(gpuGetDeviceCount(&n), "getDeviceCount");
+    return n;
+}
+
+int current_device() {
+    int d = 0;
+    check(gpuGetDevice(&d), "getDevice");
+    return d;
+}
+
+int resolve_device(int32_t requested, uint64_t stream, bool has_stream) {
+    const int n = device_count();
+    if (requested >= 0) {
+        if (requested >= n)
+            fail(EAGLE_BACKEND_INDEX,
+                 "device " + std::to_string(requested) + " does not exist (" + std::to_string(n) + " devices)");
+        return requested;
+    }
+    if (requested != -1) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "device " + std::to_string(requested) + " (use -1 or >= 0)");
+#if EAGLE_GPU_HAS_STREAM_GET_DEVICE
+    if (has_stream && stream != 0) {
+        int d = -1;
+        if (cudaStreamGetDevice(as_stream(stream), &d) == cudaSuccess && d >= 0) return d;
+        (void)cudaGetLastError();
+    }
+#else
+    (void)stream;
+    (void)has_stream;
+#endif
+    return current_device();
+}
+
+DeviceGuard::DeviceGuard(int device) {
+    check(gpuGetDevice(&previous_), "getDevice");
+    if (previous_ != device) {
+        check(gpuSetDevice(device), "setDevice");
+        switched_ = true;
+    }
+}
+
+DeviceGuard::~DeviceGuard() {
+    if (switched_) (void)gpuSetDevice(previous_);
+}
+
+// ---------------------------------------------------------------- capture
+
+CaptureInfo capture_info(gpuStream_t s) {
+    CaptureInfo info;
+    unsigned long long id = 0;
+    const gpuGraphNode_t* deps = nullptr;
+    size_t n = 0;
+    check(gpuStreamGetCaptureInfo(s, &info.status, &id, &info.graph, &deps, &n), "streamGetCaptureInfo");
+    if (info.status == gpuStreamCaptureStatusActive && deps) info.deps.assign(deps, deps + n);
+    return info;
+}
+
+bool is_capturing(gpuStream_t s) {
+    gpuStreamCaptureStatus st = gpuStreamCaptureStatusNone;
+    check(gpuStreamIsCapturing(s, &st), "streamIsCapturing");
+    return st != gpuStreamCaptureStatusNone;
+}
+
+namespace {
+std::mutex g_bodies_mu;
+std::unordered_set<gpuGraph_t> g_bodies;
+std::mutex g_records_mu;
+std::unordered_map<gpuGraphNode_t, KernelRecordPtr> g_records;
+}  // namespace
+
+void body_graph_add(gpuGraph_t g) {
+    std::lock_guard<std::mutex> lk(g_bodies_mu);
+    g_bodies.insert(g);
+}
+void body_graph_remove(gpuGraph_t g) {
+    std::lock_guard<std::mutex> lk(g_bodies_mu);
+    g_bodies.erase(g);
+}
+bool body_graph_contains(gpuGraph_t g) {
+    std::lock_guard<std::mutex> lk(g_bodies_mu);
+    return g_bodies.count(g) != 0;
+}
+
+void collect_nodes(gpuGraph_t g, std::vector<gpuGraphNode_t>& out, bool recurse, bool bodies) {
+    size_t n = 0;
+    check(gpuGraphGetNodes(g, nullptr, &n), "graphGetNodes");
+    if (n == 0) return;
+    std::vector<gpuGraphNode_t> nodes(n);
+    check(gpuGraphGetNodes(g, nodes.data(), &n), "graphGetNodes");
+    nodes.resize(n);
+    for (gpuGraphNode_t node : nodes) {
+        out.push_back(node);
+        if (!recurse) continue;
+        gpuGraphNodeType t;
+        check(gpuGraphNodeGetType(node, &t), "graphNodeGetType");
+        if (t == gpuGraphNodeTypeGraph) {
+            gpuGraph_t child = nullptr;
+            check(gpuGraphChildGraphNodeGetGraph(node, &child), "graphChildGraphNodeGetGraph");
+            collect_nodes(child, out, true, bodies);
+        } else if (bodies) {
+            std::vector<gpuGraph_t> inner;
+            native::conditional_bodies(node, inner);
+            for (gpuGraph_t b : inner) collect_nodes(b, out, true, true);
+        }
+    }
+}
+
+void record_kernel(gpuGraphNode_t node, KernelRecordPtr rec) {
+    std::lock_guard<std::mutex> lk(g_records_mu);
+    g_records[node] = std::move(rec);
+}
+
+KernelRecordPtr find_kernel(gpuGraphNode_t node) {
+    std::lock_guard<std::mutex> lk(g_records_mu);
+    auto it = g_records.find(node);
+    return it == g_records.end() ? nullptr : it->second;
+}
+
+void forget_nodes(gpuGraph_t g) {
+    std::vector<gpuGraphNode_t> nodes;
+    try {
+        collect_nodes(g, nodes, true);
+    } catch (...) {
+        return;
+    }
+    for (gpuGraphNode_t n : nodes) native::forget_node(n);
+    std::lock_guard<std::mutex> lk(g_records_mu);
+    for (gpuGraphNode_t n : nodes) g_records.erase(n);
+}
+
+GraphOwner::~GraphOwner() {
+    if (g) {
+        forget_nodes(g);
+        (void)gpuGraphDestroy(g);
+    }
+    for (gpuGraph_t k : keep) {
+        forget_nodes(k);
+        (void)gpuGraphDestroy(k);
+    }
+}
+
+Captured::~Captured() {
+    if (g) {
+        forget_nodes(g);
+        (void)gpuGraphDestroy(g);
+    }
+}
+
+}  // namespace eagle::gpu

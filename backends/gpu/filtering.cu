@@ -1,0 +1,388 @@
+// filtering.cu -- compact_device (bit 12) and reorder_device (per-symbol, minor 2) with eagle's own
+// kernels: a single-pass scan with decoupled look-back (one pass over the mask, tiles ordered by a
+// ticket so every tile's predecessors are already running), then stable scatters.
+// Enqueue only: no allocation, no synchronisation, no host read of device memory; capturable.
+#if defined(EAGLE_GPU_HIP)
+#include <hip/hip_runtime.h>
+#endif
+
+#include <cstring>
+
+#include "gpu.h"
+
+using namespace eagle;
+using namespace eagle::gpu;
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kItems = 16;
+constexpr int kTile = kThreads * kItems;  // 4096 samples a tile
+constexpr unsigned long long kAggregate = 1ull << 32;
+constexpr unsigned long long kPrefix = 2ull << 32;
+
+enum ScanMode : int { kCompact = 0, kReorder = 1 };
+
+struct ScanArgs {
+    const uint8_t* mask;
+    int32_t* out;                    // compact: index_map; reorder: new position code per position
+    uint32_t n;
+    uint32_t drop;                   // MASK_IS_DROP
+    const uint32_t* limit;           // reorder: span (positions >= *limit take no part)
+    const uint32_t* gate;            // reorder: fire (nothing when *gate == 0)
+    unsigned long long* status;      // per-tile (flag << 32 | value), zeroed before the launch
+    uint32_t* ticket;                // tile ticket, zeroed before the launch
+    uint32_t* total;                 // receives the number kept
+    uint32_t* live32;
+    const uint32_t* span;
+    uint32_t* fire;
+    float theta;
+    uint32_t tiles;
+};
+
+__device__ __forceinline__ unsigned long long load_status(const unsigned long long* p) {
+    return *reinterpret_cast<const volatile unsigned long long*>(p);
+}
+
+__device__ __forceinline__ void store_status(unsigned long long* p, unsigned long long v) {
+    __threadfence();
+    atomicExch(p, v);
+}
+
+__device__ void write_trigger(const ScanArgs& a, uint32_t kept) {
+    *a.total = kept;
+    if (a.live32) *a.live32 = kept;
+    if (a.fire && a.span) {
+        const uint32_t span = *a.span;
+        *a.fire = (kept < span && static_cast<float>(kept) <= a.theta * static_cast<float>(span)) ? 1u : 0u;
+    }
+}
+
+template <int Mode>
+__global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
+    __shared__ uint32_t s_tile;
+    __shared__ uint32_t s_sum[kThreads];
+    __shared__ uint32_t s_base;
+    if (Mode == kReorder && a.gate && *a.gate == 0) return;
+    const int tid = threadIdx.x;
+    if (tid == 0) s_tile = atomicAdd(a.ticket, 1u);
+    __syncthreads();
+    const uint32_t tile = s_tile;
+    uint32_t lim = a.n;
+    if (Mode == kReorder) lim = min(a.n, *a.limit);
+    const uint64_t first = static_cast<uint64_t>(tile) * kTile + static_cast<uint64_t>(tid) * kItems;
+
+    // This thread's kItems consecutive samples.
+    uint8_t m[kItems];
+    if (first + kItems <= a.n && (reinterpret_cast<uintptr_t>(a.mask + first) & 15) == 0) {
+        uint4 v = *reinterpret_cast<const uint4*>(a.mask + first);
+        memcpy(m, &v, 16);
+    } else {
+#pragma unroll
+        for (int k = 0; k < kItems; ++k) m[k] = (first + k < a.n) ? a.mask[first + k] : 0;
+    }
+    uint32_t bits = 0;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+        const bool set = m[k] != 0;
+        const bool keep = (first + k < lim) && (a.drop ? !set : set);
+        bits |= (keep ? 1u : 0u) << k;
+    }
+    const uint32_t mine = __popc(bits);
+
+    // Block-wide inclusive scan of the per-thread counts (Hillis-Steele in shared memory).
+    s_sum[tid] = mine;
+    __syncthreads();
+    for (int d = 1; d < kThreads; d <<= 1) {
+        const uint32_t add = tid >= d ? s_sum[tid - d] : 0;
+        __syncthreads();
+        s_sum[tid] += add;
+        __syncthreads();
+    }
+    const uint32_t aggregate = s_sum[kThreads - 1];
+
+    // Decoupled look-back: publish the aggregate, then add predecessors until one has its prefix.
+    if (tid == 0) {
+        uint32_t exclusive = 0;
+        if (tile == 0) {
+            store_status(&a.status[0], kPrefix | aggregate);
+        } else {
+            store_status(&a.status[tile], kAggregate | aggregate);
+            int64_t j = static_cast<int64_t>(tile) - 1;
+            while (j >= 0) {
+                const unsigned long long w = load_status(&a.status[j]);
+                const unsigned long long flag = w & ~0xffffffffull;
+                if (flag == 0) continue;  // predecessor not published yet: spin
+                exclusive += static_cast<uint32_t>(w);
+                if (flag == kPrefix) break;
+                --j;
+            }
+            store_status(&a.status[tile], kPrefix | (exclusive + aggregate));
+        }
+        s_base = exclusive;
+        if (tile == a.tiles - 1) {
+            if (Mode == kCompact)
+                write_trigger(a, exclusive + aggregate);
+            else
+                *a.total = exclusive + aggregate;
+        }
+    }
+    __syncthreads();
+    uint32_t pos = s_base + s_sum[tid] - mine;  // kept before this thread's first sample
+    if (Mode == kCompact) {
+        if (!bits) return;
+#pragma unroll
+        for (int k = 0; k < kItems; ++k)
+            if (bits & (1u << k)) a.out[pos++] = static_cast<int32_t>(first + k);
+    } else {
+#pragma unroll
+        for (int k = 0; k < kItems; ++k) {
+            const uint64_t p = first + k;
+            if (p >= lim) break;
+            if (bits & (1u << k)) {
+                a.out[p] = static_cast<int32_t>(pos++);
+            } else {
+                // dropped: its rank among the dropped, encoded negative (the kept total is not known yet)
+                a.out[p] = -1 - static_cast<int32_t>(p - pos);
+            }
+        }
+    }
+}
+
+__global__ void empty_compact_kernel(ScanArgs a) { write_trigger(a, 0); }
+
+__device__ __forceinline__ int32_t destination(int32_t code, uint32_t total) {
+    return code >= 0 ? code : static_cast<int32_t>(total) + (-1 - code);
+}
+
+struct alignas(16) Elem16 {
+    unsigned long long lo, hi;
+};
+
+// Gathers rows of a plane into tmp (row r at tmp + r * n), positions < *span.
+template <class T>
+__global__ void gather_kernel(const uint32_t* gate, const uint32_t* span, uint32_t n, char* data, int64_t pitch,
+                              uint32_t width, T* tmp) {
+    if (gate && *gate == 0) return;
+    const uint32_t lim = min(n, *span);
+    for (uint32_t r = blockIdx.y; r < width; r += gridDim.y) {
+        const T* row = reinterpret_cast<const T*>(data + static_cast<int64_t>(r) * pitch);
+        for (uint64_t p = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; p < lim;
+             p += static_cast<uint64_t>(gridDim.x) * blockDim.x)
+            tmp[static_cast<uint64_t>(r) * n + p] = row[p];
+    }
+}
+
+template <class T>
+__global__ void scatter_kernel(const uint32_t* gate, const uint32_t* span, const uint32_t* total, const int32_t* code,
+                               uint32_t n, char* data, int64_t pitch, uint32_t width, const T* tmp) {
+    if (gate && *gate == 0) return;
+    const uint32_t lim = min(n, *span);
+    const uint32_t kept = *total;
+    for (uint32_t r = blockIdx.y; r < width; r += gridDim.y) {
+        T* row = reinterpret_cast<T*>(data + static_cast<int64_t>(r) * pitch);
+        for (uint64_t p = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; p < lim;
+             p += static_cast<uint64_t>(gridDim.x) * blockDim.x)
+            row[destination(code[p], kept)] = tmp[static_cast<uint64_t>(r) * n + p];
+    }
+}
+
+// perm: position -> sample; inv: sample -> position. tmp holds the old perm.
+__global__ void perm_kernel(const uint32_t* gate, const uint32_t* span, const uint32_t* total, const int32_t* code,
+                            uint32_t n, int32_t* perm, int32_t* inv, const int32_t* tmp) {
+    if (gate && *gate == 0) return;
+    const uint32_t lim = min(n, *span);
+    const uint32_t kept = *total;
+    for (uint64_t p = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; p < lim;
+         p += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+        const int32_t q = destination(code[p], kept);
+        const int32_t sample = tmp[p];
+        if (perm) perm[q] = sample;
+        if (inv && sample >= 0 && static_cast<uint32_t>(sample) < n) inv[sample] = q;
+    }
+}
+
+__global__ void reorder_finish_kernel(uint32_t* gate, uint32_t* span, const uint32_t* total) {
+    if (gate) {
+        if (*gate == 0) return;
+        *gate = 0;
+    }
+    *span = *total;
+}
+
+inline size_t align256(size_t v) { return (v + 255) / 256 * 256; }
+
+uint32_t grid_for(uint64_t n, uint32_t block) {
+    uint64_t g = (n + block - 1) / block;
+    if (g == 0) g = 1;
+    if (g > 65535u * 16u) g = 65535u * 16u;
+    return static_cast<uint32_t>(g);
+}
+
+template <class T>
+void move_plane(gpuStream_t s, const uint32_t* gate, const uint32_t* span, const uint32_t* total, const int32_t* code,
+                uint32_t n, char* data, int64_t pitch, uint32_t width, void* tmp) {
+    dim3 grid(grid_for(n, kThreads), width < 65535u ? width : 65535u);
+    EAGLE_GPU_LAUNCH(gather_kernel<T>, grid, kThreads, s, gate, span, n, data, pitch, width, static_cast<T*>(tmp));
+    EAGLE_GPU_LAUNCH(scatter_kernel<T>, grid, kThreads, s, gate, span, total, code, n, data, pitch, width,
+                     static_cast<const T*>(tmp));
+}
+
+void check_launch(const char* what) { check(gpuGetLastError(), what); }
+
+}  // namespace
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_backend_compact_desc* desc) {
+    return guarded("compact_device", [&] {
+        auto d = read_desc(desc, "desc");
+        if (d.flags & ~EAGLE_BACKEND_COMPACT_MASK_IS_DROP)
+            fail(EAGLE_BACKEND_UNSUPPORTED, "unknown compact flags " + std::to_string(d.flags));
+        if (d.n < 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "n is negative");
+        if (d.n > INT32_MAX) fail(EAGLE_BACKEND_UNSUPPORTED, "n = " + std::to_string(d.n) + " >= 2^31");
+        const uint32_t tiles = static_cast<uint32_t>((d.n + kTile - 1) / kTile);
+        const size_t need = 256 + align256(static_cast<size_t>(tiles) * 8);
+        if (d.scratch == 0) {
+            // A query: write scratch_bytes back into the caller's desc (only when the field fits).
+            if (desc->struct_size >= offsetof(eagle_backend_compact_desc, scratch_bytes) + sizeof(int64_t))
+                desc->scratch_bytes = static_cast<int64_t>(need);
+            return;
+        }
+        if (d.scratch_bytes < static_cast<int64_t>(need))
+            fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+                 "scratch_bytes " + std::to_string(d.scratch_bytes) + " < " + std::to_string(need) + " needed");
+        if (!d.count || (d.n > 0 && (!d.mask || !d.index_map)))
+            fail(EAGLE_BACKEND_INVALID_ARGUMENT, "a NULL mask, index_map or count address");
+        if (d.fire && d.span && !(d.theta > 0.0f && d.theta <= 1.0f))
+            fail(EAGLE_BACKEND_INVALID_ARGUMENT, "theta must be in (0, 1] when fire is given");
+        const int dev = resolve_device(d.device, d.stream, true);
+        DeviceGuard guard(dev);
+        gpuStream_t s = as_stream(d.stream);
+        char* scratch = reinterpret_cast<char*>(d.scratch);
+        ScanArgs a{};
+        a.mask = reinterpret_cast<const uint8_t*>(d.mask);
+        a.out = reinterpret_cast<int32_t*>(d.index_map);
+        a.n = static_cast<uint32_t>(d.n);
+        a.drop = d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP;
+        a.ticket = reinterpret_cast<uint32_t*>(scratch);
+        a.status = reinterpret_cast<unsigned long long*>(scratch + 256);
+        a.total = reinterpret_cast<uint32_t*>(d.count);
+        a.live32 = reinterpret_cast<uint32_t*>(d.live32);
+        a.span = reinterpret_cast<const uint32_t*>(d.span);
+        a.fire = reinterpret_cast<uint32_t*>(d.fire);
+        a.theta = d.theta;
+        a.tiles = tiles;
+        if (tiles == 0) {
+            EAGLE_GPU_LAUNCH(empty_compact_kernel, 1, 1, s, a);
+            check_launch("compact (empty)");
+            return;
+        }
+        check(gpuMemsetAsync(scratch, 0, need, s), "memsetAsync(scratch)");
+        EAGLE_GPU_LAUNCH(scan_kernel<kCompact>, tiles, kThreads, s, a);
+        check_launch("compact scan");
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_backend_reorder_desc* desc) {
+    return guarded("reorder_device", [&] {
+        auto d = read_desc(desc, "desc");
+        if (d.flags & ~EAGLE_BACKEND_COMPACT_MASK_IS_DROP)
+            fail(EAGLE_BACKEND_UNSUPPORTED, "unknown reorder flags " + std::to_string(d.flags));
+        if (d.n < 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "n is negative");
+        if (d.n > INT32_MAX) fail(EAGLE_BACKEND_UNSUPPORTED, "n = " + std::to_string(d.n) + " >= 2^31");
+        if (d.plane_count > 64) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "plane_count > 64");
+        if (d.plane_count > 0) require(d.planes, "planes");
+        const uint64_t n = static_cast<uint64_t>(d.n);
+        size_t plane_tmp = 0;
+        for (uint32_t i = 0; i < d.plane_count; ++i) {
+            const auto& p = d.planes[i];
+            const uint32_t es = p.elem_size;
+            if (es != 1 && es != 2 && es != 4 && es != 8 && es != 16)
+                fail(EAGLE_BACKEND_UNSUPPORTED, "planes[" + std::to_string(i) + "].elem_size " + std::to_string(es) +
+                                                    " is not 1, 2, 4, 8 or 16");
+            const uint64_t width = p.width ? p.width : 1;
+            plane_tmp = std::max<size_t>(plane_tmp, width * n * es);
+        }
+        const uint32_t tiles = static_cast<uint32_t>((n + kTile - 1) / kTile);
+        const size_t off_status = 256;
+        const size_t off_code = off_status + align256(static_cast<size_t>(tiles) * 8);
+        const size_t off_perm = off_code + align256(n * 4);
+        const size_t off_plane = off_perm + align256(n * 4);
+        const size_t need = off_plane + align256(plane_tmp);
+        if (d.scratch == 0) {
+            if (desc->struct_size >= offsetof(eagle_backend_reorder_desc, scratch_bytes) + sizeof(int64_t))
+                desc->scratch_bytes = static_cast<int64_t>(need);
+            return;
+        }
+        if (d.scratch_bytes < static_cast<int64_t>(need))
+            fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+                 "scratch_bytes " + std::to_string(d.scratch_bytes) + " < " + std::to_string(need) + " needed");
+        if (!d.span) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "span is NULL");
+        if (n > 0 && !d.mask) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "mask is NULL with n > 0");
+        for (uint32_t i = 0; i < d.plane_count; ++i) {
+            const auto& p = d.planes[i];
+            const int64_t pitch = p.pitch_bytes ? p.pitch_bytes : static_cast<int64_t>(n * p.elem_size);
+            if (n > 0 && (!p.data || p.data % p.elem_size || pitch % p.elem_size || pitch < static_cast<int64_t>(n * p.elem_size)))
+                fail(EAGLE_BACKEND_INVALID_ARGUMENT, "planes[" + std::to_string(i) +
+                                                         "]: NULL, misaligned, or pitch shorter than a row");
+        }
+        const int dev = resolve_device(d.device, d.stream, true);
+        DeviceGuard guard(dev);
+        gpuStream_t s = as_stream(d.stream);
+        char* scratch = reinterpret_cast<char*>(d.scratch);
+        auto* gate = reinterpret_cast<uint32_t*>(d.fire);
+        auto* span = reinterpret_cast<uint32_t*>(d.span);
+        auto* total = reinterpret_cast<uint32_t*>(scratch + 128);
+        auto* code = reinterpret_cast<int32_t*>(scratch + off_code);
+        if (tiles > 0) {
+            ScanArgs a{};
+            a.mask = reinterpret_cast<const uint8_t*>(d.mask);
+            a.out = code;
+            a.n = static_cast<uint32_t>(n);
+            a.drop = d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP;
+            a.limit = span;
+            a.gate = gate;
+            a.ticket = reinterpret_cast<uint32_t*>(scratch);
+            a.status = reinterpret_cast<unsigned long long*>(scratch + off_status);
+            a.total = total;
+            a.tiles = tiles;
+            check(gpuMemsetAsync(scratch, 0, off_code, s), "memsetAsync(scratch)");
+            EAGLE_GPU_LAUNCH(scan_kernel<kReorder>, tiles, kThreads, s, a);
+            check_launch("reorder scan");
+            void* tmp = scratch + off_plane;
+            for (uint32_t i = 0; i < d.plane_count; ++i) {
+                const auto& p = d.planes[i];
+                const uint32_t width = p.width ? p.width : 1;
+                const int64_t pitch = p.pitch_bytes ? p.pitch_bytes : static_cast<int64_t>(n * p.elem_size);
+                char* data = reinterpret_cast<char*>(p.data);
+                const uint32_t nn = static_cast<uint32_t>(n);
+                switch (p.elem_size) {
+                    case 1: move_plane<uint8_t>(s, gate, span, total, code, nn, data, pitch, width, tmp); break;
+                    case 2: move_plane<uint16_t>(s, gate, span, total, code, nn, data, pitch, width, tmp); break;
+                    case 4: move_plane<uint32_t>(s, gate, span, total, code, nn, data, pitch, width, tmp); break;
+                    case 8: move_plane<unsigned long long>(s, gate, span, total, code, nn, data, pitch, width, tmp); break;
+                    default: move_plane<Elem16>(s, gate, span, total, code, nn, data, pitch, width, tmp); break;
+                }
+                check_launch("reorder plane");
+            }
+            if (d.perm || d.inv) {
+                auto* perm = reinterpret_cast<int32_t*>(d.perm);
+                auto* inv = reinterpret_cast<int32_t*>(d.inv);
+                auto* old = reinterpret_cast<int32_t*>(scratch + off_perm);
+                const uint32_t nn = static_cast<uint32_t>(n);
+                if (perm) {
+                    char* pd = reinterpret_cast<char*>(perm);
+                    dim3 grid(grid_for(n, kThreads), 1);
+                    EAGLE_GPU_LAUNCH(gather_kernel<uint32_t>, grid, kThreads, s, gate, span, nn, pd,
+                                     static_cast<int64_t>(n * 4), 1u, reinterpret_cast<uint32_t*>(old));
+                    EAGLE_GPU_LAUNCH(perm_kernel, grid_for(n, kThreads), kThreads, s, gate, span, total, code, nn, perm,
+                                     inv, old);
+                }
+                check_launch("reorder perm");
+            }
+        } else {
+            check(gpuMemsetAsync(total, 0, 4, s), "memsetAsync(total)");
+        }
+        EAGLE_GPU_LAUNCH(reorder_finish_kernel, 1, 1, s, gate, span, total);
+        check_launch("reorder finish");
+    });
+}

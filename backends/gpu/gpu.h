@@ -1,0 +1,171 @@
+// gpu.h -- the shared GPU backend's internal objects and helpers (cuda and hip kinds).
+//
+// Everything here is written against runtime.h's gpu* names. The few calls that differ in substance
+// between the runtimes (launching a kernel handle, rewriting a kernel node, probing the driver) are
+// declared in namespace native and defined once per kind (backends/cuda/native.cpp,
+// backends/hip/native.cpp).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "guarded.h"
+#include "runtime.h"
+
+namespace eagle::gpu {
+
+// ---------------------------------------------------------------- errors
+
+// Throws (via eagle::fail) when e is not success: "<what>: <errorName>: <errorString>".
+void check(gpuError_t e, const char* what);
+// Maps a runtime error to a seam status (INDEX for a bad device, UNAVAILABLE for no driver, ...).
+eagle_backend_status status_of(gpuError_t e);
+// Throws UNAVAILABLE with the probe's reason unless a device is usable. Cached after success.
+void require_device();
+// The probe's answer: empty when a device is usable, else the reason.
+std::string probe_reason();
+
+// ---------------------------------------------------------------- devices
+
+inline gpuStream_t as_stream(uint64_t raw) { return reinterpret_cast<gpuStream_t>(static_cast<uintptr_t>(raw)); }
+inline uint64_t as_raw(gpuStream_t s) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(s)); }
+
+int device_count();
+int current_device();
+// Resolves a desc's device: `requested` >= 0 is checked against the device count (INDEX);
+// -1 is the device of `stream` (when has_stream and the runtime can tell), else the current device.
+int resolve_device(int32_t requested, uint64_t stream, bool has_stream);
+
+// Makes `device` current for its lifetime and restores the previous current device.
+class DeviceGuard {
+public:
+    explicit DeviceGuard(int device);
+    ~DeviceGuard();
+    DeviceGuard(const DeviceGuard&) = delete;
+    DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+private:
+    int previous_ = -1;
+    bool switched_ = false;
+};
+
+// ---------------------------------------------------------------- capture state
+
+struct CaptureInfo {
+    gpuStreamCaptureStatus status = gpuStreamCaptureStatusNone;
+    gpuGraph_t graph = nullptr;
+    std::vector<gpuGraphNode_t> deps;
+};
+CaptureInfo capture_info(gpuStream_t s);
+bool is_capturing(gpuStream_t s);
+
+// Graphs that are conditional bodies (host nodes are refused there).
+void body_graph_add(gpuGraph_t g);
+void body_graph_remove(gpuGraph_t g);
+bool body_graph_contains(gpuGraph_t g);
+
+// Every node of g in creation order, descending into child graphs (and, on cuda, conditional
+// bodies) depth first; `out` gets (node, type) pairs.
+void collect_nodes(gpuGraph_t g, std::vector<gpuGraphNode_t>& out, bool recurse, bool bodies = true);
+
+// ---------------------------------------------------------------- events
+
+// A process-wide pool of timing-free events per device. acquire/release are cheap; created()
+// counts the events ever made.
+gpuEvent_t event_acquire(int device);
+void event_release(int device, gpuEvent_t e);
+int64_t event_created();
+
+// ---------------------------------------------------------------- kernel records
+
+// What run_device launched under capture, kept so a launcher can re-partition the node.
+struct KernelRecord {
+    uint64_t function = 0;
+    uint32_t block = 0;
+    int64_t base = 0, count = 0, n_samples = 0;
+    std::vector<uint8_t> storage;       // every argument's bytes, each at offsets[i]
+    std::vector<uint32_t> offsets;
+};
+using KernelRecordPtr = std::shared_ptr<const KernelRecord>;
+
+void record_kernel(gpuGraphNode_t node, KernelRecordPtr rec);
+KernelRecordPtr find_kernel(gpuGraphNode_t node);
+void forget_nodes(gpuGraph_t g);   // drops records of every node of g (recursively)
+
+// ---------------------------------------------------------------- handles
+
+template <uint32_t Magic>
+struct Checked {
+    uint32_t magic = Magic;
+    ~Checked() { magic = 0; }
+};
+
+struct Stream : Checked<0x5354524du> {
+    gpuStream_t s = nullptr;
+    int device = 0;
+};
+
+struct Capturer : Checked<0x43415054u> {
+    gpuStream_t s = nullptr;
+    int device = 0;
+    bool begun = false;
+};
+
+// A graph whose lifetime is shared by a Graph and the launchers made from it (node handles must
+// outlive every exec that names them).
+struct GraphOwner {
+    gpuGraph_t g = nullptr;
+    std::vector<gpuGraph_t> keep;   // captured graphs embedded as child nodes (their node handles alias)
+    ~GraphOwner();
+};
+
+struct Captured : Checked<0x43415044u> {
+    gpuGraph_t g = nullptr;
+    int device = 0;
+    ~Captured();
+};
+
+struct Graph;
+struct Launcher;
+
+// Converts a handle to its object, BAD_HANDLE when it is not one.
+template <class T, class H>
+T* from_handle(H h, const char* name) {
+    auto* p = reinterpret_cast<T*>(h);
+    if (!p) fail(EAGLE_BACKEND_INVALID_ARGUMENT, std::string(name) + " is NULL");
+    if (p->magic != T().magic) fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is not a live handle");
+    return p;
+}
+
+// ---------------------------------------------------------------- per-kind native layer
+
+namespace native {
+// Why the driver cannot be used ("" when it can).
+std::string driver_reason();
+// Launches a kernel handle with argument pointers `args` (nparams + 3) on stream s.
+void launch(uint64_t function, uint32_t grid, uint32_t block, gpuStream_t s, void** args);
+// Byte size of parameter i of `function`, or 0 when the runtime cannot tell.
+size_t param_size(uint64_t function, int64_t i);
+// Rewrites a kernel node of an exec graph to launch `function` over `grid` blocks with `args`.
+void exec_set_kernel(gpuGraphExec_t exec, gpuGraphNode_t node, uint64_t function, uint32_t grid, uint32_t block,
+                     void** args);
+// Enables/disables a node of an exec graph; throws UNSUPPORTED where the runtime cannot.
+void exec_set_enabled(gpuGraphExec_t exec, gpuGraphNode_t node, bool enabled);
+// Capability bits the installed driver can serve (every bit the kind implements when it cannot tell).
+uint64_t capabilities();
+// Conditional bodies nested in a node of this type, appended to out (none on hip).
+void conditional_bodies(gpuGraphNode_t node, std::vector<gpuGraph_t>& out);
+// Forgets what the native layer knows about a node (its conditional bodies).
+void forget_node(gpuGraphNode_t node);
+// The device archs string for build_info.
+const char* archs();
+int runtime_version();
+}  // namespace native
+
+}  // namespace eagle::gpu

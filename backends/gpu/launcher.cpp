@@ -1,0 +1,86 @@
+// launcher.cpp -- an instantiated graph (bit 7): replay, stream, node enabling, logical size.
+#include <cstring>
+
+#include "graph.h"
+
+using namespace eagle;
+using namespace eagle::gpu;
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_launch(eagle_backend_launcher launcher) {
+    return guarded("launcher_launch", [&] {
+        auto* l = from_handle<Launcher>(launcher, "launcher");
+        check(gpuGraphLaunch(l->exec, l->stream), "graphLaunch");
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_synchronize(eagle_backend_launcher launcher) {
+    return guarded("launcher_synchronize", [&] {
+        auto* l = from_handle<Launcher>(launcher, "launcher");
+        DeviceGuard guard(l->device);
+        gpuError_t e = gpuStreamSynchronize(l->stream);
+        if (e != gpuSuccess) {
+            (void)gpuGetLastError();
+            fail(EAGLE_BACKEND_ERROR, std::string("a replay failed: ") + gpuGetErrorName(e) + ": " + gpuGetErrorString(e));
+        }
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_stream(eagle_backend_launcher launcher, uint64_t stream) {
+    return guarded("launcher_stream", [&] { from_handle<Launcher>(launcher, "launcher")->stream = as_stream(stream); });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_set_logical_size(eagle_backend_launcher launcher, int64_t size) {
+    return guarded("launcher_set_logical_size", [&] {
+        auto* l = from_handle<Launcher>(launcher, "launcher");
+        if (size > INT32_MAX) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "size " + std::to_string(size) + " > 2^31-1");
+        DeviceGuard guard(l->device);
+        for (const LaunchedKernel& k : l->kernels) {
+            const KernelRecord& r = *k.rec;
+            if (r.base != 0 || r.count != r.n_samples) continue;
+            const int64_t lanes = size < 0 ? r.count : size;
+            std::vector<uint8_t> storage = r.storage;
+            const size_t np = r.offsets.size();
+            int64_t triple[3] = {0, lanes, lanes};
+            std::memcpy(storage.data() + r.offsets[np - 2], &triple[1], 8);
+            std::memcpy(storage.data() + r.offsets[np - 1], &triple[2], 8);
+            std::vector<void*> args(np);
+            for (size_t i = 0; i < np; ++i) args[i] = storage.data() + r.offsets[i];
+            const int64_t blocks = lanes > 0 ? (lanes + r.block - 1) / r.block : 1;  // count 0: one idle block
+            native::exec_set_kernel(l->exec, k.node, r.function, static_cast<uint32_t>(blocks), r.block, args.data());
+        }
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_kernel_node_count(eagle_backend_launcher launcher,
+                                                                           int64_t* count) {
+    return guarded("launcher_kernel_node_count", [&] {
+        *require(count, "count") = static_cast<int64_t>(from_handle<Launcher>(launcher, "launcher")->kernels.size());
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_set_node_enabled(eagle_backend_launcher launcher, uint64_t node,
+                                                                          int32_t enabled) {
+    return guarded("launcher_set_node_enabled", [&] {
+        auto* l = from_handle<Launcher>(launcher, "launcher");
+        auto n = reinterpret_cast<gpuGraphNode_t>(static_cast<uintptr_t>(node));
+        auto it = l->alias.find(n);
+        if (it != l->alias.end()) n = it->second;
+        if (!n || !l->members.count(n))
+            fail(EAGLE_BACKEND_INVALID_ARGUMENT, "node " + std::to_string(node) + " is not in this launcher");
+        DeviceGuard guard(l->device);
+        native::exec_set_enabled(l->exec, n, enabled != 0);
+    });
+}
+
+EAGLE_EXPORT void eagle_backend_launcher_release(eagle_backend_launcher launcher) {
+    guarded_void([&] {
+        if (!launcher) return;
+        auto* l = from_handle<Launcher>(launcher, "launcher");
+        {
+            DeviceGuard guard(l->device);
+            (void)gpuStreamSynchronize(l->stream);
+            (void)gpuGraphExecDestroy(l->exec);
+        }
+        delete l;
+    });
+}

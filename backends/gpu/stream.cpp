@@ -1,0 +1,57 @@
+// stream.cpp -- streams (bit 0).
+#include "gpu.h"
+
+using namespace eagle;
+using namespace eagle::gpu;
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_stream_create(const struct eagle_backend_stream_desc* desc,
+                                                              eagle_backend_stream* out) {
+    return guarded("stream_create", [&] {
+        auto d = read_desc(desc, "desc");
+        require(out, "out");
+        if (d.flags & ~EAGLE_BACKEND_STREAM_NON_BLOCKING)
+            fail(EAGLE_BACKEND_UNSUPPORTED, "unknown stream flags " + std::to_string(d.flags));
+        const int dev = resolve_device(d.device, 0, false);
+        DeviceGuard guard(dev);
+        auto st = std::make_unique<Stream>();
+        st->device = dev;
+        check(gpuStreamCreateWithFlags(&st->s, (d.flags & EAGLE_BACKEND_STREAM_NON_BLOCKING) ? gpuStreamNonBlocking
+                                                                                               : gpuStreamDefault),
+              "streamCreateWithFlags");
+        *out = reinterpret_cast<eagle_backend_stream>(st.release());
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_stream_ptr(eagle_backend_stream stream, uint64_t* raw) {
+    return guarded("stream_ptr", [&] {
+        auto* st = from_handle<Stream>(stream, "stream");
+        *require(raw, "raw") = as_raw(st->s);
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_stream_synchronize(eagle_backend_stream stream) {
+    return guarded("stream_synchronize", [&] {
+        auto* st = from_handle<Stream>(stream, "stream");
+        if (is_capturing(st->s)) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream is being captured");
+        DeviceGuard guard(st->device);
+        gpuError_t e = gpuStreamSynchronize(st->s);
+        if (e != gpuSuccess) {
+            (void)gpuGetLastError();
+            fail(EAGLE_BACKEND_ERROR, std::string("work on the stream failed: ") + gpuGetErrorName(e) + ": " +
+                                          gpuGetErrorString(e));
+        }
+    });
+}
+
+EAGLE_EXPORT void eagle_backend_stream_release(eagle_backend_stream stream) {
+    guarded_void([&] {
+        if (!stream) return;
+        auto* st = from_handle<Stream>(stream, "stream");
+        {
+            DeviceGuard guard(st->device);
+            if (!is_capturing(st->s)) (void)gpuStreamSynchronize(st->s);
+            (void)gpuStreamDestroy(st->s);
+        }
+        delete st;
+    });
+}

@@ -1,0 +1,89 @@
+"""Ownership of one seam handle: close() idempotent, context manager, freed on garbage
+collection by a finalizer that keeps the backend library loaded, thread-affine use."""
+import weakref
+from _thread import get_ident
+
+from ._seam_ffi import ffi
+from .errors import HandleError
+
+
+def _release(release_fn, handle, backend):
+    # `backend` is held only so the library stays loaded until the handle is released.
+    release_fn(handle)
+
+
+class Owner:
+    """Base of every object that owns (or borrows) one seam handle.
+
+    Subclasses call :meth:`_own` once with the raw cffi handle and the short name of its
+    release function. Every use goes through :meth:`_live`, which refuses use after close,
+    after a consuming call, and from a thread other than the creator's."""
+
+    __slots__ = ("_h", "_backend", "_thread", "_finalizer", "_gone", "__weakref__")
+    _what = "handle"
+
+    def _own(self, backend, handle, release_name):
+        self._backend = backend
+        self._h = handle
+        self._thread = get_ident()
+        self._gone = None
+        if release_name is None:
+            self._finalizer = None  # borrowed: someone else releases it
+        else:
+            self._finalizer = weakref.finalize(self, _release, getattr(backend._f, release_name),
+                                               handle, backend)
+
+    @property
+    def backend(self):
+        return self._backend
+
+    def _live(self):
+        """The raw handle, or a HandleError saying why it cannot be used."""
+        h = self._h
+        if h is None or self._thread != get_ident():
+            self._refuse()
+        return h
+
+    def _refuse(self):
+        if self._h is None:
+            raise HandleError(f"eagle: this {self._what} {self._gone or 'is closed'}; "
+                              f"create a new one")
+        raise HandleError(f"eagle: this {self._what} belongs to the thread that created it; "
+                          "handles are thread-affine, create one on this thread instead")
+
+    def _consumed(self, by):
+        """Ownership moved into the backend by a CONSUMING call (`by`)."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._h = None
+        self._gone = f"was consumed by {by}"
+
+    def close(self):
+        """Release the handle now. Idempotent. Closing from another thread is refused."""
+        if self._h is None:
+            return
+        if self._thread != get_ident():
+            self._refuse()
+        fin = self._finalizer
+        self._h = None
+        if fin is not None:
+            fin()
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    def __enter__(self):
+        self._live()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def raw_int(cdata_or_int):
+    """The integer value of a raw value (handle pointer or uint64)."""
+    if isinstance(cdata_or_int, int):
+        return cdata_or_int
+    return int(ffi.cast("uintptr_t", cdata_or_int))

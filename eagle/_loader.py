@@ -1,0 +1,309 @@
+"""Finding, opening and checking backend libraries.
+
+A backend of kind ``K`` is ``libeagle_K.so`` beside the installed package (the directory that
+holds the generated ``_seam_ffi`` module), or the exact file named by ``$EAGLE_BACKEND_K``.
+Opening runs the handshake of DESIGN.md §5 and refuses, naming the problem, any library that
+breaks its promises."""
+import os
+import sys
+import threading
+from collections import Counter
+
+from . import _seam_meta as meta
+from ._backend_api import BackendAPI
+from ._device_kind import GPU_KINDS
+from ._seam_ffi import ffi
+from ._status import exception_for
+from .errors import BackendLoadError, BackendUnavailable
+
+_PREFIX = "eagle_backend_"
+_SUFFIX = {"darwin": ".dylib", "win32": ".dll"}.get(sys.platform, ".so")
+_LIB_PREFIX = "" if sys.platform == "win32" else "lib"
+
+#: Calls per seam symbol, counted while tracing is on (``EAGLE_TRACE_CALLS=1`` when a backend
+#: is opened, or ``backend(..., trace=True)``). Keys are full symbol names.
+TRACE_COUNTS = Counter()
+
+_lock = threading.Lock()
+_opened = {}
+
+
+def _package_dirs():
+    """Directories that hold installed backends: where the generated modules were installed."""
+    from . import _seam_ffi
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs = [os.path.dirname(os.path.abspath(_seam_ffi.__file__))]
+    if here not in dirs:
+        dirs.append(here)
+    return dirs
+
+
+def _env_var(kind):
+    return "EAGLE_BACKEND_" + kind.upper()
+
+
+def backends():
+    """Every installed backend: kind -> absolute path, opening none of them.
+
+    A kind named by ``$EAGLE_BACKEND_<KIND>`` maps to that exact file; the others are the
+    ``libeagle_<kind>`` libraries beside the package."""
+    found = {}
+    for d in _package_dirs():
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(_LIB_PREFIX + "eagle_") and name.endswith(_SUFFIX):
+                kind = name[len(_LIB_PREFIX + "eagle_"):-len(_SUFFIX)]
+                found.setdefault(kind, os.path.join(d, name))
+    for var, value in os.environ.items():
+        if var.startswith("EAGLE_BACKEND_") and value and var != "EAGLE_BACKEND_TRACE":
+            found[var[len("EAGLE_BACKEND_"):].lower()] = os.path.abspath(value)
+    return found
+
+
+def _resolve(name):
+    """(kind or None, absolute path, how it was found) for a kind, 'gpu' or a path."""
+    if os.sep in name or name.endswith(_SUFFIX):
+        path = os.path.abspath(name)
+        if not os.path.exists(path):
+            raise BackendLoadError(f"eagle: no backend library at '{path}'")
+        return None, path, f"the path '{path}'"
+    kind = name.lower()
+    if kind == "gpu":
+        gpus = sorted(k for k in backends() if k in GPU_KINDS)
+        if len(gpus) > 1:
+            raise BackendUnavailable(f"eagle: backend='gpu' is ambiguous, {', '.join(gpus)} are "
+                                     "installed; name one of them as the backend")
+        if not gpus:
+            raise BackendUnavailable("eagle: backend='gpu' asked for, but no GPU backend (cuda, hip, "
+                                     "metal) is installed; build one (docs/add_a_backend.md) or set "
+                                     "$EAGLE_BACKEND_CUDA to its path")
+        kind = gpus[0]
+    var = _env_var(kind)
+    value = os.environ.get(var)
+    if value:
+        path = os.path.abspath(value)
+        if not os.path.isfile(path):
+            raise BackendLoadError(f"eagle: ${var} names '{path}', which does not exist "
+                                   "(no fall-back to the installed backend)")
+        return kind, path, f"${var}='{path}'"
+    for d in _package_dirs():
+        path = os.path.join(d, f"{_LIB_PREFIX}eagle_{kind}{_SUFFIX}")
+        if os.path.isfile(path):
+            return kind, path, f"'{path}'"
+    raise BackendUnavailable(f"eagle: no {kind} backend is installed (looked for "
+                             f"{_LIB_PREFIX}eagle_{kind}{_SUFFIX} in {', '.join(_package_dirs())} "
+                             f"and ${var})")
+
+
+def backend(name="cpu", *, trace=None):
+    """Open (once per path) and return the :class:`Backend` named by a kind, ``'gpu'`` or a path.
+
+    Raises :class:`eagle.BackendLoadError` when the library is refused and
+    :class:`eagle.BackendUnavailable` when no such backend is installed."""
+    if isinstance(name, Backend):
+        return name
+    kind, path, how = _resolve(str(name))
+    if trace is None:
+        trace = os.environ.get("EAGLE_TRACE_CALLS") == "1"
+    key = (path, bool(trace))
+    with _lock:
+        b = _opened.get(key)
+        if b is None:
+            b = Backend(path, kind, how, trace=bool(trace))
+            _opened[key] = b
+        return b
+
+
+class _Functions:
+    """The bound seam functions of one backend, one attribute per short name
+    (``stream_create`` for ``eagle_backend_stream_create``)."""
+
+
+def _unavailable_fn(message):
+    def raiser(*_args):
+        raise BackendUnavailable(message)
+    raiser.unavailable = message
+    return raiser
+
+
+def _traced(name, fn):
+    def counted(*args):
+        TRACE_COUNTS[name] += 1
+        return fn(*args)
+    return counted
+
+
+class Backend(BackendAPI):
+    """One opened backend library. Get it from :func:`eagle.backend`.
+
+    Attributes
+    ----------
+    kind : str
+        ``'cpu'``, ``'cuda'``, ``'hip'``, ... (from the library's build info when opened by path).
+    path : str
+        Absolute path of the library.
+    version : tuple of int
+        ``(major, minor)`` of the seam the library was built against.
+    groups : frozenset of str
+        The capability groups it provides.
+    unavailable : dict
+        Every group and per-symbol entry -> ``''`` when provided, else the reason.
+    build_info : dict
+        The fields the backend wrote back.
+    device_types : tuple of int
+        DLPack device-type codes it serves.
+    """
+
+    def __init__(self, path, kind, how, trace=False):
+        self.path = path
+        self._init_state()
+        try:
+            self._lib = ffi.dlopen(path)
+        except OSError as e:
+            raise BackendLoadError(f"eagle: cannot load the backend library {how}: {e}") from None
+        lib = self._lib
+        f = self._f = _Functions()
+        self._traced = trace
+
+        def bind(name, required_because=None):
+            full = _PREFIX + name
+            try:
+                fn = getattr(lib, full)
+            except AttributeError:
+                if required_because:
+                    raise BackendLoadError(f"eagle: the backend '{path}' does not export {full}, "
+                                           f"which {required_because}") from None
+                return None
+            if trace:
+                fn = _traced(full, fn)
+            setattr(f, name, fn)
+            return fn
+
+        version = bind("version", "every backend must export")()
+        major, minor = version >> 16, version & 0xFFFF
+        if major != meta.VERSION_MAJOR:
+            raise BackendLoadError(f"eagle: the backend '{path}' speaks eagle-backend/{major}.{minor}, "
+                                   f"eagle speaks eagle-backend/{meta.VERSION_MAJOR}.{meta.VERSION_MINOR}; "
+                                   "only major 1 is accepted")
+        self.version = (major, minor)
+        for sym in meta.REQUIRED:
+            bind(sym[len(_PREFIX):], "every backend must export")
+
+        caps = ffi.new("uint64_t*")
+        self._check("eagle_backend_capabilities", f.capabilities(caps))
+        bits = int(caps[0])
+        self.capability_bits = bits
+        if bits & meta.RESERVED_BITS_MASK:
+            bad = [i for i in range(64) if bits & meta.RESERVED_BITS_MASK & (1 << i)]
+            raise BackendLoadError(f"eagle: the backend '{path}' sets reserved capability bit(s) "
+                                   f"{', '.join(map(str, bad))}; reserved bits must be clear")
+
+        self.build_info = self._read_build_info()
+        reported = self.build_info.get("backend_kind") or None
+        self.kind = kind or reported or os.path.basename(path)
+        self.device_types = self._read_device_types()
+
+        groups = set()
+        unavailable = {}
+        for group, bit in sorted(meta.GROUP_BITS.items(), key=lambda kv: kv[1]):
+            names = [s[len(_PREFIX):] for s in meta.GROUP_SYMBOLS[group]]
+            if bits & (1 << bit):
+                for name in names:
+                    bind(name, f"its capability bit {bit} ({group}) promises")
+                groups.add(group)
+                unavailable[group] = ""
+            else:
+                reason = f"the {self.kind} backend '{path}' does not provide {group}"
+                unavailable[group] = reason
+                for name in names:
+                    setattr(f, name, _unavailable_fn(reason))
+        for sym in meta.PER_SYMBOL:
+            name = sym[len(_PREFIX):]
+            group = self._group_of_per_symbol(name)
+            if group is not None and group not in groups:
+                reason = f"the {self.kind} backend '{path}' does not provide {group}"
+            elif bind(name) is not None:
+                unavailable[sym] = ""
+                continue
+            else:
+                reason = f"the {self.kind} backend '{path}' does not provide {sym}"
+            unavailable[sym] = reason
+            setattr(f, name, _unavailable_fn(reason))
+        self.groups = frozenset(groups)
+        self.unavailable = unavailable
+
+    # Per-symbol entries that extend a group need the group too.
+    _EXTENDS = {"conditional_begin_case": "conditional", "reorder_device": "filtering"}
+
+    def _group_of_per_symbol(self, name):
+        return self._EXTENDS.get(name)
+
+    def __repr__(self):
+        return (f"<eagle.Backend {self.kind} {self.version[0]}.{self.version[1]} '{self.path}' "
+                f"groups={sorted(self.groups)}>")
+
+    # -- status handling ------------------------------------------------------------------
+    def _check(self, symbol, status):
+        """Raise the exception for a failed call (copying last_error at once)."""
+        if status:
+            raise self._exception(symbol, status)
+
+    def _exception(self, symbol, status):
+        msg = ffi.string(self._f.last_error()).decode("utf-8", "replace")
+        return exception_for(symbol, int(status), msg)
+
+    def provides(self, entry):
+        """True when the group (``'fork'``) or per-symbol entry (``'eagle_backend_memcpy'``) is there."""
+        return self.unavailable.get(entry, None) == ""
+
+    def require(self, entry):
+        """Raise BackendUnavailable naming the entry unless the backend provides it."""
+        reason = self.unavailable.get(entry)
+        if reason:
+            raise BackendUnavailable(reason)
+        if reason is None:
+            raise KeyError(f"eagle: '{entry}' is neither a group nor a per-symbol entry of the seam")
+
+    # -- handshake reads --------------------------------------------------------------------
+    def _read_build_info(self):
+        info = ffi.new("struct eagle_backend_build_info*")
+        size = ffi.sizeof("struct eagle_backend_build_info")
+        info.struct_size = size
+        self._check("eagle_backend_build_info", self._f.build_info(info))
+        written = int(info.struct_size)
+        if written > size:
+            raise BackendLoadError(f"eagle: the backend '{self.path}' claims to have written {written} "
+                                   f"bytes of build_info into a {size}-byte struct")
+        out = {"struct_size": written}
+        for field, ctype in ffi.typeof(info[0]).fields:
+            end = ctype.offset + ffi.sizeof(ctype.type)
+            if field == "struct_size" or end > written:
+                continue
+            value = getattr(info, field)
+            if ctype.type.kind == "array":
+                value = ffi.string(value).decode("utf-8", "replace")
+            out[field] = value
+        return out
+
+    def _read_device_types(self):
+        count = ffi.new("int32_t*")
+        self._check("eagle_backend_device_types", self._f.device_types(ffi.NULL, 0, count))
+        n = int(count[0])
+        if n < 0 or n > 256:
+            raise BackendLoadError(f"eagle: the backend '{self.path}' reports {n} device types")
+        types = ffi.new("int32_t[]", max(n, 1))
+        self._check("eagle_backend_device_types", self._f.device_types(types, n, count))
+        return tuple(int(types[i]) for i in range(min(n, int(count[0]))))
+
+    # -- device -------------------------------------------------------------------------------
+    def probe(self):
+        """Raise :class:`eagle.BackendUnavailable` with the backend's own message when no device
+        of its kind is usable; return None otherwise."""
+        self._check("eagle_backend_probe", self._f.probe())
+
+    def is_usable(self):
+        """True when :meth:`probe` succeeds."""
+        return self._f.probe() == 0

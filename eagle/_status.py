@@ -1,0 +1,43 @@
+"""Status -> exception, in exactly one place.
+
+A failed seam call is turned into an exception here, with the backend's
+``last_error`` copied at once (it is only valid until the next seam call on this thread)."""
+import threading
+
+from . import errors
+
+_NAMES = {0: "OK", 1: "ERROR", 2: "INVALID_ARGUMENT", 3: "INDEX", 4: "INTEROP", 5: "UNAVAILABLE",
+          6: "CALLBACK_FAILED", 7: "BAD_HANDLE", 8: "UNSUPPORTED"}
+
+_EXCEPTION_OF_STATUS = {
+    2: errors.EagleValueError,
+    3: errors.EagleIndexError,
+    4: errors.InteropError,
+    5: errors.BackendUnavailable,
+    8: errors.Unsupported,
+}
+
+_pending = threading.local()
+
+
+def remember_callback_exception(exc: BaseException) -> None:
+    """Called by a callback trampoline: keep the exception for the CALLBACK_FAILED that follows."""
+    _pending.exc = exc
+
+
+def status_name(status: int) -> str:
+    return _NAMES.get(status, "undefined")
+
+
+def exception_for(symbol: str, status: int, message: str) -> BaseException:
+    """The exception a failed call of ``symbol`` raises; ``message`` is the copied last error."""
+    if status == 6:
+        exc = getattr(_pending, "exc", None)
+        _pending.exc = None
+        if exc is not None:
+            return exc
+    cls = _EXCEPTION_OF_STATUS.get(status)
+    text = message or "(the backend left no message)"
+    if cls is not None:
+        return cls(f"{symbol}: {text}")
+    return errors.EagleError(f"{symbol} failed with status {status} ({status_name(status)}): {text}")

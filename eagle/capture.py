@@ -1,0 +1,86 @@
+"""Capture: record the work enqueued on a stream instead of running it.
+
+``with backend.capture(stream) as cap: ...`` records; ``cap.captured`` is the result,
+which :meth:`Backend.graph_from_captured` turns into a replayable graph."""
+from ._handle import Owner
+from ._seam_ffi import ffi
+from .stream import raw_stream
+
+
+class Captured(Owner):
+    """Recorded work, owned until a graph consumes it."""
+
+    __slots__ = ("keepalive",)
+    _what = "captured graph"
+
+    def __init__(self, backend, handle, keepalive):
+        self._own(backend, handle, "captured_release")
+        self.keepalive = keepalive  # host functions the recording refers to
+
+    @property
+    def is_valid(self):
+        """True when the recording holds at least one node (it can become a graph)."""
+        out = ffi.new("int32_t*")
+        self._backend._check("eagle_backend_captured_is_valid",
+                             self._backend._f.captured_is_valid(self._live(), out))
+        return bool(out[0])
+
+
+class Capture(Owner):
+    """A capturer bound to one stream. ``begin()`` ... ``end() -> Captured``; or use it as a
+    context manager, which begins on entry and ends on exit into :attr:`captured`."""
+
+    __slots__ = ("stream", "captured", "_keepalive", "_raw")
+    _what = "capturer"
+
+    def __init__(self, backend, stream, device=-1):
+        b = backend
+        self._raw = raw_stream(b, stream)
+        desc = ffi.new("struct eagle_backend_capturer_desc*")
+        desc.struct_size = ffi.sizeof(desc[0])
+        desc.device = device
+        desc.stream = self._raw
+        out = ffi.new("eagle_backend_capturer*")
+        b._check("eagle_backend_capturer_create", b._f.capturer_create(desc, out))
+        self._own(b, out[0], "capturer_release")
+        self.stream = stream
+        self.captured = None
+        self._keepalive = []
+
+    def begin(self):
+        """Start recording the stream's work."""
+        b = self._backend
+        b._check("eagle_backend_capturer_begin", b._f.capturer_begin(self._live()))
+        b._capturing[self._raw] = self
+
+    def end(self):
+        """Stop recording; return the :class:`Captured` work."""
+        b = self._backend
+        h = self._live()
+        out = ffi.new("eagle_backend_captured*")
+        status = b._f.capturer_end(h, out)
+        b._forget_capture(self)
+        b._check("eagle_backend_capturer_end", status)
+        self.captured = Captured(b, out[0], self._keepalive)
+        self._keepalive = []
+        return self.captured
+
+    def adopt_stream(self, raw):
+        """Note that work on ``raw`` (a fork branch, a conditional body) belongs to this capture."""
+        self._backend._capturing[int(raw)] = self
+
+    def keep(self, obj):
+        """Keep ``obj`` alive as long as the recording (and graphs made of it) live."""
+        self._keepalive.append(obj)
+
+    def __enter__(self):
+        self.begin()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.end()
+        else:
+            self._backend._forget_capture(self)
+        self.close()
+        return False

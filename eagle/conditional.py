@@ -1,0 +1,104 @@
+"""Conditional nodes decided on the device: IF, WHILE and SWITCH.
+
+A conditional is recorded on a stream being captured. Its guard is a pair of device
+``uint32`` words: the region runs iff ``*count != *baseline`` (baseline 0 when absent). A
+WHILE also takes a ``uint32[2]`` cell ``[remaining, ran]`` and ``loop_cap``; a SWITCH runs the
+case ``*count`` selects."""
+from ._arrays import address_of
+from ._handle import Owner
+from ._seam_ffi import ffi
+from .stream import StreamRef, raw_stream
+
+
+def _addr(x, what):
+    if x is None:
+        return 0
+    info = address_of(x)
+    if info.nbytes is not None and info.nbytes < (8 if what == "counter" else 4):
+        raise ValueError(f"eagle: the conditional's {what} word(s) need "
+                         f"{8 if what == 'counter' else 4} bytes, the array has {info.nbytes}")
+    return info.ptr
+
+
+class Conditional(Owner):
+    """One conditional node being recorded. ``begin()`` opens the body and returns its stream;
+    ``end()`` closes it. For a SWITCH use ``begin_case(i)`` for each case."""
+
+    __slots__ = ("_origin_raw", "_case_count", "_body")
+    _what = "conditional"
+
+    def __init__(self, backend, origin, count, baseline=None, counter=None, loop_cap=0,
+                 case_count=0, device=-1):
+        b = backend
+        if case_count:
+            b.require("eagle_backend_conditional_begin_case")
+        else:
+            b.require("conditional")
+        if counter is not None and int(loop_cap) < 1:
+            raise ValueError(f"eagle: a WHILE needs loop_cap >= 1, got {loop_cap}")
+        self._origin_raw = raw_stream(b, origin)
+        desc = ffi.new("struct eagle_backend_conditional_desc*")
+        desc.struct_size = ffi.sizeof(desc[0])
+        desc.device = device
+        desc.loop_cap = int(loop_cap)
+        desc.origin = self._origin_raw
+        desc.count_ptr = _addr(count, "count")
+        desc.baseline_ptr = _addr(baseline, "baseline")
+        desc.counter_ptr = _addr(counter, "counter")
+        desc.case_count = int(case_count)
+        out = ffi.new("eagle_backend_conditional*")
+        b._check("eagle_backend_conditional_create", b._f.conditional_create(desc, out))
+        self._own(b, out[0], "conditional_release")
+        self._case_count = int(case_count)
+        self._body = None
+
+    def _adopt(self, raw):
+        cap = self._backend._capturing.get(self._origin_raw)
+        if cap is not None:
+            cap.adopt_stream(raw)
+        self._body = StreamRef(self._backend, raw)
+        return self._body
+
+    def begin(self):
+        """Open the body (case 0 of a SWITCH); returns the body's :class:`StreamRef`."""
+        b = self._backend
+        out = ffi.new("uint64_t*")
+        b._check("eagle_backend_conditional_begin", b._f.conditional_begin(self._live(), out))
+        return self._adopt(out[0])
+
+    def begin_case(self, index):
+        """SWITCH: close the open case body and open case ``index``; returns its stream."""
+        b = self._backend
+        out = ffi.new("uint64_t*")
+        b._check("eagle_backend_conditional_begin_case",
+                 b._f.conditional_begin_case(self._live(), int(index), out))
+        return self._adopt(out[0])
+
+    @property
+    def body_stream(self):
+        b = self._backend
+        out = ffi.new("uint64_t*")
+        b._check("eagle_backend_conditional_body_stream",
+                 b._f.conditional_body_stream(self._live(), out))
+        return StreamRef(b, out[0])
+
+    @property
+    def is_loop(self):
+        b = self._backend
+        out = ffi.new("int32_t*")
+        b._check("eagle_backend_conditional_is_loop", b._f.conditional_is_loop(self._live(), out))
+        return bool(out[0])
+
+    def end(self):
+        """Close the body and the node; the origin's later work follows the node."""
+        b = self._backend
+        b._check("eagle_backend_conditional_end", b._f.conditional_end(self._live()))
+
+    def __enter__(self):
+        return self.begin()
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.end()
+        self.close()
+        return False

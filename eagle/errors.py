@@ -1,0 +1,34 @@
+"""eagle's exception tree. Every error eagle raises derives from :class:`EagleError`
+and, where one fits, from the built-in exception it mirrors."""
+
+
+class EagleError(Exception):
+    """Base of every eagle error."""
+
+
+class BackendLoadError(EagleError, OSError):
+    """A backend library was refused at load time (not loadable, wrong major, a broken promise)."""
+
+
+class BackendUnavailable(EagleError, RuntimeError):
+    """A backend, a group or a symbol is not there, or no device of the kind is usable."""
+
+
+class InteropError(EagleError, RuntimeError):
+    """A value from another library (a DLPack stream code, a device) cannot be used."""
+
+
+class Unsupported(EagleError, NotImplementedError):
+    """The request is well formed but the backend does not do it."""
+
+
+class EagleValueError(EagleError, ValueError):
+    """An argument is out of its domain (raised for the seam's INVALID_ARGUMENT)."""
+
+
+class EagleIndexError(EagleError, IndexError):
+    """An index is out of range (raised for the seam's INDEX)."""
+
+
+class HandleError(EagleError, RuntimeError):
+    """A handle was used after close, after a consuming call, or from another thread."""

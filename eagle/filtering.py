@@ -1,0 +1,109 @@
+"""Low-level compaction and reorder (the seam's filtering group).
+
+Both are enqueue-only and capturable: they take device addresses (or arrays) and a
+scratch buffer, never allocate, never synchronise. :class:`eagle.ActiveSet` builds on them."""
+from ._arrays import address_of
+from ._seam_ffi import ffi
+from .stream import raw_stream
+
+MASK_IS_DROP = 1
+
+
+def _ptr(x):
+    return 0 if x is None else address_of(x).ptr
+
+
+def _n_of(mask, n):
+    if n is not None:
+        return int(n)
+    info = address_of(mask)
+    if info.nbytes is None:
+        raise ValueError("eagle.compact: give n when the mask is a raw address")
+    return info.nbytes
+
+
+def compact_scratch_bytes(backend, n, *, device=-1, stream=None):
+    """Scratch bytes compaction of ``n`` samples needs on this backend."""
+    desc = ffi.new("struct eagle_backend_compact_desc*")
+    desc.struct_size = ffi.sizeof(desc[0])
+    desc.device = device
+    desc.n = int(n)
+    desc.stream = raw_stream(backend, stream)
+    backend._check("eagle_backend_compact_device", backend._f.compact_device(desc))
+    return int(desc.scratch_bytes)
+
+
+def compact(backend, mask, index_map, count, scratch, *, n=None, drop=False, stream=None,
+            live32=None, span=None, fire=None, theta=0.0, device=-1, flags=None):
+    """Enqueue: ``index_map[:count] = flatnonzero(mask)`` (or of ``mask == 0`` with ``drop``)."""
+    n = _n_of(mask, n)
+    sc = address_of(scratch) if scratch is not None else None
+    for arr, what, need in ((mask, "mask", n), (index_map, "index_map", 4 * n), (count, "count", 4)):
+        info = address_of(arr)
+        if info.nbytes is not None and info.nbytes < need:
+            raise ValueError(f"eagle.compact: {what} holds {info.nbytes} bytes, {need} are needed for n={n}")
+    desc = ffi.new("struct eagle_backend_compact_desc*")
+    desc.struct_size = ffi.sizeof(desc[0])
+    desc.flags = (MASK_IS_DROP if drop else 0) if flags is None else flags
+    desc.device = device
+    desc.mask = _ptr(mask)
+    desc.index_map = _ptr(index_map)
+    desc.count = _ptr(count)
+    desc.scratch = 0 if sc is None else sc.ptr
+    desc.scratch_bytes = 0 if sc is None or sc.nbytes is None else sc.nbytes
+    desc.n = n
+    desc.stream = raw_stream(backend, stream)
+    desc.live32, desc.span, desc.fire = _ptr(live32), _ptr(span), _ptr(fire)
+    desc.theta = float(theta)
+    if sc is None:
+        raise ValueError("eagle.compact: a scratch buffer is needed; size it with compact_scratch_bytes()")
+    backend._check("eagle_backend_compact_device", backend._f.compact_device(desc))
+
+
+def _reorder_desc(backend, planes, mask, perm, inv, span, fire, scratch, n, drop, stream, device, flags):
+    desc = ffi.new("struct eagle_backend_reorder_desc*")
+    desc.struct_size = ffi.sizeof(desc[0])
+    desc.flags = (MASK_IS_DROP if drop else 0) if flags is None else flags
+    desc.device = device
+    arr = ffi.new("struct eagle_backend_reorder_plane[]", max(len(planes), 1))
+    for i, p in enumerate(planes):
+        if isinstance(p, tuple):
+            data, elem_size, width, pitch = (list(p) + [1, 0])[:4]
+            arr[i].data = _ptr(data)
+        else:
+            shape = getattr(p, "shape", (n,))
+            elem_size = p.dtype.itemsize
+            width = 1 if len(shape) == 1 else int(shape[0])
+            pitch = n * elem_size
+            arr[i].data = _ptr(p)
+        arr[i].elem_size, arr[i].width, arr[i].pitch_bytes = int(elem_size), int(width), int(pitch)
+    desc.plane_count = len(planes)
+    desc.planes = arr
+    desc.mask, desc.perm, desc.inv = _ptr(mask), _ptr(perm), _ptr(inv)
+    desc.span, desc.fire = _ptr(span), _ptr(fire)
+    sc = address_of(scratch) if scratch is not None else None
+    desc.scratch = 0 if sc is None else sc.ptr
+    desc.scratch_bytes = 0 if sc is None or sc.nbytes is None else sc.nbytes
+    desc.n = int(n)
+    desc.stream = raw_stream(backend, stream)
+    return desc, arr
+
+
+def reorder_scratch_bytes(backend, n, *, device=-1, stream=None):
+    desc, _keep = _reorder_desc(backend, [], None, None, None, None, None, None, n, False, stream, device, None)
+    backend._check("eagle_backend_reorder_device", backend._f.reorder_device(desc))
+    return int(desc.scratch_bytes)
+
+
+def reorder(backend, planes, mask, perm, inv, span, scratch, *, n=None, fire=None, drop=False,
+            stream=None, device=-1, flags=None):
+    """Enqueue a stable in-place partition of ``planes`` over ``[0, *span)``, kept samples first.
+
+    ``planes`` are arrays of shape (n,) or (w, n), or tuples (address, elem_size, width, pitch)."""
+    backend.require("eagle_backend_reorder_device")
+    n = _n_of(mask, n)
+    if scratch is None:
+        raise ValueError("eagle.reorder: a scratch buffer is needed; size it with reorder_scratch_bytes()")
+    desc, _keep = _reorder_desc(backend, list(planes), mask, perm, inv, span, fire, scratch, n, drop,
+                                stream, device, flags)
+    backend._check("eagle_backend_reorder_device", backend._f.reorder_device(desc))

@@ -1,0 +1,141 @@
+"""Graphs and launchers: recorded work made replayable.
+
+:class:`GraphBuilder` holds a graph (from one capture, or built node by node from several);
+:meth:`GraphBuilder.launcher` instantiates it into a :class:`Launcher` that replays it."""
+from _thread import get_ident
+
+from ._handle import Owner
+from ._seam_ffi import ffi
+from .stream import raw_stream
+
+
+class GraphBuilder(Owner):
+    """A graph of recorded work. Consumes the :class:`Captured` objects given to it."""
+
+    __slots__ = ("keepalive",)
+    _what = "graph"
+
+    def __init__(self, backend, handle, keepalive=()):
+        self._own(backend, handle, "graph_release")
+        self.keepalive = list(keepalive)
+
+    @classmethod
+    def empty(cls, backend, device=-1):
+        desc = ffi.new("struct eagle_backend_graph_desc*")
+        desc.struct_size = ffi.sizeof(desc[0])
+        desc.device = device
+        out = ffi.new("eagle_backend_graph*")
+        backend._check("eagle_backend_graph_create", backend._f.graph_create(desc, out))
+        return cls(backend, out[0])
+
+    @classmethod
+    def from_captured(cls, captured):
+        b = captured._backend
+        out = ffi.new("eagle_backend_graph*")
+        b._check("eagle_backend_graph_from_captured", b._f.graph_from_captured(captured._live(), out))
+        captured._consumed("graph_from_captured")
+        return cls(b, out[0], captured.keepalive)
+
+    def add(self, captured):
+        """Append ``captured`` as one node after the last (consumes it)."""
+        b = self._backend
+        b._check("eagle_backend_graph_add_node", b._f.graph_add_node(self._live(), captured._live()))
+        captured._consumed("GraphBuilder.add")
+        self.keepalive.extend(captured.keepalive)
+
+    def set_stream(self, stream):
+        """The stream launchers made from now on launch on."""
+        b = self._backend
+        b._check("eagle_backend_graph_stream", b._f.graph_stream(self._live(), raw_stream(b, stream)))
+
+    @property
+    def last_node(self):
+        """Index of the last node added, -1 when none."""
+        b = self._backend
+        out = ffi.new("int64_t*")
+        b._check("eagle_backend_graph_last_node", b._f.graph_last_node(self._live(), out))
+        return int(out[0])
+
+    def launcher(self):
+        """An executable instance of the graph as it is now."""
+        b = self._backend
+        out = ffi.new("eagle_backend_launcher*")
+        b._check("eagle_backend_graph_launcher", b._f.graph_launcher(self._live(), out))
+        return Launcher(b, out[0], self.keepalive)
+
+
+class Launcher(Owner):
+    """Replays a graph: ``launch()`` enqueues one replay, ``synchronize()`` waits."""
+
+    __slots__ = ("keepalive", "_launch", "_sync")
+    _what = "launcher"
+
+    def __init__(self, backend, handle, keepalive):
+        self._own(backend, handle, "launcher_release")
+        self.keepalive = list(keepalive)
+        self._launch = backend._f.launcher_launch
+        self._sync = backend._f.launcher_synchronize
+
+    def launch(self, n=1):
+        """Enqueue ``n`` replays and return without waiting."""
+        h = self._h
+        if h is None or self._thread != get_ident():
+            self._refuse()
+        fn = self._launch
+        for _ in range(n):
+            status = fn(h)
+            if status:
+                self._backend._check("eagle_backend_launcher_launch", status)
+
+    def synchronize(self):
+        """Wait for the replays; raises what a host function in the graph raised, if any."""
+        h = self._h
+        if h is None or self._thread != get_ident():
+            self._refuse()
+        status = self._sync(h)
+        if status:
+            self._backend._check("eagle_backend_launcher_synchronize", status)
+        if self._backend._host_errors:
+            self._backend._raise_host_error()
+
+    def set_stream(self, stream):
+        b = self._backend
+        b._check("eagle_backend_launcher_stream", b._f.launcher_stream(self._live(), raw_stream(b, stream)))
+
+    def set_logical_size(self, size):
+        """Run whole-run kernel nodes over ``size`` lanes from now on (``-1`` restores)."""
+        b = self._backend
+        b._check("eagle_backend_launcher_set_logical_size",
+                 b._f.launcher_set_logical_size(self._live(), int(size)))
+
+    @property
+    def kernel_node_count(self):
+        b = self._backend
+        out = ffi.new("int64_t*")
+        b._check("eagle_backend_launcher_kernel_node_count",
+                 b._f.launcher_kernel_node_count(self._live(), out))
+        return int(out[0])
+
+    def set_node_enabled(self, node, enabled=True):
+        """Switch a node (from :func:`snapshot_nodes`) on or off for later replays."""
+        b = self._backend
+        b._check("eagle_backend_launcher_set_node_enabled",
+                 b._f.launcher_set_node_enabled(self._live(), int(node), 1 if enabled else 0))
+
+
+def snapshot_nodes(backend, stream):
+    """The raw nodes recorded so far by the capture on ``stream``, in record order."""
+    nodes = ffi.new("uint64_t**")
+    count = ffi.new("int64_t*")
+    backend._check("eagle_backend_capture_snapshot_nodes",
+                   backend._f.capture_snapshot_nodes(raw_stream(backend, stream), nodes, count))
+    try:
+        return [int(nodes[0][i]) for i in range(int(count[0]))]
+    finally:
+        backend._f.free(nodes[0])
+
+
+def is_node_toggleable(backend, node):
+    out = ffi.new("int32_t*")
+    backend._check("eagle_backend_is_node_toggleable", backend._f.is_node_toggleable(int(node), out))
+    return bool(out[0])
