@@ -172,7 +172,7 @@ class Backend(BackendAPI):
             full = _PREFIX + name
             try:
                 fn = getattr(lib, full)
-            except AttributeError:
+            except (AttributeError, ffi.error):
                 if required_because:
                     raise BackendLoadError(f"eagle: the backend '{path}' does not export {full}, "
                                            f"which {required_because}") from None

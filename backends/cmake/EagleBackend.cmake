@@ -23,8 +23,7 @@ set(EAGLE_VERSION_SCRIPT "${CMAKE_BINARY_DIR}/eagle_backend.map")
 file(GLOB _eagle_build_tools_sources CONFIGURE_DEPENDS "${EAGLE_SOURCE_ROOT}/build_tools/*.py")
 add_custom_command(
   OUTPUT "${EAGLE_VERSION_SCRIPT}"
-  COMMAND ${CMAKE_COMMAND} -E env "PYTHONPATH=${EAGLE_SOURCE_ROOT}"
-          "${Python_EXECUTABLE}" -m build_tools version-script
+  COMMAND "${Python_EXECUTABLE}" -m build_tools version-script
           --header "${EAGLE_HEADER}" -o "${EAGLE_VERSION_SCRIPT}"
   WORKING_DIRECTORY "${EAGLE_SOURCE_ROOT}"
   DEPENDS "${EAGLE_HEADER}" ${_eagle_build_tools_sources}

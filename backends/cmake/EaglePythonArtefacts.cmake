@@ -10,10 +10,8 @@ file(GLOB _eagle_build_tools_sources CONFIGURE_DEPENDS "${EAGLE_SOURCE_ROOT}/bui
 add_custom_command(
   OUTPUT ${_eagle_py_files}
   COMMAND ${CMAKE_COMMAND} -E make_directory "${_eagle_py_out}"
-  COMMAND ${CMAKE_COMMAND} -E env "PYTHONPATH=${EAGLE_SOURCE_ROOT}"
-          "${Python_EXECUTABLE}" -m build_tools ffi --header "${EAGLE_HEADER}" -o "${_eagle_py_out}/_seam_ffi.py"
-  COMMAND ${CMAKE_COMMAND} -E env "PYTHONPATH=${EAGLE_SOURCE_ROOT}"
-          "${Python_EXECUTABLE}" -m build_tools meta --header "${EAGLE_HEADER}" -o "${_eagle_py_out}/_seam_meta.py"
+  COMMAND "${Python_EXECUTABLE}" -m build_tools ffi --header "${EAGLE_HEADER}" -o "${_eagle_py_out}/_seam_ffi.py"
+  COMMAND "${Python_EXECUTABLE}" -m build_tools meta --header "${EAGLE_HEADER}" -o "${_eagle_py_out}/_seam_meta.py"
   WORKING_DIRECTORY "${EAGLE_SOURCE_ROOT}"
   DEPENDS "${EAGLE_HEADER}" ${_eagle_build_tools_sources}
   COMMENT "Generating eagle's cffi module and seam metadata from ${EAGLE_HEADER}"

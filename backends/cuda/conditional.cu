@@ -177,6 +177,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_create(const struct 
         check(cudaStreamUpdateCaptureDependencies(c->origin, &c->node, nullptr, 1, cudaStreamSetCaptureDependencies),
               "streamUpdateCaptureDependencies");
         check(cudaStreamCreateWithFlags(&c->body, cudaStreamNonBlocking), "streamCreateWithFlags(body)");
+        stream_register(c->body, c->device);
         *out = reinterpret_cast<eagle_backend_conditional>(c.release());
     });
 }
@@ -257,7 +258,10 @@ EAGLE_EXPORT void eagle_backend_conditional_release(eagle_backend_conditional co
                 if (g) (void)cudaGraphDestroy(g);
                 (void)cudaGetLastError();
             }
-            if (c->body) (void)cudaStreamDestroy(c->body);
+            if (c->body) {
+                stream_unregister(c->body);
+                (void)cudaStreamDestroy(c->body);
+            }
         }
         delete c;
     });

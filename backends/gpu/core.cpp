@@ -92,6 +92,21 @@ int current_device() {
     return d;
 }
 
+namespace {
+std::mutex g_streams_mu;
+std::unordered_map<gpuStream_t, int> g_streams;
+}  // namespace
+
+void stream_register(gpuStream_t s, int device) {
+    std::lock_guard<std::mutex> lk(g_streams_mu);
+    g_streams[s] = device;
+}
+
+void stream_unregister(gpuStream_t s) {
+    std::lock_guard<std::mutex> lk(g_streams_mu);
+    g_streams.erase(s);
+}
+
 int resolve_device(int32_t requested, uint64_t stream, bool has_stream) {
     const int n = device_count();
     if (requested >= 0) {
@@ -101,8 +116,14 @@ int resolve_device(int32_t requested, uint64_t stream, bool has_stream) {
         return requested;
     }
     if (requested != -1) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "device " + std::to_string(requested) + " (use -1 or >= 0)");
-#if EAGLE_GPU_HAS_STREAM_GET_DEVICE
     if (has_stream && stream != 0) {
+        std::lock_guard<std::mutex> lk(g_streams_mu);
+        auto it = g_streams.find(as_stream(stream));
+        if (it != g_streams.end()) return it->second;
+    }
+#if EAGLE_GPU_HAS_STREAM_GET_DEVICE
+    // A foreign stream: ask the runtime, but never while it is capturing (the query would break it).
+    if (has_stream && stream != 0 && !is_capturing(as_stream(stream))) {
         int d = -1;
         if (cudaStreamGetDevice(as_stream(stream), &d) == cudaSuccess && d >= 0) return d;
         (void)cudaGetLastError();

@@ -41,6 +41,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fork_create(const struct eagle_b
                 gpuStream_t s = nullptr;
                 check(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking), "streamCreateWithFlags(branch)");
                 f->branches.push_back(s);
+                stream_register(s, f->device);
             }
         } catch (...) {
             for (gpuStream_t s : f->branches) (void)gpuStreamDestroy(s);
@@ -103,7 +104,10 @@ EAGLE_EXPORT void eagle_backend_fork_release(eagle_backend_fork fork) {
         }
         {
             DeviceGuard guard(f->device);
-            for (gpuStream_t s : f->branches) (void)gpuStreamDestroy(s);
+            for (gpuStream_t s : f->branches) {
+                stream_unregister(s);
+                (void)gpuStreamDestroy(s);
+            }
         }
         event_release(f->device, f->event);
         delete f;

@@ -37,6 +37,9 @@ inline gpuStream_t as_stream(uint64_t raw) { return reinterpret_cast<gpuStream_t
 inline uint64_t as_raw(gpuStream_t s) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(s)); }
 
 int device_count();
+// Streams this backend created, with their device (so no runtime query touches a capturing stream).
+void stream_register(gpuStream_t s, int device);
+void stream_unregister(gpuStream_t s);
 int current_device();
 // Resolves a desc's device: `requested` >= 0 is checked against the device count (INDEX);
 // -1 is the device of `stream` (when has_stream and the runtime can tell), else the current device.

@@ -18,6 +18,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_create(const struct eagle
         check(gpuStreamCreateWithFlags(&st->s, (d.flags & EAGLE_BACKEND_STREAM_NON_BLOCKING) ? gpuStreamNonBlocking
                                                                                                : gpuStreamDefault),
               "streamCreateWithFlags");
+        stream_register(st->s, dev);
         *out = reinterpret_cast<eagle_backend_stream>(st.release());
     });
 }
@@ -50,6 +51,7 @@ EAGLE_EXPORT void eagle_backend_stream_release(eagle_backend_stream stream) {
         {
             DeviceGuard guard(st->device);
             if (!is_capturing(st->s)) (void)gpuStreamSynchronize(st->s);
+            stream_unregister(st->s);
             (void)gpuStreamDestroy(st->s);
         }
         delete st;
