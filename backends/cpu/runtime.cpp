@@ -2,6 +2,7 @@
 #include "runtime.h"
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <cstdio>
 #include <unordered_map>
@@ -128,6 +129,7 @@ uint64_t Stream::enqueue(std::function<void()> task) {
     if (!worker_.joinable()) worker_ = std::thread([this] { loop(); });
     queue_.push_back(std::move(task));
     const uint64_t seq = ++enqueued_;
+    enqueued_a_.store(seq, std::memory_order_release);
     cv_work_.notify_one();
     return seq;
 }
@@ -142,7 +144,24 @@ void Stream::wait_for(uint64_t seq) {
     cv_done_.wait(lock, [&] { return completed_ >= seq || (stop_ && queue_.empty() && !worker_.joinable()); });
 }
 
+namespace {
+// Spins (yielding) for a few microseconds while `done` is false: a replay of a small graph then
+// costs no futex round trip. Returns done().
+template <class Done>
+bool spin_briefly(Done done) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+    for (int i = 0;; ++i) {
+        if (done()) return true;
+        if ((i & 15) == 15 && std::chrono::steady_clock::now() > until) return false;
+        std::this_thread::yield();
+    }
+}
+}  // namespace
+
 void Stream::drain_and_check() {
+    spin_briefly([&] {
+        return completed_a_.load(std::memory_order_acquire) == enqueued_a_.load(std::memory_order_acquire);
+    });
     std::unique_lock<std::mutex> lock(mu_);
     cv_done_.wait(lock, [&] { return completed_ == enqueued_; });
     if (failed_) {
@@ -176,6 +195,13 @@ void Stream::shutdown() noexcept {
 void Stream::loop() {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
+        if (queue_.empty() && !stop_) {
+            lock.unlock();
+            spin_briefly([&] {
+                return enqueued_a_.load(std::memory_order_acquire) != completed_a_.load(std::memory_order_relaxed);
+            });
+            lock.lock();
+        }
         cv_work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
         if (queue_.empty()) return;
         std::function<void()> task = std::move(queue_.front());
@@ -202,6 +228,7 @@ void Stream::loop() {
             error_ = std::move(err);
         }
         ++completed_;
+        completed_a_.store(completed_, std::memory_order_release);
         cv_done_.notify_all();
     }
 }

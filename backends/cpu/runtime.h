@@ -2,6 +2,7 @@
 // capture state, and the one entry every command goes through (submit: record or enqueue).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdint>
@@ -110,6 +111,8 @@ private:
     std::deque<std::function<void()>> queue_;
     uint64_t enqueued_ = 0;
     uint64_t completed_ = 0;
+    std::atomic<uint64_t> enqueued_a_{0};   // mirrors for the short spin before blocking
+    std::atomic<uint64_t> completed_a_{0};
     bool stop_ = false;
     bool failed_ = false;
     std::string error_;

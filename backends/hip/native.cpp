@@ -1,0 +1,49 @@
+// native.cpp -- the hip kind's native layer (HIP 5.2): hipFunction_t launches, exec-graph kernel
+// rewrites; no conditional nodes (the bit stays clear) and no node enabling (arrived in ROCm 5.5).
+#include "gpu.h"
+
+#ifndef EAGLE_GPU_ARCHS
+#define EAGLE_GPU_ARCHS ""
+#endif
+
+namespace eagle::gpu::native {
+
+std::string driver_reason() { return {}; }  // hipGetDeviceCount gives HIP's own reason
+
+void launch(uint64_t function, uint32_t grid, uint32_t block, gpuStream_t s, void** args) {
+    check(hipModuleLaunchKernel(reinterpret_cast<hipFunction_t>(static_cast<uintptr_t>(function)), grid, 1, 1, block, 1,
+                                1, 0, s, args, nullptr),
+          "hipModuleLaunchKernel");
+}
+
+size_t param_size(uint64_t, int64_t) { return 0; }  // HIP 5.2 cannot tell: 8 bytes are assumed
+
+void exec_set_kernel(gpuGraphExec_t exec, gpuGraphNode_t node, uint64_t function, uint32_t grid, uint32_t block,
+                     void** args) {
+    hipKernelNodeParams p{};
+    p.func = reinterpret_cast<void*>(static_cast<uintptr_t>(function));
+    p.gridDim = dim3(grid, 1, 1);
+    p.blockDim = dim3(block, 1, 1);
+    p.kernelParams = args;
+    check(hipGraphExecKernelNodeSetParams(exec, node, &p), "hipGraphExecKernelNodeSetParams");
+}
+
+void exec_set_enabled(gpuGraphExec_t, gpuGraphNode_t, bool) {
+    fail(EAGLE_BACKEND_UNSUPPORTED,
+         "graph node enabling arrived in ROCm 5.5; this hip backend is built against HIP 5.2, which cannot toggle nodes");
+}
+
+uint64_t capabilities() {
+    return EAGLE_BACKEND_CAP_STREAM | EAGLE_BACKEND_CAP_CAPTURER | EAGLE_BACKEND_CAP_CAPTURED | EAGLE_BACKEND_CAP_FORK |
+           EAGLE_BACKEND_CAP_ATTRIBUTION | EAGLE_BACKEND_CAP_GRAPH | EAGLE_BACKEND_CAP_LAUNCHER |
+           EAGLE_BACKEND_CAP_EXEC | EAGLE_BACKEND_CAP_DEVICE | EAGLE_BACKEND_CAP_INTEROP | EAGLE_BACKEND_CAP_FILTERING;
+}
+
+void conditional_bodies(gpuGraphNode_t, std::vector<gpuGraph_t>&) {}
+void forget_node(gpuGraphNode_t) {}
+
+const char* archs() { return EAGLE_GPU_ARCHS; }
+
+int runtime_version() { return HIP_VERSION; }
+
+}  // namespace eagle::gpu::native

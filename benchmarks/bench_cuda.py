@@ -1,0 +1,261 @@
+"""eagle's cuda backend against its anchors, interleaved in one process (issue 5).
+
+    python benchmarks/bench_cuda.py [--rounds 7] [--out FILE]
+
+Needs: the cuda backend ($EAGLE_BACKEND_CUDA or installed), a GPU, nvcc (builds the raw-CUDA
+peers in benchmarks/cuda/peers.cu), cupy (device arrays and events) and, optionally, torch.
+Each figure is the median over --rounds interleaved rounds; ratios compare figures of one round
+set, never figures from different processes (the device VM has two launch-cost modes)."""
+import argparse
+import ctypes
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def build_peers():
+    out = os.path.join("/tmp", "libeagle_peers.so")
+    src = os.path.join(HERE, "cuda", "peers.cu")
+    if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
+        subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", src, "-o", out],
+                       check=True)
+    lib = ctypes.CDLL(out)
+    for name in ("peer_graph_launch_loop", "peer_while", "peer_host_loop", "peer_cub_flagged", "peer_memcpy"):
+        getattr(lib, name).restype = ctypes.c_int
+    return lib
+
+
+def ok(rc, what):
+    if rc:
+        raise RuntimeError(f"{what} failed with cudaError {rc}")
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--launches", type=int, default=2000)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+
+    import cupy as cp
+    import eagle
+    try:
+        import torch
+    except ImportError:  # torch is a peer, not a requirement
+        torch = None
+
+    b = eagle.backend("cuda")
+    b.probe()
+    props = b.device_props(0)
+    peers = build_peers()
+    s = b.stream(non_blocking=True)
+    cs = cp.cuda.ExternalStream(s.handle)
+    u64 = ctypes.c_uint64()
+    dbl = ctypes.c_double()
+    ok(peers.peer_function(b"peer_empty", ctypes.byref(u64)), "peer_function")
+    f_empty = u64.value
+    ok(peers.peer_function(b"peer_decrement", ctypes.byref(u64)), "peer_function")
+    f_dec = u64.value
+
+    rows = {}
+
+    def add(name, value):
+        rows.setdefault(name, []).append(value)
+
+    # -- 1. graph replay enqueue -------------------------------------------------------------
+    with b.capture(s) as cap:
+        b.run(f_empty, [], 1, stream=s, block=1)
+    launcher = b.graph_from_captured(cap.captured).launcher()
+    launcher.set_stream(s)
+    ok(peers.peer_graph_make(ctypes.c_uint64(s.handle)), "peer_graph_make")
+    x_cp = cp.zeros(1, cp.float32)
+    with cs:
+        g_cp = None
+        cs.begin_capture()
+        x_cp += 1
+        g_cp = cs.end_capture()
+    if torch is not None:
+        x_t = torch.zeros(1, device="cuda")
+        tg = torch.cuda.CUDAGraph()
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            x_t.add_(1)
+        torch.cuda.synchronize()
+        with torch.cuda.graph(tg):
+            x_t.add_(1)
+    N = args.launches
+    for _ in range(args.rounds):
+        t0 = time.perf_counter()
+        for _ in range(N):
+            launcher.launch()
+        t1 = time.perf_counter()
+        s.synchronize()
+        add("replay: eagle Launcher.launch()", (t1 - t0) / N * 1e6)
+        t0 = time.perf_counter()
+        launcher.launch(N)
+        t1 = time.perf_counter()
+        s.synchronize()
+        add("replay: eagle Launcher.launch(n)", (t1 - t0) / N * 1e6)
+        ok(peers.peer_graph_launch_loop(ctypes.c_uint64(s.handle), N, ctypes.byref(dbl)), "loop")
+        add("replay: C loop of cudaGraphLaunch", dbl.value)
+        t0 = time.perf_counter()
+        for _ in range(N):
+            g_cp.launch(cs)
+        t1 = time.perf_counter()
+        cs.synchronize()
+        add("replay: cupy Graph.launch", (t1 - t0) / N * 1e6)
+        if torch is not None:
+            t0 = time.perf_counter()
+            for _ in range(N):
+                tg.replay()
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            add("replay: torch CUDAGraph.replay", (t1 - t0) / N * 1e6)
+
+    # -- 2. WHILE per iteration --------------------------------------------------------------
+    cnt = cp.zeros(1, cp.uint32)
+    cell = cp.zeros(2, cp.uint32)
+    with b.capture(s) as cap:
+        w = b.while_(s, cnt, cell, loop_cap=1 << 30)
+        body = w.begin()
+        b.run(f_dec, [cnt], 1, stream=body, block=1)
+        w.end()
+        w.close()
+    wl = b.graph_from_captured(cap.captured).launcher()
+    wl.set_stream(s)
+    ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
+
+    def eagle_while(iters):
+        with cs:
+            cnt.fill(iters)
+        ev0.record(cs)
+        wl.launch()
+        ev1.record(cs)
+        ev1.synchronize()
+        assert int(cell[1].get()) == iters and int(cnt.get()[0]) == 0, "WHILE ran the wrong count"
+        return cp.cuda.get_elapsed_time(ev0, ev1) * 1000.0
+
+    d_counter = cp.zeros(1, cp.uint32)
+    for _ in range(args.rounds):
+        for iters in (1000, 10000):
+            add(f"WHILE {iters} it: eagle (us/iter)", eagle_while(iters) / iters)
+            ok(peers.peer_while(ctypes.c_uint64(s.handle), ctypes.c_void_p(d_counter.data.ptr), iters, 1,
+                                ctypes.byref(dbl)), "peer_while")
+            add(f"WHILE {iters} it: raw CUDA WHILE node (us/iter)", dbl.value)
+        ok(peers.peer_host_loop(ctypes.c_uint64(s.handle), ctypes.c_void_p(d_counter.data.ptr), 1000,
+                                ctypes.byref(dbl)), "peer_host_loop")
+        add("WHILE 1000 it: host-driven loop (us/iter)", dbl.value)
+
+    # -- 3. compaction, 50 % kept --------------------------------------------------------------
+    for logn in (26, 20):
+        n = 1 << logn
+        rng = cp.random.default_rng(1)
+        mask = (rng.random(n) < 0.5).astype(cp.uint8)
+        idx = cp.zeros(n, cp.int32)
+        count = cp.zeros(1, cp.uint32)
+        scratch = cp.zeros(b.compact_scratch_bytes(n, stream=s), cp.uint8)
+        data = cp.arange(n, dtype=cp.int32)
+        out = cp.zeros(n, cp.int32)
+        num = cp.zeros(1, cp.int32)
+        b.compact(mask, idx, count, scratch, stream=s)
+        s.synchronize()
+        expect = cp.flatnonzero(mask).astype(cp.int32)
+        assert int(count.get()[0]) == expect.size and bool((idx[:expect.size] == expect).all()), \
+            "eagle compaction differs from cupy.flatnonzero"
+        mask_t = torch.as_tensor(mask, device="cuda").bool() if torch is not None else None
+        for _ in range(args.rounds):
+            times = []
+            for _ in range(5):
+                ev0.record(cs)
+                b.compact(mask, idx, count, scratch, stream=s)
+                ev1.record(cs)
+                ev1.synchronize()
+                times.append(cp.cuda.get_elapsed_time(ev0, ev1) * 1000.0)
+            add(f"compact 2^{logn}: eagle compact_device (us)", med(times))
+            ok(peers.peer_cub_flagged(ctypes.c_void_p(data.data.ptr), ctypes.c_void_p(mask.data.ptr),
+                                      ctypes.c_void_p(out.data.ptr), ctypes.c_void_p(num.data.ptr), n,
+                                      ctypes.c_uint64(s.handle), 5, ctypes.byref(dbl)), "cub")
+            add(f"compact 2^{logn}: cub::DeviceSelect::Flagged (us)", dbl.value)
+            if torch is not None:
+                times = []
+                for _ in range(5):
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    torch.nonzero(mask_t)
+                    torch.cuda.synchronize()
+                    times.append((time.perf_counter() - t0) * 1e6)
+                add(f"compact 2^{logn}: torch.nonzero, wall incl. its sync (us)", med(times))
+
+    # -- 4. pinned copies, 256 MiB --------------------------------------------------------------
+    nbytes = 256 << 20
+    host = b.pinned(nbytes, "uint8")
+    host[:] = 7
+    dev = cp.zeros(nbytes, cp.uint8)
+    hptr = host.__array_interface__["data"][0]
+    for _ in range(args.rounds):
+        for kind, (dst, src) in (("H2D", (dev, host)), ("D2H", (host, dev))):
+            times = []
+            for _ in range(5):
+                ev0.record(cs)
+                b.copy(dst, src, stream=s)
+                ev1.record(cs)
+                ev1.synchronize()
+                times.append(cp.cuda.get_elapsed_time(ev0, ev1) * 1000.0)
+            add(f"copy 256 MiB {kind}: eagle.copy (GB/s)", nbytes / med(times) / 1e3)
+            d, sp = (dev.data.ptr, hptr) if kind == "H2D" else (hptr, dev.data.ptr)
+            ok(peers.peer_memcpy(ctypes.c_void_p(d), ctypes.c_void_p(sp), ctypes.c_size_t(nbytes),
+                                 1 if kind == "H2D" else 2, ctypes.c_uint64(s.handle), 5, ctypes.byref(dbl)),
+               "peer_memcpy")
+            add(f"copy 256 MiB {kind}: cudaMemcpyAsync (GB/s)", nbytes / dbl.value / 1e3)
+    assert bool((dev[:1024] == 7).all())
+
+    # -- report -----------------------------------------------------------------------------------
+    lines = [f"machine: {props.name}, {props.sm_count} SMs, driver via eagle {b.build_info.get('eagle_version')}"
+             f" (cudart {b.build_info.get('cudart_version')}); host {platform.node()}",
+             f"date: {datetime.datetime.now().isoformat(timespec='seconds')}",
+             f"command: python benchmarks/bench_cuda.py --rounds {args.rounds} --launches {args.launches}",
+             "", "| figure | median | min | max |", "|---|---|---|---|"]
+    for name, vals in rows.items():
+        lines.append(f"| {name} | {med(vals):.3f} | {min(vals):.3f} | {max(vals):.3f} |")
+    m = {k: med(v) for k, v in rows.items()}
+
+    def ratio(a, c):
+        return m[a] / m[c] if a in m and c in m else float("nan")
+    lines += ["", "ratios (goal):",
+              f"- replay enqueue, Launcher.launch() / C cudaGraphLaunch loop: "
+              f"{ratio('replay: eagle Launcher.launch()', 'replay: C loop of cudaGraphLaunch'):.2f}x (<= 1.2)",
+              f"- replay enqueue, Launcher.launch(n) / C loop: "
+              f"{ratio('replay: eagle Launcher.launch(n)', 'replay: C loop of cudaGraphLaunch'):.2f}x",
+              f"- WHILE per iteration at 10000, eagle / raw WHILE node: "
+              f"{ratio('WHILE 10000 it: eagle (us/iter)', 'WHILE 10000 it: raw CUDA WHILE node (us/iter)'):.2f}x (<= 1.1)",
+              f"- WHILE per iteration at 1000, eagle / host-driven loop: "
+              f"{ratio('WHILE 1000 it: eagle (us/iter)', 'WHILE 1000 it: host-driven loop (us/iter)'):.2f}x",
+              f"- compact 2^26, eagle / CUB Flagged: "
+              f"{ratio('compact 2^26: eagle compact_device (us)', 'compact 2^26: cub::DeviceSelect::Flagged (us)'):.2f}x (<= 1.0)",
+              f"- compact 2^20, eagle / CUB Flagged: "
+              f"{ratio('compact 2^20: eagle compact_device (us)', 'compact 2^20: cub::DeviceSelect::Flagged (us)'):.2f}x (<= 1.0)",
+              f"- copy H2D, eagle / cudaMemcpyAsync bandwidth: "
+              f"{ratio('copy 256 MiB H2D: eagle.copy (GB/s)', 'copy 256 MiB H2D: cudaMemcpyAsync (GB/s)'):.3f}x (>= 0.95)",
+              f"- copy D2H, eagle / cudaMemcpyAsync bandwidth: "
+              f"{ratio('copy 256 MiB D2H: eagle.copy (GB/s)', 'copy 256 MiB D2H: cudaMemcpyAsync (GB/s)'):.3f}x (>= 0.95)"]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(text + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Small device buffers on the planes' device, allocated the way the planes were.
+
+The seam has no device allocator, so eagle allocates like the arrays it is given: numpy for host
+memory; the array's own namespace (``__array_namespace__()``) where it has one; else the top-level
+module of the array's type (``zeros(shape, dtype=getattr(mod, name), device=...)``). No framework
+is named. Reading and writing a few words goes through the host directly for host memory, and
+through ``eagle.copy`` on a stream for device memory."""
+import sys
+
+import numpy as np
+
+from ._arrays import address_of, dlpack_device
+from ._device_kind import HOST_DEVICE_TYPES
+
+
+def is_host(like):
+    """True when ``like`` (an array, or None for plain host memory) lives in host-readable memory."""
+    if like is None or hasattr(like, "__array_interface__"):
+        return True
+    return dlpack_device(like)[0] in HOST_DEVICE_TYPES
+
+
+def _namespace(like):
+    get = getattr(like, "__array_namespace__", None)
+    if get is not None:
+        try:
+            return get()
+        except Exception:  # noqa: BLE001 - some arrays advertise it but refuse old API versions
+            pass
+    return sys.modules.get(type(like).__module__.split(".")[0])
+
+
+def zeros(shape, dtype, like=None):
+    """Zeros of ``shape``/``dtype`` (a numpy dtype name) on the device ``like`` lives on.
+
+    Where the namespace lacks the dtype (e.g. an unsigned type), bytes of the same size are
+    allocated instead (uint8, last axis scaled): callers use these buffers by address."""
+    dtype = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if like is None or hasattr(like, "__array_interface__") or (
+            not hasattr(like, "__cuda_array_interface__") and is_host(like)):
+        return np.zeros(shape, dtype)
+    ns = _namespace(like)
+    if ns is None or not hasattr(ns, "zeros"):
+        raise TypeError(f"eagle: cannot allocate beside a {type(like).__name__}: its module has no zeros()")
+    device = getattr(like, "device", None)
+    name = dtype.name
+    if getattr(ns, name, None) is None:
+        name = "uint8"
+        shape = shape[:-1] + ((shape[-1] if shape else 1) * dtype.itemsize,)
+    kind = getattr(ns, name)
+    try:
+        return ns.zeros(shape, dtype=kind, device=device)
+    except TypeError:  # a zeros() without device= allocates on the current device
+        return ns.zeros(shape, dtype=kind)
+
+
+def _host_view(arr, dtype, count):
+    """A numpy view of the first ``count`` ``dtype`` items of host array ``arr``."""
+    if isinstance(arr, np.ndarray):
+        return arr.reshape(-1).view(np.uint8)[:count * np.dtype(dtype).itemsize].view(dtype)
+    info = address_of(arr)
+    import ctypes
+    buf = (ctypes.c_char * (count * np.dtype(dtype).itemsize)).from_address(info.ptr)
+    return np.frombuffer(buf, dtype=dtype, count=count)
+
+
+def read(arr, dtype, count, backend, stream):
+    """The first ``count`` items of ``arr`` as a fresh numpy array. Device memory is copied on
+    ``stream`` (an eagle Stream), which is then synchronized; host memory is read directly (the
+    caller has synchronized the work that writes it)."""
+    if is_host(arr):
+        return _host_view(arr, dtype, count).copy()
+    out = np.zeros(count, dtype)
+    backend.copy(out, address_of(arr).ptr, out.nbytes, stream=stream, direction="d2h")
+    stream.synchronize()
+    return out
+
+
+def write(arr, values, dtype, backend, stream):
+    """Write ``values`` into the first items of ``arr`` (host directly, device via a copy on
+    ``stream``, synchronized so the source may go away)."""
+    src = np.ascontiguousarray(values, dtype=dtype).reshape(-1)
+    if is_host(arr):
+        _host_view(arr, dtype, src.size)[...] = src
+        return
+    backend.copy(address_of(arr).ptr, src, src.nbytes, stream=stream, direction="h2d")
+    stream.synchronize()

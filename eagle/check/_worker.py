@@ -1,0 +1,81 @@
+"""Child process: open one backend and run the checks named on the command line.
+
+    python -m eagle.check._worker LIBRARY CHECK_ID...
+
+Writes one JSON object a line to stdout: {"begin": id} before each check, then its result.
+The parent (eagle/check/_runner.py) turns a death or a silence into crash / timeout."""
+import faulthandler
+import json
+import os
+import sys
+import time
+import traceback
+
+
+def _emit(obj):
+    sys.__stdout__.write(json.dumps(obj) + "\n")
+    sys.__stdout__.flush()
+
+
+def run(path, ids):
+    from ._registry import REGISTRY, CheckFailure, NotSupported, Skip, all_checks
+    from ._seam import Session
+
+    all_checks()
+    session, open_error = None, None
+    try:
+        session = Session(path)
+    except Skip as e:
+        open_error = str(e)
+    for cid in ids:
+        chk = REGISTRY[cid]
+        _emit({"begin": cid})
+        t0 = time.monotonic()
+        before = dict(session.calls) if session else {}
+        result, message = "pass", ""
+        try:
+            if session is None:
+                if cid == "static.loadable":
+                    raise CheckFailure(open_error)
+                raise Skip(open_error)
+            if chk.kind == "behaviour":
+                session.require(chk.group, own=True)
+                for need in chk.needs:
+                    session.require(need)
+            message = chk.fn(session) or ""
+        except CheckFailure as e:
+            result, message = "fail", str(e)
+        except Skip as e:
+            result, message = "skip", str(e)
+        except NotSupported as e:
+            result, message = "not_supported", str(e)
+        except Exception as e:  # noqa: BLE001 - a check that breaks is a failure, with its place
+            tb = traceback.extract_tb(e.__traceback__)[-1]
+            result = "fail"
+            message = (f"{type(e).__name__}: {e} (at {os.path.basename(tb.filename)}:{tb.lineno})")
+        calls = {}
+        if session:
+            calls = {k: v - before.get(k, 0) for k, v in session.calls.items() if v - before.get(k, 0)}
+        _emit({"id": cid, "result": result, "message": message, "kind": chk.kind,
+               "duration_s": time.monotonic() - t0, "calls": calls})
+    if session:
+        session.close()
+
+
+def main(argv):
+    faulthandler.enable()
+    # Nothing but the protocol goes to stdout: a backend's own printing goes to stderr.
+    sys.stdout = sys.stderr
+    try:
+        os.dup2(2, 1)
+    except OSError:
+        pass
+    run(argv[0], argv[1:])
+
+
+if __name__ == "__main__":
+    # stdout is re-opened on the saved descriptor before fd 1 is pointed at stderr.
+    sys.__stdout__ = os.fdopen(os.dup(1), "w", buffering=1)
+    main(sys.argv[1:])
+    sys.__stdout__.flush()
+    os._exit(0)
