@@ -1,0 +1,252 @@
+"""ActiveSet: the samples still running, as an ascending int32 index map and a count on the device.
+
+``compact()`` only enqueues work (it is capturable, no host sync): the count word it writes is a
+single-writer guard for a WHILE that runs until no sample is live. With ``reorder=theta`` the
+owned planes are physically reordered (live samples first) whenever the live samples have thinned
+to ``theta`` of the live region (DESIGN.md §3): kernels then index the planes by *position*, the
+index map holds positions, and :meth:`ActiveSet.restore` puts the planes back in sample order."""
+import numpy as np
+
+from . import _alloc
+from ._arrays import address_of
+from .errors import EagleError
+
+_THETA_RANGE = (0.25, 0.75)
+
+
+class PermutedError(EagleError, RuntimeError):
+    """An owned plane was exported while its samples are out of sample order."""
+
+
+class OwnedPlane:
+    """A plane owned by an :class:`ActiveSet` with reordering. Kernels take :attr:`address`;
+    exporting the data (``__dlpack__``, ``__array__``, array interfaces, :attr:`data`) is refused
+    while the planes are permuted: call :meth:`ActiveSet.restore` first."""
+
+    __slots__ = ("_aset", "_array", "address", "shape", "dtype")
+
+    def __init__(self, aset, array):
+        self._aset, self._array = aset, array
+        self.address = address_of(array).ptr
+        self.shape, self.dtype = tuple(array.shape), array.dtype
+
+    def _export(self, what):
+        if self._aset.permuted:
+            raise PermutedError(f"eagle: this plane of an ActiveSet is reordered (live samples first); "
+                                f"{what} would show positions, not samples. Call ActiveSet.restore() "
+                                "first, or pass plane.address to kernels")
+        return self._array
+
+    @property
+    def data(self):
+        """The underlying array, in sample order (refused while permuted)."""
+        return self._export(".data")
+
+    def __array__(self, dtype=None, copy=None):
+        arr = np.asarray(self._export("__array__"))
+        return arr if dtype is None else arr.astype(dtype)
+
+    @property
+    def __array_interface__(self):
+        return self._export("__array_interface__").__array_interface__
+
+    @property
+    def __cuda_array_interface__(self):
+        return self._export("__cuda_array_interface__").__cuda_array_interface__
+
+    def __dlpack__(self, *args, **kw):
+        return self._export("__dlpack__").__dlpack__(*args, **kw)
+
+    def __dlpack_device__(self):
+        arr = self._array
+        if hasattr(arr, "__dlpack_device__"):
+            return arr.__dlpack_device__()
+        return (1, 0)
+
+    def __repr__(self):
+        return f"<eagle.OwnedPlane shape={self.shape} dtype={self.dtype} permuted={self._aset.permuted}>"
+
+
+class ActiveSet:
+    """The live samples of a drop mask.
+
+    Parameters
+    ----------
+    mask : array of uint8, shape (n,)
+        Nonzero = the sample is finished (dropped); on the device the work runs on.
+    reorder : float, optional
+        theta in [0.25, 0.75]: reorder the owned planes when ``count <= theta * span``.
+    planes : sequence of arrays, optional
+        Per-sample planes (shape (n,) or (w, n), C-contiguous) to reorder with the samples.
+    backend : Backend or kind, optional
+        Default: from where the mask lives.
+    stream : eagle Stream, optional
+        Used for host reads of the words (``permuted``, ``live``) and for ``restore``.
+
+    Attributes
+    ----------
+    index_map : int32[n] device array (positions of the live samples, ascending, first ``count``)
+    count : uint32[1] device array (number live; a WHILE guard ``(count, None)``: run while != 0)
+    """
+
+    def __init__(self, mask, reorder=None, *, planes=(), backend=None, stream=None):
+        from ._device_kind import kind_of_device_type
+        from ._loader import backend as _backend
+        info = address_of(mask)
+        if info.nbytes is None:
+            raise TypeError("eagle.ActiveSet: the mask must be an array (uint8, one byte per sample)")
+        if getattr(mask, "dtype", None) is not None and np.dtype(str(mask.dtype).split(".")[-1]).itemsize != 1:
+            raise TypeError(f"eagle.ActiveSet: the mask must hold 1-byte items, got {mask.dtype}")
+        self.n = n = info.nbytes
+        if backend is None:
+            from ._arrays import dlpack_device
+            backend = kind_of_device_type(dlpack_device(mask)[0])
+        self.backend = b = _backend(backend)
+        b.require("filtering")
+        self.mask = mask
+        self._stream = stream
+        self.index_map = _alloc.zeros(n, "int32", mask)
+        self.count = _alloc.zeros(1, "uint32", mask)
+        self._scratch = _alloc.zeros(max(b.compact_scratch_bytes(n), 1), "uint8", mask)
+        self.theta = None
+        self._planes = []
+        if reorder is not None:
+            theta = float(reorder)
+            if not _THETA_RANGE[0] <= theta <= _THETA_RANGE[1]:
+                raise ValueError(f"eagle.ActiveSet: reorder (theta) must be in [0.25, 0.75], got {reorder}")
+            b.require("eagle_backend_reorder_device")
+            self.theta = theta
+            ident = np.arange(n, dtype=np.int32)
+            self.perm = _alloc.zeros(n, "int32", mask)
+            self.inv = _alloc.zeros(n, "int32", mask)
+            self.span = _alloc.zeros(1, "uint32", mask)
+            self.fire = _alloc.zeros(1, "uint32", mask)
+            self._rscratch = _alloc.zeros(max(b.reorder_scratch_bytes(n), 1), "uint8", mask)
+            self._write(self.perm, ident, "int32")
+            self._write(self.inv, ident, "int32")
+            self._write(self.span, [n], "uint32")
+            self._planes.append(mask)  # the mask moves with the samples (it is indexed by position)
+        elif planes:
+            raise ValueError("eagle.ActiveSet: planes= are only reordered with reorder=theta")
+        self.owned = tuple(self.own(p) for p in planes)
+
+    # -- words --------------------------------------------------------------------------------
+    def _io_stream(self):
+        if self._stream is None:
+            self._stream = self.backend.stream()
+        return self._stream
+
+    def _write(self, arr, values, dtype):
+        _alloc.write(arr, values, dtype, self.backend, None if _alloc.is_host(arr) else self._io_stream())
+
+    def _read(self, arr, dtype, count):
+        return _alloc.read(arr, dtype, count, self.backend, None if _alloc.is_host(arr) else self._io_stream())
+
+    # -- planes -------------------------------------------------------------------------------
+    def own(self, plane):
+        """Reorder ``plane`` (shape (n,) or (w, n)) with the samples; returns its :class:`OwnedPlane`."""
+        if self.theta is None:
+            raise ValueError("eagle.ActiveSet: only an ActiveSet with reorder=theta owns planes")
+        shape = tuple(plane.shape)
+        if shape[-1] != self.n or len(shape) > 2:
+            raise ValueError(f"eagle.ActiveSet: a plane must have shape ({self.n},) or (w, {self.n}), got {shape}")
+        address_of(plane)  # contiguous, addressable
+        self._planes.append(plane)
+        return OwnedPlane(self, plane)
+
+    # -- the work -----------------------------------------------------------------------------
+    def compact(self, stream=None):
+        """Enqueue on ``stream``: (with reorder) the reorder the last compaction fired, then the
+        compaction of the mask into ``index_map``/``count`` and the next trigger. Capturable."""
+        b = self.backend
+        if self.theta is None:
+            b.compact(self.mask, self.index_map, self.count, self._scratch, n=self.n, drop=True, stream=stream)
+            return
+        b.reorder(self._planes, self.mask, self.perm, self.inv, self.span, self._rscratch, n=self.n,
+                  fire=self.fire, drop=True, stream=stream)
+        b.compact(self.mask, self.index_map, self.count, self._scratch, n=self.n, drop=True, stream=stream,
+                  span=self.span, fire=self.fire, theta=self.theta)
+
+    __call__ = compact  # an ActiveSet is itself a step: eagle.Graph.build([..., aset])
+
+    @property
+    def __name__(self):
+        return "compact" if self.theta is None else f"compact+reorder({self.theta:g})"
+
+    @property
+    def guard(self):
+        """``(count, None)``: holds while any sample is live."""
+        return (self.count, None)
+
+    @property
+    def live(self):
+        """Number of live samples (host read; synchronize the work that computed it first)."""
+        return int(self._read(self.count, np.uint32, 1)[0])
+
+    def indices(self):
+        """The live samples' ids (sample order ids, even while permuted), ascending by position."""
+        k = self.live
+        pos = self._read(self.index_map, np.int32, k)
+        if self.theta is None:
+            return pos
+        return self._read(self.perm, np.int32, self.n)[pos]
+
+    @property
+    def permuted(self):
+        """True while the owned planes are out of sample order (host read)."""
+        if self.theta is None:
+            return False
+        # a reorder only fires when it drops samples, so the span shrinks below n until restore()
+        return int(self._read(self.span, np.uint32, 1)[0]) != self.n
+
+    def restore(self):
+        """Put the owned planes back in sample order, reset the permutation, and recompact.
+
+        Host-driven (not capturable): synchronize the work on the planes first."""
+        if self.theta is None:
+            return
+        n = self.n
+        inv = self._read(self.inv, np.int32, n)
+        ident = np.arange(n, dtype=np.int32)
+        if not np.array_equal(inv, ident):
+            for p in self._planes:
+                self._gather(p, inv)
+            self._write(self.perm, ident, "int32")
+            self._write(self.inv, ident, "int32")
+        self._write(self.span, [n], "uint32")
+        self._write(self.fire, [0], "uint32")
+        st = self._io_stream()
+        self.backend.compact(self.mask, self.index_map, self.count, self._scratch, n=n, drop=True, stream=st)
+        st.synchronize()
+
+    def _gather(self, plane, inv):
+        """plane[..., i] = plane[..., inv[i]] (sample i sits at position inv[i])."""
+        if _alloc.is_host(plane):
+            arr = plane if isinstance(plane, np.ndarray) else np.from_dlpack(plane)
+            arr[...] = arr[..., inv]
+            return
+        # Device memory: gather through the plane's own namespace, then copy back in eagle's
+        # stream order (the DLPack export orders the namespace's work before our stream).
+        ns = _alloc._namespace(plane)
+        idx = ns.asarray(inv, device=getattr(plane, "device", None)) if _accepts_device(ns) else ns.asarray(inv)
+        moved = ns.take(plane, idx, axis=len(plane.shape) - 1)
+        s = self._io_stream()
+        try:
+            moved.__dlpack__(stream=s.handle)
+        except Exception:  # noqa: BLE001 - a namespace without stream-aware export: wait for it
+            pass
+        src = address_of(moved)
+        self.backend.copy(address_of(plane).ptr, src.ptr, src.nbytes, stream=s, direction="d2d")
+        s.synchronize()
+
+    def __repr__(self):
+        return (f"<eagle.ActiveSet n={self.n} {self.backend.kind}"
+                f"{'' if self.theta is None else f' reorder={self.theta:g}'}>")
+
+
+def _accepts_device(ns):
+    import inspect
+    try:
+        return "device" in inspect.signature(ns.asarray).parameters
+    except (TypeError, ValueError):
+        return True
