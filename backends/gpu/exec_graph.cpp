@@ -8,11 +8,11 @@
 
 namespace eagle::gpu {
 
-Graph::Graph() { check(gpuGraphCreate(&graph_, 0), "graphCreate"); }
+Executor::Executor() { check(gpuGraphCreate(&graph_, 0), "graphCreate"); }
 
-Graph::~Graph() { release(); }
+Executor::~Executor() { release(); }
 
-Graph::Graph(Graph&& o) noexcept
+Executor::Executor(Graph&& o) noexcept
     : graph_(o.graph_), exec_(o.exec_), nodes_(std::move(o.nodes_)), deps_(std::move(o.deps_)),
       arena_(std::move(o.arena_)), flat_(o.flat_) {
     o.graph_ = nullptr;
@@ -20,7 +20,7 @@ Graph::Graph(Graph&& o) noexcept
     o.flat_ = nullptr;
 }
 
-Graph& Graph::operator=(Graph&& o) noexcept {
+Executor& Executor::operator=(Executor&& o) noexcept {
     if (this != &o) {
         release();
         graph_ = o.graph_;
@@ -36,19 +36,19 @@ Graph& Graph::operator=(Graph&& o) noexcept {
     return *this;
 }
 
-void Graph::release() noexcept {
+void Executor::release() noexcept {
     if (exec_) (void)gpuGraphExecDestroy(exec_);
     if (graph_) (void)gpuGraphDestroy(graph_);
     exec_ = nullptr;
     graph_ = nullptr;
 }
 
-uint32_t Graph::add_node(const std::vector<uint32_t>& deps, gpuGraph_t child) {
+uint32_t Executor::add_node(const std::vector<uint32_t>& deps, gpuGraph_t child) {
     const uint32_t idx = static_cast<uint32_t>(nodes_.size());
     std::vector<uint32_t> d;
     std::vector<gpuGraphNode_t> native_deps;
     for (uint32_t x : deps) {
-        if (x >= idx) throw std::out_of_range("Graph::add_node: a dependency names a later node");
+        if (x >= idx) throw std::out_of_range("Executor::add_node: a dependency names a later node");
         if (std::find(d.begin(), d.end(), x) != d.end()) continue;
         d.push_back(x);
         native_deps.push_back(nodes_[x]);
@@ -77,7 +77,7 @@ uint32_t Graph::add_node(const std::vector<uint32_t>& deps, gpuGraph_t child) {
     return idx;
 }
 
-void Graph::finalize() {
+void Executor::finalize() {
     if (exec_) return;
     arena_.reset();
     size_t total = 0;
@@ -93,8 +93,8 @@ void Graph::finalize() {
     check(gpuGraphInstantiate(&exec_, graph_), "graphInstantiate");
 }
 
-void Graph::launch(gpuStream_t stream) const {
-    if (!exec_) throw std::logic_error("Graph::launch before finalize");
+void Executor::launch(gpuStream_t stream) const {
+    if (!exec_) throw std::logic_error("Executor::launch before finalize");
     check(gpuGraphLaunch(exec_, stream), "graphLaunch");
 }
 

@@ -1,4 +1,4 @@
-// eagle::gpu::Graph: the GPU executor graph (satisfies eagle::ExecGraph), exposed as
+// eagle::gpu::Executor: the GPU executor graph (satisfies eagle::ExecGraph), exposed as
 // eagle::cuda::Graph or eagle::hip::Graph. Node i is a native graph node: an empty node, or a child
 // graph node embedding a captured graph; dependencies() mirrors the native edges. finalize()
 // lays the dependency table out in the arena, commits it, and instantiates the native graph.
@@ -12,14 +12,14 @@
 
 namespace eagle::gpu {
 
-class Graph {
+class Executor {
 public:
-    Graph();
-    ~Graph();
-    Graph(Graph&& other) noexcept;
-    Graph& operator=(Graph&& other) noexcept;
-    Graph(const Graph&) = delete;
-    Graph& operator=(const Graph&) = delete;
+    Executor();
+    ~Executor();
+    Executor(Executor&& other) noexcept;
+    Executor& operator=(Executor&& other) noexcept;
+    Executor(const Executor&) = delete;
+    Executor& operator=(const Executor&) = delete;
 
     ByteArena& arena() noexcept { return arena_; }
     const std::vector<std::vector<uint32_t>>& dependencies() const noexcept { return deps_; }
@@ -49,16 +49,16 @@ private:
 
 }  // namespace eagle::gpu
 
-EAGLE_CHECK_EXEC_GRAPH(eagle::gpu::Graph);
+EAGLE_CHECK_EXEC_GRAPH(eagle::gpu::Executor);
 
 #if defined(EAGLE_GPU_HIP)
 namespace eagle::hip {
-using Graph = ::eagle::gpu::Graph;
+using Graph = ::eagle::gpu::Executor;
 }
 EAGLE_CHECK_EXEC_GRAPH(eagle::hip::Graph);
 #else
 namespace eagle::cuda {
-using Graph = ::eagle::gpu::Graph;
+using Graph = ::eagle::gpu::Executor;
 }
 EAGLE_CHECK_EXEC_GRAPH(eagle::cuda::Graph);
 #ifndef EAGLE_CPU_ONLY

@@ -134,8 +134,6 @@ struct Captured : Checked<0x43415044u> {
     ~Captured();
 };
 
-struct Graph;
-struct Launcher;
 
 // Converts a handle to its object, BAD_HANDLE when it is not one.
 template <class T, class H>

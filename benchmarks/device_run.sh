@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
+#   bash benchmarks/device_run.sh STAGE...     stages: setup tests check bench card multigpu
+# Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
+# for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
+# installed beside the generated modules there.
+set -uo pipefail
+OUT=${OUT:-/tmp/eagle-out}
+mkdir -p "$OUT"
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+rc=0
+for stage in "$@"; do
+  case $stage in
+    setup)
+      { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+          --target /tmp/site .whl/*.whl \
+        && cmake -S backends -B /tmp/eagle-build -G Ninja -DEAGLE_BACKENDS="cpu;cuda" \
+             -DEAGLE_PYTHON_ARTEFACTS=ON -DEAGLE_INSTALL_DIR=eagle \
+        && cmake --build /tmp/eagle-build \
+        && cmake --install /tmp/eagle-build --prefix /tmp/site \
+        && python3 -c "import eagle; print(eagle.backends()); b = eagle.backend('cuda'); b.probe(); print(b, b.build_info)"
+      } 2>&1 | tee "$OUT/setup.log" || { echo "setup failed"; exit 1; } ;;
+    tests)
+      python3 -m pytest -q -p no:cacheprovider tests -k "not multigpu" 2>&1 | tee "$OUT/pytest_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    check)
+      python3 -m eagle.check cuda cpu 2>&1 | tee "$OUT/check_cuda_h200.log"; rc=$((rc | ${PIPESTATUS[0]}))
+      python3 -m eagle.check cuda --json > "$OUT/check_cuda_h200.json" 2>/dev/null ;;
+    bench)
+      python3 benchmarks/bench_cuda.py --rounds 7 --out "$OUT/bench_cuda_h200.md" 2>&1 | tee "$OUT/bench_cuda.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    card)
+      python3 benchmarks/oscillators.py --backend cuda --n 1000000 --peers 2>&1 | tee "$OUT/oscillators_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    multigpu)
+      nvidia-smi -L 2>&1 | tee "$OUT/multigpu_h200x2.log"
+      python3 -m pytest -q -p no:cacheprovider tests/test_multigpu.py -rs 2>&1 | tee -a "$OUT/multigpu_h200x2.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    *) echo "unknown stage $stage"; exit 2 ;;
+  esac
+done
+exit $rc
