@@ -46,17 +46,34 @@ def cache_dir():
     return d
 
 
-def _read_source(source):
+def _read_source(source, include_dirs):
+    """(source bytes, include dirs): a path's own folder is searched for its headers."""
+    dirs = [os.path.abspath(d) for d in (include_dirs or [])]
     if isinstance(source, bytes):
-        return source
+        return source, dirs
     if "\n" not in source and os.path.exists(source):
         with open(source, "rb") as f:
-            return f.read()
-    return source.encode()
+            return f.read(), [os.path.dirname(os.path.abspath(source))] + dirs
+    return source.encode(), dirs
 
 
-def _compile(cmd_of, source_bytes, suffix, tag):
-    key = hashlib.sha256(source_bytes + repr(cmd_of("SRC", "OUT")).encode() + tag.encode()).hexdigest()[:20]
+def _headers_digest(dirs):
+    h = hashlib.sha256()
+    for d in dirs:
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            if name.endswith((".h", ".cuh", ".hpp")):
+                with open(os.path.join(d, name), "rb") as f:
+                    h.update(name.encode() + f.read())
+    return h.hexdigest().encode()
+
+
+def _compile(cmd_of, source, suffix, tag):
+    source_bytes, dirs = source
+    incs = [f"-I{d}" for d in dirs]
+    base_cmd = cmd_of
+    cmd_of = lambda src, out: base_cmd(src, out) + incs  # noqa: E731
+    key = hashlib.sha256(source_bytes + repr(cmd_of("SRC", "OUT")).encode() + tag.encode()
+                         + _headers_digest(dirs)).hexdigest()[:20]
     out = os.path.join(cache_dir(), f"k_{key}{suffix}")
     if os.path.exists(out):
         return out
@@ -73,7 +90,7 @@ def _compile(cmd_of, source_bytes, suffix, tag):
     return out
 
 
-def compile_c(source, *, cflags=None, cc=None):
+def compile_c(source, *, cflags=None, cc=None, include_dirs=None):
     """Compile C ``source`` (text, bytes or a path) into a cached shared library; returns its path.
 
     Defaults: ``$CC`` or ``cc``, ``-O3 -ffp-contract=off -fPIC -shared`` (no fused multiply-add,
@@ -82,16 +99,16 @@ def compile_c(source, *, cflags=None, cc=None):
     flags = list(cflags) if cflags is not None else ["-O3", "-ffp-contract=off"]
     ext = ".dylib" if sys.platform == "darwin" else ".so"
     return _compile(lambda src, out: [cc, *flags, "-fPIC", "-shared", "-o", out, src],
-                    _read_source(source), ext, "cpu")
+                    _read_source(source, include_dirs), ext, "cpu")
 
 
-def load_cpu(source, names, *, cflags=None, cc=None):
+def load_cpu(source, names, *, cflags=None, cc=None, include_dirs=None):
     """cpu kernels ``names`` from C ``source`` (text, ``.c`` path) or a prebuilt ``.so`` path."""
     names = [names] if isinstance(names, str) else list(names)
     if isinstance(source, str) and source.endswith((".so", ".dylib", ".dll")) and os.path.exists(source):
         path = os.path.abspath(source)
     else:
-        path = compile_c(source, cflags=cflags, cc=cc)
+        path = compile_c(source, cflags=cflags, cc=cc, include_dirs=include_dirs)
     key = ("cpu", path, tuple(names))
     if key in _loaded:
         return _loaded[key]
@@ -159,7 +176,7 @@ class _Driver:
 _driver = None
 
 
-def compile_cuda(source, *, arch="sm_90", nvcc=None, flags=None):
+def compile_cuda(source, *, arch="sm_90", nvcc=None, flags=None, include_dirs=None):
     """Compile CUDA ``source`` (text or a ``.cu`` path) with nvcc into a cached fatbin holding
     ``arch`` code and its PTX; returns the fatbin's path."""
     nvcc = nvcc or os.environ.get("NVCC") or shutil.which("nvcc")
@@ -168,17 +185,17 @@ def compile_cuda(source, *, arch="sm_90", nvcc=None, flags=None):
     virt = "compute_" + arch.split("_", 1)[1]
     extra = list(flags) if flags is not None else ["-O3"]
     return _compile(lambda src, out: [nvcc, "-fatbin", *extra, f"-gencode=arch={virt},code=[{arch},{virt}]",
-                                      "-o", out, src], _read_source(source), ".fatbin", "cuda")
+                                      "-o", out, src], _read_source(source, include_dirs), ".fatbin", "cuda")
 
 
-def load_cuda(image, names, *, device=0, arch="sm_90"):
+def load_cuda(image, names, *, device=0, arch="sm_90", include_dirs=None):
     """cuda kernels ``names`` from a cubin/fatbin/PTX image (bytes or path) or a ``.cu`` path."""
     global _driver
     names = [names] if isinstance(names, str) else list(names)
     origin = image if isinstance(image, str) else f"<{len(image)}-byte image>"
     if isinstance(image, str):
         if image.endswith(".cu"):
-            image = compile_cuda(image, arch=arch)
+            image = compile_cuda(image, arch=arch, include_dirs=include_dirs)
         with open(image, "rb") as f:
             image = f.read()
     key = ("cuda", hashlib.sha256(image).hexdigest(), int(device), tuple(names))

@@ -24,21 +24,35 @@ void set_last_error(const std::string& message) noexcept { set_last_error(messag
 
 void clear_last_error() noexcept { t_last_error.clear(); }
 
+namespace {
+void set_prefixed(const std::string& prefix, const char* message) noexcept {
+    try {
+        t_last_error = prefix + message;
+    } catch (...) {
+        set_last_error(message);
+    }
+}
+}  // namespace
+
 eagle_backend_status status_from_current_exception(const char* where) noexcept {
-    const std::string prefix = where ? std::string(where) + ": " : std::string();
+    std::string prefix;
+    try {
+        if (where) prefix = std::string(where) + ": ";
+    } catch (...) {
+    }
     try {
         throw;
     } catch (const Error& e) {
-        set_last_error(prefix + e.what());
+        set_prefixed(prefix, e.what());
         return e.status();
     } catch (const std::bad_alloc&) {
-        set_last_error(prefix + "out of memory");
+        set_last_error("out of memory");
         return EAGLE_BACKEND_ERROR;
     } catch (const std::exception& e) {
-        set_last_error(prefix + e.what());
+        set_prefixed(prefix, e.what());
         return EAGLE_BACKEND_ERROR;
     } catch (...) {
-        set_last_error(prefix + "unknown C++ exception");
+        set_prefixed(prefix, "unknown C++ exception");
         return EAGLE_BACKEND_ERROR;
     }
 }

@@ -65,8 +65,9 @@ std::string probe_reason() {
     gpuError_t e = gpuGetDeviceCount(&n);
     if (e != gpuSuccess) {
         (void)gpuGetLastError();
-        return std::string("the " EAGLE_GPU_KIND " runtime found no usable device: ") + gpuGetErrorName(e) + ": " +
-               gpuGetErrorString(e);
+        const std::string name = gpuGetErrorName(e), text = gpuGetErrorString(e);
+        return std::string("the " EAGLE_GPU_KIND " runtime found no usable device: ") + name +
+               (text == name ? std::string() : ": " + text);
     }
     if (n <= 0) return "the " EAGLE_GPU_KIND " runtime reports 0 devices";
     g_available.store(true, std::memory_order_release);

@@ -1,4 +1,4 @@
-// eagle::gpu::Graph (eagle::cuda::Graph / eagle::hip::Graph): the executor graph.
+// eagle::gpu::Executor (eagle::cuda::Graph / eagle::hip::Graph): the executor graph.
 #include "exec_graph.h"
 
 #include <algorithm>
@@ -12,7 +12,7 @@ Executor::Executor() { check(gpuGraphCreate(&graph_, 0), "graphCreate"); }
 
 Executor::~Executor() { release(); }
 
-Executor::Executor(Graph&& o) noexcept
+Executor::Executor(Executor&& o) noexcept
     : graph_(o.graph_), exec_(o.exec_), nodes_(std::move(o.nodes_)), deps_(std::move(o.deps_)),
       arena_(std::move(o.arena_)), flat_(o.flat_) {
     o.graph_ = nullptr;

@@ -58,6 +58,38 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_host_func(uint64_t stream, eagle
                      "a host function cannot run inside a conditional body (CUDA conditional bodies hold no host "
                      "nodes); enqueue it before or after the conditional");
         }
+#if defined(EAGLE_GPU_HIP)
+        // HIP 5.2 exports no hipLaunchHostFunc: a host node by hand under capture, a callback otherwise.
+        if (s && is_capturing(s)) {
+            CaptureInfo ci = capture_info(s);
+            if (ci.status != gpuStreamCaptureStatusActive)
+                fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream's capture was invalidated");
+            hipHostNodeParams p{};
+            p.fn = fn;
+            p.userData = user_data;
+            hipGraphNode_t node = nullptr;
+            check(hipGraphAddHostNode(&node, ci.graph, ci.deps.data(), ci.deps.size(), &p), "hipGraphAddHostNode");
+            check(hipStreamUpdateCaptureDependencies(s, &node, 1, hipStreamSetCaptureDependencies),
+                  "hipStreamUpdateCaptureDependencies");
+            return;
+        }
+        struct Call {
+            eagle_backend_host_fn fn;
+            void* user_data;
+        };
+        auto* call = new Call{fn, user_data};
+        gpuError_t e = hipStreamAddCallback(
+            s,
+            [](hipStream_t, hipError_t, void* p) {
+                auto* c = static_cast<Call*>(p);
+                c->fn(c->user_data);
+                delete c;
+            },
+            call, 0);
+        if (e != gpuSuccess) delete call;
+        check(e, "hipStreamAddCallback");
+#else
         check(gpuLaunchHostFunc(s, reinterpret_cast<gpuHostFn_t>(fn), user_data), "launchHostFunc");
+#endif
     });
 }

@@ -950,8 +950,11 @@ def filtering_limits(s):
         small = mem.zeros(1, np.uint8)
         d.scratch, d.scratch_bytes = small.addr, d.scratch_bytes - 1
         s.expect("compact_device", "INVALID_ARGUMENT", d, why="scratch one byte short")
-    d.scratch, d.scratch_bytes, d.mask = 0, 0, 0
-    s.expect("compact_device", "INVALID_ARGUMENT", d, why="mask NULL with n > 0")
+    d.scratch, d.scratch_bytes = 0, 0
+    s.ok("compact_device", d)
+    enough = mem.zeros(max(int(d.scratch_bytes), 1), np.uint8)
+    d.scratch, d.scratch_bytes, d.mask = enough.addr, max(int(d.scratch_bytes), 1), 0
+    s.expect("compact_device", "INVALID_ARGUMENT", d, why="mask NULL with n > 0 (scratch given)")
 
 
 @bcheck("filtering.compact_captured", needs=CAPTURE)
@@ -996,9 +999,6 @@ def _reorder(s, raw, planes_arrays, mask, perm, inv, span, n, flags=0, fire=None
     d.scratch, d.scratch_bytes = scratch.addr, max(need, 1)
     s.ok("reorder_device", d)
     return scratch
-
-
-ELEM = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: np.dtype("V16")}
 
 
 def _reorder_case(s, raw, h, n, span_v, flags, rng, fire_v=None):

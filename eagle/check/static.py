@@ -37,11 +37,16 @@ def _elf(path):
         with open(path, "rb") as f:
             elf = ELFFile(f)
             exports, needed = {}, []
+            verdef = elf.get_section_by_name(".gnu.version_d")
+            version_nodes = ({a.name for _v, auxes in verdef.iter_versions() for a in auxes}
+                             if verdef is not None else set())
             dynsym = elf.get_section_by_name(".dynsym")
             if dynsym is not None:
                 for sym in dynsym.iter_symbols():
                     if not sym.name or sym["st_shndx"] == "SHN_UNDEF":
                         continue
+                    if sym["st_shndx"] == "SHN_ABS" and sym.name in version_nodes:
+                        continue  # the version node's own symbol (EAGLE_BACKEND_1), not an export
                     exports[sym.name] = (sym["st_info"]["bind"], sym["st_other"]["visibility"],
                                          sym["st_info"]["type"])
             dynamic = elf.get_section_by_name(".dynamic")
