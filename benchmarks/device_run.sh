@@ -24,6 +24,9 @@ for stage in "$@"; do
     tests)
       python3 -m pytest -q -p no:cacheprovider tests -k "not multigpu" 2>&1 | tee "$OUT/pytest_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
+    gputests)
+      python3 -m pytest -q -p no:cacheprovider tests/test_gpu_cuda.py -rs 2>&1 | tee "$OUT/pytest_gpu_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
     check)
       python3 -m eagle.check cuda cpu 2>&1 | tee "$OUT/check_cuda_h200.log"; rc=$((rc | ${PIPESTATUS[0]}))
       python3 -m eagle.check cuda --json > "$OUT/check_cuda_h200.json" 2>/dev/null ;;

@@ -1,0 +1,335 @@
+"""The oscillator card (anchors_h200.md §3): N damped harmonic oscillators, FP64 RK4 (dt = 1e-3),
+sample i stopping after its own s_i steps (log-uniform up to 999).
+
+eagle records the stepping loop once: reset, compact, then a WHILE decided on the device whose
+body runs K RK4 steps over the live index map and compacts again; the WHILE guard is the
+compaction's count word (one writer). Checks: the graph's result equals the eager step-by-step
+result (same kernels, host loop) bit for bit, and the single-kernel reference and (small N) a
+numpy reference to 1e-12 relative.
+
+    python benchmarks/oscillators.py --backend cpu --n 10000
+    python benchmarks/oscillators.py --backend cuda --n 1000000 --peers
+"""
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KDIR = os.path.join(HERE, "kernels")
+DT = 1e-3
+REL_TOL = 1e-12
+
+
+# ------------------------------------------------------------------------------ the workload
+
+def workload(n):
+    """omega, zeta (float64) and the step counts s_i (int32) of anchors_h200.md §3."""
+    i = np.arange(n, dtype=np.int64)
+    omega = 1.0 + (i % 97) / 97.0
+    zeta = 0.01 + 0.2 * ((7 * i) % 101) / 101.0
+    u = ((i * 2654435761) % (1 << 32)) / float(1 << 32)
+    steps = np.maximum(1, np.floor(np.exp(u * math.log(1000.0)))).astype(np.int32)
+    return omega, zeta, steps
+
+
+def rk4_numpy(x, v, c1, c2):
+    h, h2, h6 = DT, 0.5 * DT, DT / 6.0
+    k1x, k1v = v, -c1 * v - c2 * x
+    x2, v2 = x + h2 * k1x, v + h2 * k1v
+    k2x, k2v = v2, -c1 * v2 - c2 * x2
+    x3, v3 = x + h2 * k2x, v + h2 * k2v
+    k3x, k3v = v3, -c1 * v3 - c2 * x3
+    x4, v4 = x + h * k3x, v + h * k3v
+    k4x, k4v = v4, -c1 * v4 - c2 * x4
+    return (x + h6 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x),
+            v + h6 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v))
+
+
+def numpy_reference(omega, zeta, steps, xp=np):
+    """Masked loop to max s_i (also the template of the array-library peers)."""
+    c1, c2 = 2.0 * zeta * omega, omega * omega
+    x, v = xp.ones_like(omega), xp.zeros_like(omega)
+    for k in range(int(steps.max())):
+        live = k < steps
+        xn, vn = rk4_numpy(x, v, c1, c2)
+        x, v = xp.where(live, xn, x), xp.where(live, vn, v)
+    return x, v
+
+
+def max_rel(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-300))) if a.size else 0.0
+
+
+def median_time(fn, reps, warmup=1):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+# ------------------------------------------------------------------------------------- eagle
+
+class Arrays:
+    """Allocation and host copies for the planes: numpy on cpu, CuPy on cuda (the benchmark's
+    choice; eagle itself names no framework)."""
+
+    def __init__(self, kind):
+        self.kind = kind
+        if kind == "cpu":
+            self.xp = np
+        else:
+            import cupy
+            self.xp = cupy
+
+    def put(self, a):
+        return np.array(a) if self.xp is np else self.xp.asarray(a)
+
+    def get(self, a):
+        return np.array(a) if self.xp is np else self.xp.asnumpy(a)
+
+    def sync(self):
+        if self.xp is not np:
+            self.xp.cuda.Device().synchronize()
+
+
+def load_kernels(kind):
+    import eagle.kernels as ek
+    names = ["osc_reset", "osc_steps", "osc_single"]
+    if kind == "cpu":
+        return ek.load_cpu(os.path.join(KDIR, "oscillator_cpu.c"), names)
+    prebuilt = os.path.join(KDIR, "oscillator_cuda.fatbin")
+    src = prebuilt if os.path.exists(prebuilt) else os.path.join(KDIR, "oscillator_cuda.cu")
+    return ek.load_cuda(src, names)
+
+
+class Card:
+    """The eagle program of the card, on one backend."""
+
+    def __init__(self, kind, n, K, reorder=None):
+        import eagle
+        self.eagle, self.n, self.K = eagle, n, K
+        self.arr = A = Arrays(kind)
+        self.k = load_kernels(kind)
+        omega, zeta, steps = workload(n)
+        self.host = (omega, zeta, steps)
+        self.omega, self.zeta, self.target = A.put(omega), A.put(zeta), A.put(steps)
+        xp = A.xp
+        self.x, self.v = xp.zeros(n, xp.float64), xp.zeros(n, xp.float64)
+        self.done, self.mask = xp.zeros(n, xp.int32), xp.zeros(n, xp.uint8)
+        self.backend = eagle.backend(kind)
+        self.stream = self.backend.stream()
+        planes = [self.x, self.v, self.omega, self.zeta, self.done, self.target]
+        self.aset = eagle.ActiveSet(self.mask, reorder=reorder, planes=planes if reorder else (),
+                                    backend=self.backend, stream=self.stream)
+        self.max_iters = math.ceil(int(steps.max()) / K) + 1
+        self.loop = eagle.repeat_while([self.steps, self.aset], self.aset, self.max_iters, name="K steps + compact")
+        self.graph = eagle.Graph.build([self.reset, self.aset, self.loop], planes=[self.mask] + planes,
+                                       stream=self.stream)
+
+    def reset(self, s):
+        s.run(self.k.osc_reset, [self.x, self.v, self.done, self.mask], self.n)
+
+    def steps(self, s):
+        a = self.aset
+        s.run(self.k.osc_steps, [a.index_map, a.count, self.x, self.v, self.omega, self.zeta, self.done,
+                                 self.target, self.mask, self.K], self.n)
+
+    def result(self):
+        if self.aset.theta is not None:
+            self.aset.restore()
+        return self.arr.get(self.x).copy(), self.arr.get(self.v).copy()
+
+    def run_graph(self):
+        self.graph.launch()
+        self.graph.synchronize()
+
+    def run_eager(self):
+        """The same kernels step by step from the host: K steps, compact, read the count."""
+        s = self.stream
+        self.reset(s)
+        self.aset.compact(s)
+        s.synchronize()
+        iters = 0
+        while self.aset.live:
+            self.steps(s)
+            self.aset.compact(s)
+            s.synchronize()
+            iters += 1
+        return iters
+
+    def run_single(self):
+        self.stream.run(self.k.osc_single, [self.x, self.v, self.omega, self.zeta, self.target], self.n)
+        self.stream.synchronize()
+
+
+# ------------------------------------------------------------------------------------- peers
+
+RK4_C = open(os.path.join(KDIR, "oscillator_rk4.h")).read()
+
+
+def peer_cupy(omega, zeta, steps):
+    import cupy as cp
+    kern = cp.ElementwiseKernel(
+        "int32 t, float64 c1, float64 c2, int32 k", "float64 x, float64 v",
+        "if (k < t) { double xi = x, vi = v; osc_rk4(&xi, &vi, c1, c2); x = xi; v = vi; }",
+        "osc_masked_step", preamble="#define OSC_FN __device__ __forceinline__\n" + RK4_C)
+    t, om, ze = cp.asarray(steps), cp.asarray(omega), cp.asarray(zeta)
+    c1, c2 = 2.0 * ze * om, om * om
+    x, v = cp.ones_like(om), cp.zeros_like(om)
+    tmax = int(steps.max())
+
+    def run():
+        x.fill(1.0)
+        v.fill(0.0)
+        for k in range(tmax):
+            kern(t, c1, c2, k, x, v)
+        cp.cuda.Device().synchronize()
+    return run, lambda: (cp.asnumpy(x), cp.asnumpy(v))
+
+
+def peer_torch(omega, zeta, steps):
+    import torch
+    dev = "cuda"
+    t = torch.as_tensor(steps, device=dev)
+    om, ze = torch.as_tensor(omega, device=dev), torch.as_tensor(zeta, device=dev)
+    c1, c2 = 2.0 * ze * om, om * om
+    tmax = int(steps.max())
+    out = {}
+
+    def run():
+        x, v = torch.ones_like(om), torch.zeros_like(om)
+        for k in range(tmax):
+            live = k < t
+            xn, vn = rk4_numpy(x, v, c1, c2)
+            x, v = torch.where(live, xn, x), torch.where(live, vn, v)
+        torch.cuda.synchronize()
+        out["xv"] = (x, v)
+    return run, lambda: tuple(a.cpu().numpy() for a in out["xv"])
+
+
+def peer_jax(omega, zeta, steps):
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    from jax import lax
+    t = jnp.asarray(steps)
+    om, ze = jnp.asarray(omega), jnp.asarray(zeta)
+    c1, c2 = 2.0 * ze * om, om * om
+
+    @jax.jit
+    def integrate(c1, c2, t):
+        def cond(c):
+            return jnp.any(c[0] < t)
+
+        def body(c):
+            k, x, v = c
+            live = k < t
+            xn, vn = rk4_numpy(x, v, c1, c2)
+            return k + 1, jnp.where(live, xn, x), jnp.where(live, vn, v)
+        _, x, v = lax.while_loop(cond, body, (jnp.int32(0), jnp.ones_like(c1), jnp.zeros_like(c1)))
+        return x, v
+    out = {}
+
+    def run():
+        out["xv"] = integrate(c1, c2, t)
+        out["xv"][0].block_until_ready()
+    return run, lambda: tuple(np.asarray(a) for a in out["xv"])
+
+
+# -------------------------------------------------------------------------------------- main
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", default="cpu", help="eagle kind: cpu or cuda")
+    ap.add_argument("--n", type=int, default=10000)
+    ap.add_argument("--k", type=int, default=32, help="RK4 steps per WHILE iteration (between compactions)")
+    ap.add_argument("--reorder", type=float, default=None, help="ActiveSet reorder theta (0.25-0.75)")
+    ap.add_argument("--reps", type=int, default=None, help="timed repetitions (median)")
+    ap.add_argument("--peers", action="store_true", help="also time the Python peers and the single kernel")
+    ap.add_argument("--numpy-check", action="store_true", help="compare with numpy even at large N")
+    args = ap.parse_args(argv)
+    reps = args.reps or (10 if args.backend != "cpu" else 3)
+
+    t0 = time.perf_counter()
+    card = Card(args.backend, args.n, args.k, args.reorder)
+    omega, zeta, steps = card.host
+    print(f"oscillator card: backend={args.backend} N={args.n} K={args.k} reorder={args.reorder} "
+          f"sum s_i={int(steps.sum())} max s_i={int(steps.max())} "
+          f"(setup {time.perf_counter() - t0:.2f} s)")
+    print(f"graph: decisions {'on the device' if card.graph.decides_on_device else 'on the host'}, "
+          f"{card.graph.kernel_node_count} kernel nodes, WHILE max {card.max_iters} iterations")
+
+    card.run_graph()
+    g_iters = card.graph.ran(card.loop)
+    gx, gv = card.result()
+    e_iters = card.run_eager()
+    ex, ev = card.result()
+    exact = np.array_equal(gx, ex) and np.array_equal(gv, ev)
+    print(f"check graph == eager step-by-step (bit for bit): {'PASS' if exact else 'FAIL'} "
+          f"({g_iters} WHILE iterations on the device, {e_iters} eager)")
+    ok = exact and g_iters == e_iters
+    card.run_single()
+    sx, sv = card.arr.get(card.x).copy(), card.arr.get(card.v).copy()
+    rel = max(max_rel(gx, sx), max_rel(gv, sv))
+    ok &= rel <= REL_TOL
+    print(f"check graph vs single-kernel reference: max rel {rel:.2e} "
+          f"({'PASS' if rel <= REL_TOL else 'FAIL'}, tolerance {REL_TOL:g})")
+    if args.n <= 20000 or args.numpy_check:
+        nx, nv = numpy_reference(omega, zeta, steps)
+        rel = max(max_rel(gx, nx), max_rel(gv, nv))
+        ok &= rel <= REL_TOL
+        print(f"check graph vs numpy reference: max rel {rel:.2e} ({'PASS' if rel <= REL_TOL else 'FAIL'})")
+    np.save(os.path.join(os.environ.get("OSC_OUT", "."), f"osc_{args.backend}_{args.n}.npy"),
+            np.stack([gx, gv])) if os.environ.get("OSC_OUT") else None
+
+    rows = []
+
+    def timed(name, fn, result=None, r=reps):
+        sec = median_time(fn, r)
+        note = ""
+        if result is not None:
+            px, pv = result()
+            d = max(max_rel(px, gx), max_rel(pv, gv))
+            note = f"max rel vs eagle {d:.1e}"
+        rows.append((name, sec, note))
+
+    def graph_run():
+        card.run_graph()
+        if args.reorder is not None:
+            card.aset.restore()
+    timed(f"eagle graph (WHILE + compaction every {args.k})", graph_run)
+    timed("eagle eager (same kernels, host loop)", card.run_eager, r=max(1, reps // 3))
+    if args.peers:
+        timed("single kernel (one thread per sample)", card.run_single, lambda: (card.arr.get(card.x),
+                                                                                 card.arr.get(card.v)))
+        if args.backend == "cpu":
+            timed("numpy masked loop", lambda: numpy_reference(omega, zeta, steps), r=1)
+        else:
+            for name, make, r in (("CuPy masked host loop (ElementwiseKernel)", peer_cupy, reps),
+                                  ("JAX jit lax.while_loop", peer_jax, reps),
+                                  ("torch eager masked loop", peer_torch, 3)):
+                try:
+                    run, res = make(omega, zeta, steps)
+                    timed(name, run, res, r)
+                except Exception as e:  # noqa: BLE001 - a missing peer is reported, not fatal
+                    rows.append((name, float("nan"), f"skipped: {type(e).__name__}: {e}"[:100]))
+    base = rows[0][1]
+    print(f"\n| implementation | median ms | vs eagle graph | note |\n|---|---|---|---|")
+    for name, sec, note in rows:
+        print(f"| {name} | {sec * 1e3:.3f} | {sec / base:.2f}x | {note} |")
+    print(f"\noscillator card: {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
