@@ -5,6 +5,7 @@ anything with ``__cuda_array_interface__``, or anything that exports DLPack."""
 import ctypes
 
 from ._device_kind import kind_of_device_type
+from .errors import EagleTypeError, EagleValueError
 
 
 class ArrayInfo:
@@ -28,7 +29,7 @@ def _contiguous_nbytes(shape, strides, itemsize, what):
         expect = itemsize
         for dim, stride in zip(reversed(shape), reversed(strides)):
             if dim != 1 and stride != expect:
-                raise ValueError(f"eagle: {what} must be C-contiguous (shape {tuple(shape)}, "
+                raise EagleValueError(f"eagle: {what} must be C-contiguous (shape {tuple(shape)}, "
                                  f"strides {tuple(strides)} bytes)")
             expect *= dim
     return n * itemsize
@@ -85,7 +86,7 @@ def address_of(obj) -> ArrayInfo:
         return _from_interface(obj, iface, int(dev[0]), int(dev[1]))
     if hasattr(obj, "__dlpack__"):
         return _from_dlpack(obj)
-    raise TypeError(f"eagle: cannot take the address of a {type(obj).__name__}; pass an int "
+    raise EagleTypeError(f"eagle: cannot take the address of a {type(obj).__name__}; pass an int "
                     "address or an array with __array_interface__, __cuda_array_interface__ or DLPack")
 
 
@@ -97,4 +98,4 @@ def dlpack_device(obj):
         return int(t), int(i)
     if hasattr(obj, "__array_interface__"):
         return 1, 0
-    raise TypeError(f"eagle: {type(obj).__name__} does not say where it lives (no __dlpack_device__)")
+    raise EagleTypeError(f"eagle: {type(obj).__name__} does not say where it lives (no __dlpack_device__)")

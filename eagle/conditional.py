@@ -8,6 +8,7 @@ from ._arrays import address_of
 from ._handle import Owner
 from ._seam_ffi import ffi
 from .stream import StreamRef, raw_stream
+from .errors import EagleValueError
 
 
 def _addr(x, what):
@@ -15,7 +16,7 @@ def _addr(x, what):
         return 0
     info = address_of(x)
     if info.nbytes is not None and info.nbytes < (8 if what == "counter" else 4):
-        raise ValueError(f"eagle: the conditional's {what} word(s) need "
+        raise EagleValueError(f"eagle: the conditional's {what} word(s) need "
                          f"{8 if what == 'counter' else 4} bytes, the array has {info.nbytes}")
     return info.ptr
 
@@ -35,7 +36,7 @@ class Conditional(Owner):
         else:
             b.require("conditional")
         if counter is not None and int(loop_cap) < 1:
-            raise ValueError(f"eagle: a WHILE needs loop_cap >= 1, got {loop_cap}")
+            raise EagleValueError(f"eagle: a WHILE needs loop_cap >= 1, got {loop_cap}")
         self._origin_raw = raw_stream(b, origin)
         desc = ffi.new("struct eagle_backend_conditional_desc*")
         desc.struct_size = ffi.sizeof(desc[0])

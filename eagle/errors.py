@@ -26,6 +26,10 @@ class EagleValueError(EagleError, ValueError):
     """An argument is out of its domain (raised for the seam's INVALID_ARGUMENT)."""
 
 
+class EagleTypeError(EagleError, TypeError):
+    """An argument has a type eagle cannot use."""
+
+
 class EagleIndexError(EagleError, IndexError):
     """An index is out of range (raised for the seam's INDEX)."""
 

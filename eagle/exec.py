@@ -9,6 +9,7 @@ import struct
 from ._arrays import address_of
 from ._seam_ffi import ffi
 from .stream import raw_stream
+from .errors import EagleTypeError, EagleValueError
 
 _MAX_PARAMS = 64
 
@@ -48,7 +49,7 @@ def kernel_handle(kernel):
         import ctypes
         return ctypes.cast(kernel, ctypes.c_void_p).value
     except Exception:
-        raise TypeError(f"eagle: cannot use a {type(kernel).__name__} as a kernel handle") from None
+        raise EagleTypeError(f"eagle: cannot use a {type(kernel).__name__} as a kernel handle") from None
 
 
 def run(kernel, args, n, *, base=0, count=None, n_samples=None, stream=None, block=0, device=-1,
@@ -63,7 +64,7 @@ def run(kernel, args, n, *, base=0, count=None, n_samples=None, stream=None, blo
     n_samples = n if n_samples is None else int(n_samples)
     args = list(args)
     if len(args) > _MAX_PARAMS:
-        raise ValueError(f"eagle: a kernel takes at most {_MAX_PARAMS} arguments, got {len(args)}")
+        raise EagleValueError(f"eagle: a kernel takes at most {_MAX_PARAMS} arguments, got {len(args)}")
     blobs = [_arg_bytes(a) for a in args]
     storage = [ffi.from_buffer(bytearray(bl).ljust(max(len(bl), 8), b"\0")) for bl in blobs]
     params = ffi.new("uint64_t[]", [int(ffi.cast("uintptr_t", s)) for s in storage] or [0])

@@ -5,6 +5,7 @@ scratch buffer, never allocate, never synchronise. :class:`eagle.ActiveSet` buil
 from ._arrays import address_of
 from ._seam_ffi import ffi
 from .stream import raw_stream
+from .errors import EagleValueError
 
 MASK_IS_DROP = 1
 
@@ -18,7 +19,7 @@ def _n_of(mask, n):
         return int(n)
     info = address_of(mask)
     if info.nbytes is None:
-        raise ValueError("eagle.compact: give n when the mask is a raw address")
+        raise EagleValueError("eagle.compact: give n when the mask is a raw address")
     return info.nbytes
 
 
@@ -41,7 +42,7 @@ def compact(backend, mask, index_map, count, scratch, *, n=None, drop=False, str
     for arr, what, need in ((mask, "mask", n), (index_map, "index_map", 4 * n), (count, "count", 4)):
         info = address_of(arr)
         if info.nbytes is not None and info.nbytes < need:
-            raise ValueError(f"eagle.compact: {what} holds {info.nbytes} bytes, {need} are needed for n={n}")
+            raise EagleValueError(f"eagle.compact: {what} holds {info.nbytes} bytes, {need} are needed for n={n}")
     desc = ffi.new("struct eagle_backend_compact_desc*")
     desc.struct_size = ffi.sizeof(desc[0])
     desc.flags = (MASK_IS_DROP if drop else 0) if flags is None else flags
@@ -56,7 +57,7 @@ def compact(backend, mask, index_map, count, scratch, *, n=None, drop=False, str
     desc.live32, desc.span, desc.fire = _ptr(live32), _ptr(span), _ptr(fire)
     desc.theta = float(theta)
     if sc is None:
-        raise ValueError("eagle.compact: a scratch buffer is needed; size it with compact_scratch_bytes()")
+        raise EagleValueError("eagle.compact: a scratch buffer is needed; size it with compact_scratch_bytes()")
     backend._check("eagle_backend_compact_device", backend._f.compact_device(desc))
 
 
@@ -89,8 +90,10 @@ def _reorder_desc(backend, planes, mask, perm, inv, span, fire, scratch, n, drop
     return desc, arr
 
 
-def reorder_scratch_bytes(backend, n, *, device=-1, stream=None):
-    desc, _keep = _reorder_desc(backend, [], None, None, None, None, None, None, n, False, stream, device, None)
+def reorder_scratch_bytes(backend, n, *, planes=(), device=-1, stream=None):
+    """Scratch bytes a reorder of ``n`` samples of ``planes`` needs (it may depend on the planes)."""
+    desc, _keep = _reorder_desc(backend, list(planes), None, None, None, None, None, None, n, False, stream,
+                                device, None)
     backend._check("eagle_backend_reorder_device", backend._f.reorder_device(desc))
     return int(desc.scratch_bytes)
 
@@ -103,7 +106,7 @@ def reorder(backend, planes, mask, perm, inv, span, scratch, *, n=None, fire=Non
     backend.require("eagle_backend_reorder_device")
     n = _n_of(mask, n)
     if scratch is None:
-        raise ValueError("eagle.reorder: a scratch buffer is needed; size it with reorder_scratch_bytes()")
+        raise EagleValueError("eagle.reorder: a scratch buffer is needed; size it with reorder_scratch_bytes()")
     desc, _keep = _reorder_desc(backend, list(planes), mask, perm, inv, span, fire, scratch, n, drop,
                                 stream, device, flags)
     backend._check("eagle_backend_reorder_device", backend._f.reorder_device(desc))

@@ -3,6 +3,7 @@ origin waits for at the join. Works eagerly and under capture."""
 from ._handle import Owner
 from ._seam_ffi import ffi
 from .stream import StreamRef, raw_stream
+from .errors import EagleValueError
 
 
 class Fork(Owner):
@@ -17,7 +18,7 @@ class Fork(Owner):
     def __init__(self, backend, origin, branch_count, device=-1):
         b = backend
         if int(branch_count) < 1:
-            raise ValueError(f"eagle: a fork needs branch_count >= 1, got {branch_count}")
+            raise EagleValueError(f"eagle: a fork needs branch_count >= 1, got {branch_count}")
         self._origin_raw = raw_stream(b, origin)
         desc = ffi.new("struct eagle_backend_fork_desc*")
         desc.struct_size = ffi.sizeof(desc[0])

@@ -6,6 +6,7 @@ from ._device_kind import HOST_DEVICE_TYPES
 from ._seam_ffi import ffi
 from ._status import remember_callback_exception
 from .stream import raw_stream
+from .errors import EagleTypeError, EagleValueError
 
 H2D, D2H, D2D, H2H = 1, 2, 3, 4
 
@@ -22,24 +23,24 @@ def copy(dst, src, nbytes=None, *, stream=None, backend=None, direction=None):
     d, s = address_of(dst), address_of(src)
     if nbytes is None:
         if s.nbytes is None:
-            raise ValueError("eagle.copy: give nbytes when src is a raw address")
+            raise EagleValueError("eagle.copy: give nbytes when src is a raw address")
         nbytes = s.nbytes
     nbytes = int(nbytes)
     if nbytes < 0:
-        raise ValueError(f"eagle.copy: nbytes must be >= 0, got {nbytes}")
+        raise EagleValueError(f"eagle.copy: nbytes must be >= 0, got {nbytes}")
     for info, what in ((d, "dst"), (s, "src")):
         if info.nbytes is not None and info.nbytes < nbytes:
-            raise ValueError(f"eagle.copy: {what} holds {info.nbytes} bytes, the copy needs {nbytes}")
+            raise EagleValueError(f"eagle.copy: {what} holds {info.nbytes} bytes, the copy needs {nbytes}")
     if direction is None:
         if d.device_type is None or s.device_type is None:
-            raise ValueError("eagle.copy: give direction= when dst or src is a raw address")
+            raise EagleValueError("eagle.copy: give direction= when dst or src is a raw address")
         dh, sh = d.device_type in HOST_DEVICE_TYPES, s.device_type in HOST_DEVICE_TYPES
         code = {(True, True): H2H, (False, True): H2D, (True, False): D2H, (False, False): D2D}[(dh, sh)]
     else:
         try:
             code = {"h2d": H2D, "d2h": D2H, "d2d": D2D, "h2h": H2H}[str(direction).lower()]
         except KeyError:
-            raise ValueError(f"eagle.copy: direction must be h2d, d2h, d2d or h2h, got {direction!r}") from None
+            raise EagleValueError(f"eagle.copy: direction must be h2d, d2h, d2d or h2h, got {direction!r}") from None
     b._check("eagle_backend_memcpy", b._f.memcpy(d.ptr, s.ptr, nbytes, code, raw_stream(b, stream)))
 
 
@@ -77,7 +78,7 @@ def pinned(shape, dtype="float64", *, backend=None):
     count = 1
     for s in shape:
         if s < 0:
-            raise ValueError(f"eagle.pinned: negative dimension in shape {shape}")
+            raise EagleValueError(f"eagle.pinned: negative dimension in shape {shape}")
         count *= s
     nbytes = count * dtype.itemsize
     mem = PinnedMemory(b, max(nbytes, 1))
@@ -116,7 +117,7 @@ def host_func(fn, *, stream=None, backend=None):
     b = _backend(backend or "cpu")
     b.require("eagle_backend_host_func")
     if not callable(fn):
-        raise TypeError(f"eagle.host_func: {fn!r} is not callable")
+        raise EagleTypeError(f"eagle.host_func: {fn!r} is not callable")
     raw = raw_stream(b, stream)
     cap = b._capturing.get(raw)
     call = _HostCall(fn, b, once=cap is None)

@@ -6,7 +6,7 @@ from _thread import get_ident
 
 from ._handle import Owner, raw_int
 from ._seam_ffi import ffi
-from .errors import HandleError
+from .errors import EagleTypeError, EagleValueError, HandleError
 
 
 class StreamRef(Owner):
@@ -111,14 +111,14 @@ def raw_stream(backend, stream):
         return stream
     if isinstance(stream, StreamRef):
         if stream._backend is not backend:
-            raise ValueError(f"eagle: the stream belongs to the {stream._backend.kind} backend "
+            raise EagleValueError(f"eagle: the stream belongs to the {stream._backend.kind} backend "
                              f"'{stream._backend.path}', not to the {backend.kind} backend "
                              f"'{backend.path}'")
         return stream.handle
     raw = getattr(stream, "ptr", None)  # a foreign stream object exposing its raw value
     if isinstance(raw, int):
         return raw
-    raise TypeError(f"eagle: expected an eagle stream or a raw stream int, got {type(stream).__name__}")
+    raise EagleTypeError(f"eagle: expected an eagle stream or a raw stream int, got {type(stream).__name__}")
 
 
 __all__ = ["Stream", "StreamRef", "raw_stream", "raw_int", "HandleError"]

@@ -13,6 +13,12 @@ pytestmark = pytest.mark.gpu
 
 cp = pytest.importorskip("cupy", reason="the GPU tests take device memory and kernels from CuPy")
 
+def kernel_ptr(fn):
+    """The CUfunction of a CuPy kernel (RawKernel.kernel.ptr, or Function.ptr)."""
+    inner = getattr(fn, "kernel", fn)
+    return int(inner.ptr)
+
+
 KERNELS = r"""
 extern "C" __global__ void add_one(double* x, long long base, long long count, long long n) {
     long long i = base + (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -33,7 +39,7 @@ extern "C" __global__ void bump(unsigned* c, long long base, long long count, lo
 @pytest.fixture(scope="module")
 def k():
     mod = cp.RawModule(code=KERNELS)
-    return {name: mod.get_function(name).ptr for name in ("add_one", "record_n", "decrement", "bump")}
+    return {name: kernel_ptr(mod.get_function(name)) for name in ("add_one", "record_n", "decrement", "bump")}
 
 
 @pytest.fixture
@@ -228,7 +234,7 @@ def test_reorder_is_a_stable_partition(cuda, s):
     perm = cp.arange(n, dtype=cp.int32)
     inv = cp.arange(n, dtype=cp.int32)
     span = cp.asarray(np.array([n], np.uint32))
-    scratch = cp.zeros(max(cuda.reorder_scratch_bytes(n, stream=s), 1), cp.uint8)
+    scratch = cp.zeros(max(cuda.reorder_scratch_bytes(n, planes=[a, bb], stream=s), 1), cp.uint8)
     cuda.reorder([a, bb], mask, perm, inv, span, scratch, n=n, stream=s)
     s.synchronize()
     order = np.concatenate([np.flatnonzero(mask_h), np.flatnonzero(mask_h == 0)])

@@ -14,6 +14,12 @@ pytestmark = [pytest.mark.gpu, pytest.mark.multigpu]
 
 cp = pytest.importorskip("cupy", reason="the multi-GPU tests take device memory and kernels from CuPy")
 
+def kernel_ptr(fn):
+    """The CUfunction of a CuPy kernel (RawKernel.kernel.ptr, or Function.ptr)."""
+    inner = getattr(fn, "kernel", fn)
+    return int(inner.ptr)
+
+
 KERNELS = r"""
 extern "C" __global__ void add_one(double* x, long long base, long long count, long long n) {
     long long i = base + (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -53,7 +59,7 @@ def kern(two):
     for dev in (0, 1):
         with cp.cuda.Device(dev):
             mod = cp.RawModule(code=KERNELS)
-            out[dev] = {name: mod.get_function(name).ptr for name in ("add_one", "spin_then_set", "copy_first")}
+            out[dev] = {name: kernel_ptr(mod.get_function(name)) for name in ("add_one", "spin_then_set", "copy_first")}
     return out
 
 

@@ -632,6 +632,8 @@ def launcher_replays(s):
             raise CheckFailure(f"launcher_kernel_node_count = {cnt[0]}, {len(OPS)} kernels were captured")
         for _ in range(4):
             s.ok("launcher_launch", lau)
+        s.ok("launcher_synchronize", lau)   # the next replay goes to another stream: unordered
+        _eq("x after 4 replays queued without waiting", x.get(), chain_numpy(np.zeros(n), OPS, 4))
         s.ok("launcher_stream", lau, raw2)
         s.ok("launcher_launch", lau)
         s.ok("launcher_synchronize", lau)

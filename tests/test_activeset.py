@@ -1,0 +1,184 @@
+"""eagle.ActiveSet on the cpu backend: compaction and reorder bit-exact against numpy, capturable
+compaction, restore, and refusal to export reordered planes."""
+import numpy as np
+import pytest
+
+import eagle
+from eagle.activeset import PermutedError
+
+
+def live_of(mask):
+    return np.flatnonzero(mask == 0).astype(np.int32)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1000, 100003])
+def test_compact_gives_the_ascending_live_samples(cpu, n):
+    rng = np.random.default_rng(n)
+    mask = (rng.random(n) < 0.6).astype(np.uint8)
+    aset = eagle.ActiveSet(mask)
+    assert aset.backend is cpu and aset.n == n
+    s = cpu.stream()
+    aset.compact(s)
+    s.synchronize()
+    want = live_of(mask)
+    assert aset.live == want.size == int(aset.count[0])
+    assert np.array_equal(aset.index_map[:want.size], want)
+    assert np.array_equal(aset.indices(), want)
+    assert not aset.permuted
+
+
+def test_compact_is_capturable_and_follows_the_mask_at_every_replay(cpu):
+    n = 5000
+    mask = np.zeros(n, np.uint8)
+    aset = eagle.ActiveSet(mask)
+    g = eagle.Graph.build([aset], planes=[mask])
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        mask[:] = rng.random(n) < 0.3
+        g()
+        want = live_of(mask)
+        assert np.array_equal(aset.index_map[:aset.live], want) and aset.live == want.size
+
+
+def test_the_count_word_guards_a_while_until_no_sample_is_live(cpu):
+    n = 300
+    rng = np.random.default_rng(2)
+    steps = rng.integers(1, 20, n).astype(np.int32)
+    done = np.zeros(n, np.int32)
+    mask = np.zeros(n, np.uint8)
+    aset = eagle.ActiveSet(mask)
+
+    def one_step(s):  # numpy in a host function: a step that advances the live samples
+        def advance():
+            idx = aset.index_map[:int(aset.count[0])]
+            done[idx] += 1
+            mask[idx] = done[idx] >= steps[idx]
+        s.host_func(advance)
+    loop = eagle.repeat_while([one_step, aset], aset, max_iters=100)
+    g = eagle.Graph.build([aset, loop], planes=[mask])
+    g()
+    assert np.array_equal(done, steps) and aset.live == 0 and g.ran(loop) == steps.max()
+
+
+def test_reorder_needs_theta_in_range(cpu):
+    mask = np.zeros(10, np.uint8)
+    for bad in (0.1, 0.8, -1):
+        with pytest.raises(ValueError, match=r"\[0.25, 0.75\]"):
+            eagle.ActiveSet(mask, reorder=bad)
+    with pytest.raises(ValueError, match="only reordered with reorder=theta"):
+        eagle.ActiveSet(mask, planes=[np.zeros(10)])
+    with pytest.raises(ValueError, match="shape"):
+        eagle.ActiveSet(mask, reorder=0.5, planes=[np.zeros(11)])
+    with pytest.raises(TypeError, match="1-byte"):
+        eagle.ActiveSet(np.zeros(10, np.int32))
+
+
+@pytest.mark.parametrize("theta", [0.25, 0.5, 0.75])
+def test_reorder_moves_the_live_samples_first_and_restore_puts_them_back(cpu, theta):
+    n = 2000
+    rng = np.random.default_rng(int(theta * 100))
+    x0 = rng.random(n)
+    y0 = rng.integers(-1000, 1000, (3, n)).astype(np.int32)
+    z0 = rng.integers(0, 255, n).astype(np.uint8)
+    x, y, z = x0.copy(), y0.copy(), z0.copy()
+    mask = np.zeros(n, np.uint8)
+    aset = eagle.ActiveSet(mask, reorder=theta, planes=[x, y, z])
+    s = cpu.stream()
+    drop = rng.random(n) < 0.9          # 10% live: sparse enough for every theta
+    mask[:] = drop
+    aset.compact(s)                      # computes the trigger (fire) from the count
+    s.synchronize()
+    assert not aset.permuted and np.array_equal(aset.index_map[:aset.live], live_of(mask))
+    aset.compact(s)                      # the fired reorder, then the compaction of the moved mask
+    s.synchronize()
+    keep = np.flatnonzero(~drop)
+    order = np.concatenate([keep, np.flatnonzero(drop)])  # stable partition, kept first
+    k = keep.size
+    assert aset.permuted and aset.live == k
+    assert np.array_equal(x[:k], x0[keep]) and np.array_equal(y[:, :k], y0[:, keep])
+    assert np.array_equal(z[:k], z0[keep])
+    assert np.array_equal(aset.index_map[:k], np.arange(k, dtype=np.int32))
+    assert np.array_equal(np.sort(aset.perm[:k]), keep) and np.array_equal(aset.indices(), keep)
+    assert np.array_equal(aset.perm[:k], order[:k])
+    assert np.array_equal(mask[:k], np.zeros(k, np.uint8))
+    # work on positions: mark half of the live ones done, compact again (no refire: not sparse)
+    x[:k] += 1.0
+    aset.restore()
+    assert not aset.permuted
+    assert np.array_equal(x, np.where(drop, x0, x0 + 1.0)) and np.array_equal(y, y0) and np.array_equal(z, z0)
+    assert np.array_equal(mask, drop.astype(np.uint8))
+    assert np.array_equal(aset.index_map[:aset.live], keep)
+
+
+def test_no_reorder_while_the_live_samples_are_dense(cpu):
+    n = 1000
+    x0 = np.arange(n, dtype=np.float64)
+    x = x0.copy()
+    mask = np.zeros(n, np.uint8)
+    aset = eagle.ActiveSet(mask, reorder=0.25, planes=[x])
+    mask[::2] = 1                       # half live: above theta = 0.25
+    s = cpu.stream()
+    for _ in range(3):
+        aset.compact(s)
+    s.synchronize()
+    assert not aset.permuted and np.array_equal(x, x0)
+
+
+def test_owned_planes_refuse_export_while_permuted(cpu):
+    n = 100
+    x = np.arange(n, dtype=np.float64)
+    mask = np.ones(n, np.uint8)
+    mask[[3, 50]] = 0
+    aset = eagle.ActiveSet(mask, reorder=0.5)
+    px = aset.own(x)
+    s = cpu.stream()
+    assert np.array_equal(np.asarray(px), x)
+    aset.compact(s)
+    aset.compact(s)
+    s.synchronize()
+    assert aset.permuted
+    for export in (lambda: np.asarray(px), lambda: px.data, lambda: px.__dlpack__(),
+                   lambda: px.__array_interface__):
+        with pytest.raises(PermutedError, match="restore"):
+            export()
+    assert px.address == x.__array_interface__["data"][0]   # kernels still get the address
+    assert isinstance(PermutedError("x"), eagle.EagleError)
+    aset.restore()
+    assert np.array_equal(np.asarray(px), np.arange(n)) and px.data is x
+
+
+def test_reorder_inside_a_graph_matches_numpy_bit_for_bit(cpu):
+    """A decaying process over live samples, recorded once with reorder; restored result == numpy."""
+    from eagle import kernels
+    K = kernels.load_cpu(r"""
+    #include <stdint.h>
+    void decay(void* const* p, int64_t base, int64_t count, int64_t n) {
+        const int32_t* idx = *(const int32_t* const*)p[0];
+        const uint32_t live = **(const uint32_t* const*)p[1];
+        double* x = *(double* const*)p[2];
+        const double* r = *(const double* const*)p[3];
+        uint8_t* mask = *(uint8_t* const*)p[4];
+        for (int64_t l = base; l < base + count && l < live; ++l) {
+            const int32_t i = idx[l];
+            x[i] = x[i] * r[i] + 0.125;
+            mask[i] = x[i] < 0.5;
+        }
+    }""", ["decay"])
+    n = 4000
+    rng = np.random.default_rng(7)
+    x0, r = rng.random(n) * 4 + 1, rng.random(n) * 0.5 + 0.45
+    x, mask = x0.copy(), np.zeros(n, np.uint8)
+    aset = eagle.ActiveSet(mask, reorder=0.5, planes=[x, r])
+
+    def step(s):
+        s.run(K.decay, [aset.index_map, aset.count, x, r, mask], n)
+    loop = eagle.repeat_while([step, aset], aset, max_iters=10000)
+    g = eagle.Graph.build([aset, loop], planes=[x, r, mask])
+    g()
+    assert aset.permuted  # the live set thinned: the planes were reordered on the way
+    aset.restore()
+    want, live = x0.copy(), np.ones(n, bool)
+    while live.any():
+        want[live] = want[live] * r[live] + 0.125
+        live &= ~(want < 0.5)
+    assert np.array_equal(x, want)

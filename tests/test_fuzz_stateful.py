@@ -1,0 +1,298 @@
+"""Random sequences of public API calls on the cpu backend, misuse included: every failure must be
+a typed eagle exception (a subclass of eagle.EagleError), never a crash or a foreign exception.
+
+Runs ``max_examples=50`` by default; ``EAGLE_FUZZ_EXAMPLES=N`` raises it."""
+import os
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+import eagle
+from eagle._loader import Backend
+from test_api_kernels import kaddr
+
+EXAMPLES = int(os.environ.get("EAGLE_FUZZ_EXAMPLES", "50"))
+N = 256
+
+
+class Planted(Exception):
+    """Raised on purpose by a host function; re-raised at a later synchronize."""
+
+
+def _private_cpu():
+    cpu = eagle.backend("cpu")
+    # its own Backend object: its pending host-function errors stay out of other tests
+    return Backend(cpu.path, "cpu", "fuzz")
+
+
+class ApiMachine(RuleBasedStateMachine):
+    streams = Bundle("streams")
+    captures = Bundle("captures")
+    captureds = Bundle("captureds")
+    graphs = Bundle("graphs")
+    launchers = Bundle("launchers")
+    forks = Bundle("forks")
+
+    def __init__(self):
+        super().__init__()
+        self.b = _private_cpu()
+        self.x = np.zeros(N)
+        self.words = np.zeros(4, np.uint32)
+        self.m = (np.arange(N) % 3 == 0).astype(np.uint8)
+        self.idx = np.zeros(N, np.int32)
+        self.count = np.zeros(1, np.uint32)
+        self.scratch = np.zeros(self.b.compact_scratch_bytes(N), np.uint8)
+        self.objects = []
+        self.misuses = 0
+
+    # -- the one rule every call follows ---------------------------------------------------------
+    def call(self, fn, *args, **kw):
+        try:
+            return fn(*args, **kw)
+        except Planted:
+            return None
+        except eagle.EagleError:
+            self.misuses += 1
+            return None
+        # anything else propagates and fails the run
+
+    def keep(self, obj):
+        if obj is not None:
+            self.objects.append(obj)
+        return obj
+
+    # -- streams ---------------------------------------------------------------------------------
+    @initialize(target=streams)
+    def first_stream(self):
+        return self.keep(self.b.stream())
+
+    @rule(target=streams, non_blocking=st.booleans(), device=st.sampled_from([-1, 0, 0, 0, 3]))
+    def new_stream(self, non_blocking, device):
+        s = self.call(self.b.stream, device=device, non_blocking=non_blocking)
+        return self.keep(s) if s is not None else self.keep(self.b.stream())
+
+    @rule(s=streams)
+    def close_stream(self, s):
+        self.call(s.close)
+
+    @rule(s=streams)
+    def synchronize(self, s):
+        self.call(s.synchronize)
+
+    @rule(s=streams, default=st.booleans(), lanes=st.integers(0, N), block=st.sampled_from([0, 1, 7]))
+    def run_kernel(self, s, default, lanes, block):
+        self.call(self.b.run, kaddr("add1"), [self.x], N, count=lanes, block=block,
+                  stream=None if default else s)
+
+    @rule(s=streams, fail=st.booleans())
+    def host_func(self, s, fail):
+        def fn():
+            if fail:
+                raise Planted("planted")
+        self.call(self.b.host_func, fn, stream=s)
+
+    @rule(s=streams)
+    def copy(self, s):
+        self.call(self.b.copy, self.words[:2], self.words[2:], stream=s)
+
+    @rule(s=streams)
+    def compact(self, s):
+        self.call(self.b.compact, self.m, self.idx, self.count, self.scratch, stream=s)
+
+    @rule(a=streams, b=streams, none=st.booleans())
+    def fence(self, a, b, none):
+        self.call(self.b.fence, None if none else a, b)
+
+    # -- capture ---------------------------------------------------------------------------------
+    @rule(target=captures, s=streams, default=st.booleans())
+    def begin_capture(self, s, default):
+        cap = self.call(self.b.capture, None if default else s)
+        if cap is None:
+            cap = self.b.capture(self.b.stream())  # something to misuse later
+        self.call(cap.begin)
+        return self.keep(cap)
+
+    @rule(cap=captures)
+    def begin_again(self, cap):
+        self.call(cap.begin)
+
+    @rule(target=captureds, cap=captures)
+    def end_capture(self, cap):
+        out = self.call(cap.end)
+        if out is None:
+            out = cap.captured
+        return self.keep(out) if out is not None else self.keep(self._empty_captured())
+
+    def _empty_captured(self):
+        s = self.b.stream()
+        self.keep(s)
+        with self.b.capture(s) as c:
+            pass
+        return c.captured
+
+    @rule(cap=captures)
+    def close_capture(self, cap):
+        self.call(cap.close)
+
+    @rule(s=streams, cap_kind=st.sampled_from(["if", "while", "switch"]))
+    def conditional(self, s, cap_kind):
+        def record():
+            if cap_kind == "if":
+                c = self.b.if_(s, self.words[0:1])
+            elif cap_kind == "while":
+                c = self.b.while_(s, self.words[0:1], self.words[2:4], loop_cap=3)
+            else:
+                c = self.b.switch(s, self.words[0:1], 2)
+            self.keep(c)
+            body = c.begin()
+            self.b.run(kaddr("add1"), [self.x], 1, stream=body)
+            c.end()
+        self.call(record)
+
+    @rule(s=streams)
+    def snapshot(self, s):
+        nodes = self.call(self.b.snapshot_nodes, s)
+        for n in nodes or ():
+            self.call(self.b.is_node_toggleable, n)
+
+    # -- captured, graphs, launchers ---------------------------------------------------------------
+    @rule(c=captureds)
+    def captured_is_valid(self, c):
+        self.call(lambda: c.is_valid)
+
+    @rule(c=captureds)
+    def close_captured(self, c):
+        self.call(c.close)
+
+    @rule(target=graphs, c=captureds)
+    def graph_from_captured(self, c):
+        g = self.call(self.b.graph_from_captured, c)
+        return self.keep(g if g is not None else self.b.graph())
+
+    @rule(g=graphs, c=captureds)
+    def graph_add(self, g, c):
+        self.call(g.add, c)
+
+    @rule(g=graphs, s=streams)
+    def graph_stream(self, g, s):
+        self.call(g.set_stream, s)
+
+    @rule(target=launchers, g=graphs)
+    def make_launcher(self, g):
+        launcher = self.call(g.launcher)
+        return self.keep(launcher) if launcher is not None else self._any_launcher()
+
+    def _any_launcher(self):
+        s = self.keep(self.b.stream())
+        with self.b.capture(s) as c:
+            self.b.run(kaddr("add1"), [self.x], 1, stream=s)
+        return self.keep(self.b.graph_from_captured(c.captured).launcher())
+
+    @rule(g=graphs)
+    def close_graph(self, g):
+        self.call(g.close)
+
+    @rule(launcher=launchers, times=st.integers(0, 3))
+    def launch(self, launcher, times):
+        self.call(launcher.launch, times)
+
+    @rule(launcher=launchers)
+    def launcher_synchronize(self, launcher):
+        self.call(launcher.synchronize)
+
+    @rule(launcher=launchers, s=streams)
+    def launcher_stream(self, launcher, s):
+        self.call(launcher.set_stream, s)
+
+    @rule(launcher=launchers, size=st.sampled_from([-1, 0, 1, N, 2 ** 31]))
+    def logical_size(self, launcher, size):
+        self.call(launcher.set_logical_size, size)
+
+    @rule(launcher=launchers, node=st.integers(0, 2 ** 64 - 1), on=st.booleans())
+    def toggle_bogus_node(self, launcher, node, on):
+        self.call(launcher.set_node_enabled, node, on)
+
+    @rule(launcher=launchers)
+    def close_launcher(self, launcher):
+        self.call(launcher.close)
+
+    # -- fork --------------------------------------------------------------------------------------
+    @rule(target=forks, s=streams, n=st.integers(0, 3))
+    def new_fork(self, s, n):
+        f = self.call(self.b.fork, s, n)  # n == 0 is refused
+        return self.keep(f if f is not None else self.b.fork(self.keep(self.b.stream()), 1))
+
+    @rule(f=forks)
+    def fork_fork(self, f):
+        self.call(f.fork)
+
+    @rule(f=forks)
+    def fork_join(self, f):
+        self.call(f.join)
+
+    @rule(f=forks, i=st.integers(0, 4))
+    def fork_branch_work(self, f, i):
+        def go():
+            br = f.branch(i)
+            self.b.run(kaddr("add1"), [self.x], 4, stream=br)
+        self.call(go)
+
+    @rule(f=forks)
+    def fork_close(self, f):
+        self.call(f.close)
+
+    # -- another thread ------------------------------------------------------------------------------
+    @rule(data=st.data())
+    @precondition(lambda self: self.objects)
+    def from_another_thread(self, data):
+        obj = data.draw(st.sampled_from(self.objects))
+        use = {
+            "Stream": lambda o: o.synchronize(), "Capture": lambda o: o.end(),
+            "Captured": lambda o: o.is_valid, "GraphBuilder": lambda o: o.launcher(),
+            "Launcher": lambda o: o.launch(), "Fork": lambda o: o.join(),
+            "Conditional": lambda o: o.end(),
+        }[type(obj).__name__]
+        box = []
+
+        def target():
+            try:
+                use(obj)
+                box.append(None)
+            except BaseException as e:  # noqa: BLE001
+                box.append(e)
+        t = threading.Thread(target=target)
+        t.start()
+        t.join(30)
+        assert not t.is_alive(), "a call from another thread hung"
+        assert isinstance(box[0], eagle.HandleError), f"{type(obj).__name__} from another thread: {box[0]!r}"
+
+    @invariant()
+    def backend_answers(self):
+        assert self.b.event_pool_created >= 0
+
+    def teardown(self):
+        for obj in reversed(self.objects):
+            try:
+                obj.close()
+            except eagle.EagleError:
+                pass
+        s = self.b.stream()
+        x = np.zeros(4)
+        self.b.run(kaddr("add1"), [x], 4, stream=s)
+        while True:  # drain planted errors, then the backend must still work
+            try:
+                s.synchronize()
+                break
+            except Planted:
+                continue
+        assert (x == 1).all()
+        s.close()
+
+
+ApiMachine.TestCase.settings = settings(max_examples=EXAMPLES, deadline=None, stateful_step_count=40,
+                                        suppress_health_check=list(HealthCheck))
+TestApiFuzz = ApiMachine.TestCase
