@@ -328,7 +328,10 @@ eagle_backend_status eagle_backend_probe(void);
 void eagle_backend_free(void* buffer);
 
 /* @eagle group=required since=0
- * Writes the capability bits to *groups. INVALID_ARGUMENT for NULL. */
+ * Writes the capability bits to *groups. INVALID_ARGUMENT for NULL. On OK it also sets
+ * last_error to a note saying why each group or per-symbol entry it leaves out is missing, one
+ * `name: reason` line each (e.g. "conditional: HIP 5.2 has no conditional graph nodes"), or to
+ * "" when nothing is left out; eagle shows these reasons to users. */
 eagle_backend_status eagle_backend_capabilities(uint64_t* groups);
 
 /* @eagle group=required since=0

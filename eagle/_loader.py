@@ -196,6 +196,7 @@ class Backend(BackendAPI):
         self._check("eagle_backend_capabilities", f.capabilities(caps))
         bits = int(caps[0])
         self.capability_bits = bits
+        left_out = self._read_left_out_note()
         if bits & meta.RESERVED_BITS_MASK:
             bad = [i for i in range(64) if bits & meta.RESERVED_BITS_MASK & (1 << i)]
             raise BackendLoadError(f"eagle: the backend '{path}' sets reserved capability bit(s) "
@@ -217,6 +218,8 @@ class Backend(BackendAPI):
                 unavailable[group] = ""
             else:
                 reason = f"the {self.kind} backend '{path}' does not provide {group}"
+                if group in left_out:
+                    reason += f" ({left_out[group]})"
                 unavailable[group] = reason
                 for name in names:
                     setattr(f, name, _unavailable_fn(reason))
@@ -225,13 +228,17 @@ class Backend(BackendAPI):
             group = self._group_of_per_symbol(name)
             if group is not None and group not in groups:
                 reason = f"the {self.kind} backend '{path}' does not provide {group}"
-            elif bind(name) is not None:
+            elif bind(name) is not None and sym not in left_out:
                 unavailable[sym] = ""
                 continue
             else:
                 reason = f"the {self.kind} backend '{path}' does not provide {sym}"
+            if sym in left_out:
+                reason += f" ({left_out[sym]})"
             unavailable[sym] = reason
             setattr(f, name, _unavailable_fn(reason))
+        for name, why in left_out.items():  # options a provided group leaves out
+            unavailable.setdefault(name, f"the {self.kind} backend '{path}' does not provide {name} ({why})")
         self.groups = frozenset(groups)
         self.unavailable = unavailable
 
@@ -286,6 +293,18 @@ class Backend(BackendAPI):
             if ctype.type.kind == "array":
                 value = ffi.string(value).decode("utf-8", "replace")
             out[field] = value
+        return out
+
+    def _read_left_out_note(self):
+        """The `name: reason` lines capabilities() leaves in last_error (see the header)."""
+        note = ffi.string(self._f.last_error()).decode("utf-8", "replace")
+        out = {}
+        for line in note.splitlines():
+            name, sep, why = line.partition(":")
+            name = name.strip()
+            known = name in meta.GROUP_BITS or name in meta.SYMBOLS or _PREFIX + name in meta.SYMBOLS
+            if sep and known and why.strip():
+                out[name] = why.strip()
         return out
 
     def _read_device_types(self):

@@ -40,6 +40,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_capabilities(uint64_t* groups) {
                   EAGLE_BACKEND_CAP_FORK | EAGLE_BACKEND_CAP_CONDITIONAL | EAGLE_BACKEND_CAP_ATTRIBUTION |
                   EAGLE_BACKEND_CAP_GRAPH | EAGLE_BACKEND_CAP_LAUNCHER | EAGLE_BACKEND_CAP_EXEC |
                   EAGLE_BACKEND_CAP_DEVICE | EAGLE_BACKEND_CAP_INTEROP | EAGLE_BACKEND_CAP_FILTERING;
+        set_last_error("");  // the reference leaves nothing out
     });
 }
 

@@ -143,6 +143,18 @@ uint64_t capabilities() {
 
 bool has_switch() { return driver().has_switch; }
 
+std::string left_out() {
+    const Driver& d = driver();
+    if (!d.reason.empty()) return {};
+    std::string note;
+    if (!d.has_conditional || !d.has_capture_to_graph)
+        note += "conditional: the installed driver lacks conditional graph nodes (CUDA >= 12.3 needed)\n";
+    if (!d.has_switch) note += "eagle_backend_conditional_begin_case: the installed driver lacks SWITCH nodes (CUDA >= 12.8)\n";
+    if (!d.launch) note += "exec: the driver has no cuLaunchKernel entry point\n";
+    if (!d.exec_set) note += "launcher: the driver cannot update exec-graph kernel nodes\n";
+    return note;
+}
+
 const char* archs() { return EAGLE_GPU_ARCHS; }
 
 int runtime_version() { return CUDART_VERSION; }

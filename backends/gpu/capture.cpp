@@ -82,6 +82,8 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_captured_is_valid(eagle_backend_
 EAGLE_EXPORT void eagle_backend_captured_release(eagle_backend_captured captured) {
     guarded_void([&] {
         if (!captured) return;
-        delete from_handle<Captured>(captured, "captured");
+        auto* c = from_handle<Captured>(captured, "captured");
+        DeviceGuard guard(c->device);
+        delete c;
     });
 }

@@ -94,18 +94,41 @@ int current_device() {
 }
 
 namespace {
+struct StreamEntry {
+    int device = 0;
+    uint64_t serial = 0;
+};
 std::mutex g_streams_mu;
-std::unordered_map<gpuStream_t, int> g_streams;
+std::unordered_map<gpuStream_t, StreamEntry> g_streams;
+uint64_t g_next_serial = 0;  // under g_streams_mu
 }  // namespace
 
-void stream_register(gpuStream_t s, int device) {
+uint64_t stream_register(gpuStream_t s, int device) {
     std::lock_guard<std::mutex> lk(g_streams_mu);
-    g_streams[s] = device;
+    const uint64_t serial = ++g_next_serial;
+    g_streams[s] = StreamEntry{device, serial};
+    return serial;
 }
 
 void stream_unregister(gpuStream_t s) {
     std::lock_guard<std::mutex> lk(g_streams_mu);
     g_streams.erase(s);
+}
+
+uint64_t stream_serial(gpuStream_t s) {
+    if (!s) return 0;
+    std::lock_guard<std::mutex> lk(g_streams_mu);
+    auto it = g_streams.find(s);
+    return it == g_streams.end() ? 0 : it->second.serial;
+}
+
+bool stream_released(gpuStream_t s, uint64_t serial) { return serial != 0 && stream_serial(s) != serial; }
+
+int stream_device(gpuStream_t s) {
+    if (!s) return -1;
+    std::lock_guard<std::mutex> lk(g_streams_mu);
+    auto it = g_streams.find(s);
+    return it == g_streams.end() ? -1 : it->second.device;
 }
 
 int resolve_device(int32_t requested, uint64_t stream, bool has_stream) {
@@ -118,9 +141,8 @@ int resolve_device(int32_t requested, uint64_t stream, bool has_stream) {
     }
     if (requested != -1) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "device " + std::to_string(requested) + " (use -1 or >= 0)");
     if (has_stream && stream != 0) {
-        std::lock_guard<std::mutex> lk(g_streams_mu);
-        auto it = g_streams.find(as_stream(stream));
-        if (it != g_streams.end()) return it->second;
+        const int d = stream_device(as_stream(stream));
+        if (d >= 0) return d;
     }
 #if EAGLE_GPU_HAS_STREAM_GET_DEVICE
     // A foreign stream: ask the runtime, but never while it is capturing (the query would break it).

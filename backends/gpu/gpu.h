@@ -37,9 +37,19 @@ inline gpuStream_t as_stream(uint64_t raw) { return reinterpret_cast<gpuStream_t
 inline uint64_t as_raw(gpuStream_t s) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(s)); }
 
 int device_count();
-// Streams this backend created, with their device (so no runtime query touches a capturing stream).
-void stream_register(gpuStream_t s, int device);
+// Streams this backend created, with their device (so no runtime query touches a capturing stream)
+// and a serial number unique to each registration (so a handle that outlives the stream it names
+// can tell that the stream was released, even when the runtime reuses the address).
+uint64_t stream_register(gpuStream_t s, int device);
 void stream_unregister(gpuStream_t s);
+// The serial of a stream this backend created and has not released yet; 0 for any other stream
+// (foreign, the default streams, or released).
+uint64_t stream_serial(gpuStream_t s);
+// True when `serial` (from stream_serial, when the stream was handed over) names a stream this
+// backend has released since: its release waited for its work, and it must not be used again.
+bool stream_released(gpuStream_t s, uint64_t serial);
+// The device of a stream this backend created, -1 for any other.
+int stream_device(gpuStream_t s);
 int current_device();
 // Resolves a desc's device: `requested` >= 0 is checked against the device count (INDEX);
 // -1 is the device of `stream` (when has_stream and the runtime can tell), else the current device.
@@ -160,6 +170,8 @@ void exec_set_kernel(gpuGraphExec_t exec, gpuGraphNode_t node, uint64_t function
 void exec_set_enabled(gpuGraphExec_t exec, gpuGraphNode_t node, bool enabled);
 // Capability bits the installed driver can serve (every bit the kind implements when it cannot tell).
 uint64_t capabilities();
+// One `name: reason` line per group or per-symbol entry this build or driver leaves out ("" if none).
+std::string left_out();
 // Conditional bodies nested in a node of this type, appended to out (none on hip).
 void conditional_bodies(gpuGraphNode_t node, std::vector<gpuGraph_t>& out);
 // Forgets what the native layer knows about a node (its conditional bodies).

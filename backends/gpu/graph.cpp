@@ -13,6 +13,19 @@ void require_nonempty(Captured* c) {
 }
 }  // namespace
 
+namespace eagle::gpu {
+void bind_stream(int device, uint64_t raw, gpuStream_t* stream, uint64_t* serial, const char* what) {
+    gpuStream_t s = as_stream(raw);
+    const int d = stream_device(s);
+    if (d >= 0 && d != device)
+        fail(EAGLE_BACKEND_INVALID_ARGUMENT, std::string("the stream is on device ") + std::to_string(d) + ", the " +
+                                                 what + " on device " + std::to_string(device) +
+                                                 "; replay on a stream of the " + what + "'s device");
+    *stream = s;
+    *serial = stream_serial(s);
+}
+}  // namespace eagle::gpu
+
 EAGLE_EXPORT eagle_backend_status eagle_backend_graph_create(const struct eagle_backend_graph_desc* desc,
                                                              eagle_backend_graph* out) {
     return guarded("graph_create", [&] {
@@ -21,6 +34,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_create(const struct eagle_
         if (d.flags) fail(EAGLE_BACKEND_UNSUPPORTED, "unknown graph flags " + std::to_string(d.flags));
         auto g = std::make_unique<Graph>();
         g->device = resolve_device(d.device, 0, false);
+        g->device_given = d.device >= 0;
         g->owner = std::make_shared<GraphOwner>();
         DeviceGuard guard(g->device);
         check(gpuGraphCreate(&g->owner->g, 0), "graphCreate");
@@ -36,6 +50,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_from_captured(eagle_backen
         require_nonempty(c);
         auto g = std::make_unique<Graph>();
         g->device = c->device;
+        g->device_given = true;
         g->owner = std::make_shared<GraphOwner>();
         g->owner->g = c->g;
         g->added = 1;
@@ -46,7 +61,10 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_from_captured(eagle_backen
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_graph_stream(eagle_backend_graph graph, uint64_t stream) {
-    return guarded("graph_stream", [&] { from_handle<Graph>(graph, "graph")->stream = as_stream(stream); });
+    return guarded("graph_stream", [&] {
+        auto* g = from_handle<Graph>(graph, "graph");
+        bind_stream(g->device, stream, &g->stream, &g->stream_serial, "graph");
+    });
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_graph_add_node(eagle_backend_graph graph,
@@ -55,6 +73,19 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_add_node(eagle_backend_gra
         auto* g = from_handle<Graph>(graph, "graph");
         auto* c = from_handle<Captured>(captured, "captured");
         require_nonempty(c);
+        if (c->device != g->device) {
+            // A graph made with device -1 and no node yet follows its first capture's device.
+            if (g->device_given || g->added > 0)
+                fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the capture was recorded on device " + std::to_string(c->device) +
+                                                         ", the graph is on device " + std::to_string(g->device) +
+                                                         "; a graph holds the work of one device");
+            if (g->stream && stream_device(g->stream) >= 0 && stream_device(g->stream) != c->device)
+                fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the capture was recorded on device " + std::to_string(c->device) +
+                                                         ", the graph's stream is on device " +
+                                                         std::to_string(stream_device(g->stream)));
+            g->device = c->device;
+            g->device_given = true;
+        }
         DeviceGuard guard(g->device);
         gpuGraphNode_t node = nullptr;
         check(gpuGraphAddChildGraphNode(&node, g->owner->g, g->last ? &g->last : nullptr, g->last ? 1 : 0, c->g),
@@ -91,6 +122,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_launcher(eagle_backend_gra
         l->owner = g->owner;
         l->device = g->device;
         l->stream = g->stream;
+        l->stream_serial = g->stream_serial;
         l->alias = g->alias;
         for (gpuGraphNode_t n : nodes) {
             l->members.insert(n);
@@ -109,6 +141,8 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_last_node(eagle_backend_gr
 EAGLE_EXPORT void eagle_backend_graph_release(eagle_backend_graph graph) {
     guarded_void([&] {
         if (!graph) return;
-        delete from_handle<Graph>(graph, "graph");
+        auto* g = from_handle<Graph>(graph, "graph");
+        DeviceGuard guard(g->device);  // the graph (when no launcher shares it) goes with it
+        delete g;
     });
 }

@@ -78,7 +78,11 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fence(int32_t dl_device_type, in
         const bool hp = dlpack_stream(producer, &p, "producer");
         const bool hc = dlpack_stream(consumer, &c, "consumer");
         if (!hp || !hc || p == c) return;
-        const int dev = resolve_device(device_id < 0 ? -1 : device_id, 0, false);
+        // The event is recorded on the producer, so it is made on the producer's device: that of a
+        // stream this backend created (or one the runtime can place), else device_id (-1: current).
+        // The consumer may be on another device: a wait on another device's event is allowed.
+        int dev = resolve_device(device_id < 0 ? -1 : device_id, 0, false);
+        if (p != gpuStreamLegacy && p != gpuStreamPerThread) dev = resolve_device(-1, as_raw(p), true);
         DeviceGuard guard(dev);
         gpuEvent_t e = event_acquire(dev);
         try {

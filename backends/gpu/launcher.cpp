@@ -6,16 +6,29 @@
 using namespace eagle;
 using namespace eagle::gpu;
 
+namespace {
+// The launcher's stream, refused once that stream (one this backend created) has been released.
+gpuStream_t live_stream(const Launcher* l) {
+    if (stream_released(l->stream, l->stream_serial))
+        fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+             "the launcher's stream has been released; set a live stream with launcher_stream first");
+    return l->stream;
+}
+}  // namespace
+
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_launch(eagle_backend_launcher launcher) {
     return guarded("launcher_launch", [&] {
         auto* l = from_handle<Launcher>(launcher, "launcher");
-        check(gpuGraphLaunch(l->exec, l->stream), "graphLaunch");
+        gpuStream_t s = live_stream(l);
+        DeviceGuard guard(l->device);
+        check(gpuGraphLaunch(l->exec, s), "graphLaunch");
     });
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_synchronize(eagle_backend_launcher launcher) {
     return guarded("launcher_synchronize", [&] {
         auto* l = from_handle<Launcher>(launcher, "launcher");
+        live_stream(l);
         DeviceGuard guard(l->device);
         gpuError_t e = gpuStreamSynchronize(l->stream);
         if (e != gpuSuccess) {
@@ -26,7 +39,10 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_synchronize(eagle_backe
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_stream(eagle_backend_launcher launcher, uint64_t stream) {
-    return guarded("launcher_stream", [&] { from_handle<Launcher>(launcher, "launcher")->stream = as_stream(stream); });
+    return guarded("launcher_stream", [&] {
+        auto* l = from_handle<Launcher>(launcher, "launcher");
+        bind_stream(l->device, stream, &l->stream, &l->stream_serial, "launcher");
+    });
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_set_logical_size(eagle_backend_launcher launcher, int64_t size) {
@@ -76,11 +92,15 @@ EAGLE_EXPORT void eagle_backend_launcher_release(eagle_backend_launcher launcher
     guarded_void([&] {
         if (!launcher) return;
         auto* l = from_handle<Launcher>(launcher, "launcher");
-        {
-            DeviceGuard guard(l->device);
-            (void)gpuStreamSynchronize(l->stream);
-            (void)gpuGraphExecDestroy(l->exec);
+        DeviceGuard guard(l->device);
+        // The stream is borrowed and may be gone already: a stream this backend created and has
+        // released waited for its work when it was released, so there is nothing left to wait for
+        // (synchronizing the destroyed stream is what crashed). Any other stream is waited for.
+        if (!stream_released(l->stream, l->stream_serial)) {
+            if (gpuStreamSynchronize(l->stream) != gpuSuccess) (void)gpuGetLastError();
         }
-        delete l;
+        if (gpuGraphExecDestroy(l->exec) != gpuSuccess) (void)gpuGetLastError();
+        l->exec = nullptr;
+        delete l;  // the graph, when no Graph handle shares it any more, goes with it (under the guard)
     });
 }

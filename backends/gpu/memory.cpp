@@ -17,7 +17,9 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_memcpy(uint64_t dst, uint64_t sr
         }
         if (bytes == 0) return;
         if (!dst || !src) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "NULL address with bytes > 0");
-        require_device();
+        // On the stream's device (a stream this backend created, or one the runtime can place), else
+        // on the current device: the copy is issued where its stream lives whatever is current.
+        DeviceGuard guard(resolve_device(-1, stream, true));
         check(gpuMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes, kind,
                              as_stream(stream)),
               "memcpyAsync");
@@ -49,7 +51,7 @@ EAGLE_EXPORT void eagle_backend_host_free(void* ptr) {
 EAGLE_EXPORT eagle_backend_status eagle_backend_host_func(uint64_t stream, eagle_backend_host_fn fn, void* user_data) {
     return guarded("host_func", [&] {
         if (!fn) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "fn is NULL");
-        require_device();
+        DeviceGuard guard(resolve_device(-1, stream, true));  // resolve_device checks for a device
         gpuStream_t s = as_stream(stream);
         if (s) {
             CaptureInfo ci = capture_info(s);

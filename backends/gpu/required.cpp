@@ -36,7 +36,10 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_probe(void) {
 EAGLE_EXPORT void eagle_backend_free(void* buffer) { std::free(buffer); }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_capabilities(uint64_t* groups) {
-    return guarded("capabilities", [&] { *require(groups, "groups") = native::capabilities(); });
+    return guarded("capabilities", [&] {
+        *require(groups, "groups") = native::capabilities();
+        set_last_error(native::left_out());
+    });
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_device_types(int32_t* types, int32_t cap, int32_t* count) {

@@ -39,6 +39,12 @@ uint64_t capabilities() {
            EAGLE_BACKEND_CAP_EXEC | EAGLE_BACKEND_CAP_DEVICE | EAGLE_BACKEND_CAP_INTEROP | EAGLE_BACKEND_CAP_FILTERING;
 }
 
+std::string left_out() {
+    return "conditional: HIP 5.2 has no conditional graph nodes (IF/WHILE/SWITCH); eagle decides on the host\n"
+           "eagle_backend_conditional_begin_case: HIP 5.2 has no conditional graph nodes, so no SWITCH\n"
+           "launcher_set_node_enabled: node enabling arrived in ROCm 5.5; on HIP 5.2 it answers UNSUPPORTED";
+}
+
 void conditional_bodies(gpuGraphNode_t, std::vector<gpuGraph_t>&) {}
 void forget_node(gpuGraphNode_t) {}
 

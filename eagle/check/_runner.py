@@ -20,6 +20,29 @@ def _signal_name(rc):
         return f"signal {-rc}"
 
 
+def _last_call(path):
+    """The seam symbol the dead child called last (the worker's breadcrumb), or ''."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(64).split(b"\0", 1)[0].decode("ascii", "replace")
+    except OSError:
+        return ""
+
+
+def _frame_of_check(stderr_text):
+    """'behaviour.py:123 in stream_order' from a faulthandler dump, or ''."""
+    for line in stderr_text.splitlines():
+        line = line.strip()
+        if line.startswith("File ") and ("behaviour.py" in line or "static.py" in line):
+            try:
+                fname = line.split('"')[1]
+                parts = line.split('"')[2].strip(" ,").split()   # line N in func
+                return f"{os.path.basename(fname)}:{parts[1]} in {parts[3]}"
+            except IndexError:
+                return ""
+    return ""
+
+
 def _child_env():
     env = dict(os.environ)
     # The child must import this same eagle (source checkout or installed).
@@ -43,10 +66,14 @@ def run_ids(path, ids, timeout, on_result=None):
     """Run the checks `ids` (in order) against the library at `path`; returns Results."""
     results, pending = [], list(ids)
     while pending:
-        with tempfile.TemporaryFile() as err:
+        with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile(prefix="eagle-check-") as crumb:
+            crumb.write(b"\0" * 64)
+            crumb.flush()
+            env = _child_env()
+            env["EAGLE_CHECK_BREADCRUMB"] = crumb.name
             proc = subprocess.Popen([sys.executable, "-m", "eagle.check._worker", path, *pending],
                                     stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
-                                    env=_child_env(), start_new_session=True)
+                                    env=env, start_new_session=True)
             current, started, buf = None, time.monotonic(), b""
             sel = selectors.DefaultSelector()
             sel.register(proc.stdout, selectors.EVENT_READ)
@@ -60,8 +87,10 @@ def run_ids(path, ids, timeout, on_result=None):
                         continue
                     _kill(proc)
                     victim = current or pending[0]
+                    last = _last_call(crumb.name)
                     r = Result(victim, "timeout", f"no result within {limit:g} s (per-check "
-                                                  "--timeout); the child was killed")
+                                                  "--timeout); the child was killed"
+                               + (f"; its last seam call was {last}" if last else ""))
                     results.append(r)
                     pending.remove(victim)
                     if on_result:
@@ -73,9 +102,17 @@ def run_ids(path, ids, timeout, on_result=None):
                     rc = proc.wait()
                     if pending and current is not None:
                         how = f"killed by {_signal_name(rc)}" if rc < 0 else f"exited with status {rc}"
-                        tail = _stderr_tail(err)
-                        r = Result(current, "crash", f"the child running this check was {how}"
-                                   + (f"; stderr: {tail}" if tail else ""))
+                        err.seek(0)
+                        where = _frame_of_check(err.read().decode("utf-8", "replace"))
+                        last = _last_call(crumb.name)
+                        msg = f"the child running this check was {how}"
+                        if last:
+                            msg += f" in or after its last seam call, {last}"
+                        if where:
+                            msg += f" (check at {where})"
+                        elif _stderr_tail(err):
+                            msg += f"; stderr: {_stderr_tail(err)}"
+                        r = Result(current, "crash", msg)
                         results.append(r)
                         pending.remove(current)
                         if on_result:
@@ -116,6 +153,10 @@ def run_ids(path, ids, timeout, on_result=None):
             if proc.poll() is None:
                 _kill(proc)
     kinds = {c.id: c.kind for c in all_checks()}
+    return _with_kinds(results, kinds)
+
+
+def _with_kinds(results, kinds):
     for r in results:
         r.kind = r.kind or kinds.get(r.id, "")
     return results

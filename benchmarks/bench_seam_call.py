@@ -1,0 +1,89 @@
+"""One seam call three ways, interleaved in one run: eagle's wrapper (Stream.synchronize on an
+idle cpu stream), the raw cffi call (backend._f.stream_synchronize(handle)) and the same C function
+through ctypes (ctypes.CDLL on the same .so). Goals: wrapper <= 1.5x raw cffi; raw cffi <= ctypes.
+
+    python benchmarks/bench_seam_call.py [--calls 20000] [--rounds 41]
+"""
+import argparse
+import ctypes
+import datetime
+import os
+import platform
+import statistics
+import sys
+import timeit
+
+import eagle
+from eagle._seam_ffi import ffi
+
+
+def machine():
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (f"{cpu}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}")
+
+
+def header(argv):
+    print(f"machine: {machine()}")
+    print(f"date:    {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}")
+    print(f"command: {' '.join([os.path.basename(sys.executable)] + argv)}  "
+          f"(EAGLE_BACKEND_CPU={os.environ.get('EAGLE_BACKEND_CPU', '')})")
+
+
+def per_call_ns(stmt, env, calls):
+    """Nanoseconds per execution of the statement `stmt` (timeit: no extra Python frame around it)."""
+    return timeit.Timer(stmt, globals=env).timeit(calls) * 1e9 / calls
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=20000)
+    ap.add_argument("--rounds", type=int, default=41)
+    args = ap.parse_args()
+
+    b = eagle.backend("cpu")
+    s = b.stream()
+    s.synchronize()
+    handle = s._h
+    raw_fn = b._f.stream_synchronize
+    lib = ctypes.CDLL(b.path)
+    ct_fn = lib.eagle_backend_stream_synchronize
+    ct_fn.argtypes = [ctypes.c_void_p]
+    ct_fn.restype = ctypes.c_int32
+    ct_handle = int(ffi.cast("uintptr_t", handle))
+    assert raw_fn(handle) == 0 and ct_fn(ct_handle) == 0
+
+    env = {"s": s, "raw_fn": raw_fn, "handle": handle, "ct_fn": ct_fn, "ct_handle": ct_handle}
+    cases = {
+        "eagle Stream.synchronize()": "s.synchronize()",
+        "raw cffi _f.stream_synchronize(h)": "raw_fn(handle)",
+        "ctypes stream_synchronize(h)": "ct_fn(ct_handle)",
+        "(empty statement: loop cost)": "pass",
+    }
+    samples = {k: [] for k in cases}
+    for r in range(args.rounds):
+        names = list(cases)
+        names = names[r % 4:] + names[:r % 4]
+        for k in names:
+            samples[k].append(per_call_ns(cases[k], env, args.calls))
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    header(sys.argv)
+    print(f"rounds:  {args.rounds} x {args.calls} calls per case, interleaved (rotating order); "
+          "median ns per call, timeit loop (no extra frame)\n")
+    print(f"{'call':<38}{'ns/call':>10}{'vs raw cffi':>14}{'min ns':>10}")
+    raw = med["raw cffi _f.stream_synchronize(h)"]
+    for k in cases:
+        print(f"{k:<38}{med[k]:>10.0f}{med[k] / raw:>13.2f}x{min(samples[k]):>10.0f}")
+    w = med["eagle Stream.synchronize()"] / raw
+    c = raw / med["ctypes stream_synchronize(h)"]
+    print(f"\nwrapper / raw cffi = {w:.2f}x (goal <= 1.5x): {'met' if w <= 1.5 else 'MISSED'}")
+    print(f"raw cffi / ctypes  = {c:.2f}x (goal <= 1.0x): {'met' if c <= 1.0 else 'MISSED'}")
+    s.close()
+
+if __name__ == "__main__":
+    main()
