@@ -131,6 +131,21 @@ int stream_device(gpuStream_t s) {
     return it == g_streams.end() ? -1 : it->second.device;
 }
 
+int device_of_stream(uint64_t stream) {
+    if (stream == 0) return -1;
+    const int d = stream_device(as_stream(stream));
+    if (d >= 0) return d;
+#if EAGLE_GPU_HAS_STREAM_GET_DEVICE
+    // A foreign stream: ask the runtime, but never while it is capturing (the query would break it).
+    if (!is_capturing(as_stream(stream))) {
+        int q = -1;
+        if (cudaStreamGetDevice(as_stream(stream), &q) == cudaSuccess && q >= 0) return q;
+        (void)cudaGetLastError();
+    }
+#endif
+    return -1;
+}
+
 int resolve_device(int32_t requested, uint64_t stream, bool has_stream) {
     const int n = device_count();
     if (requested >= 0) {
@@ -140,21 +155,10 @@ int resolve_device(int32_t requested, uint64_t stream, bool has_stream) {
         return requested;
     }
     if (requested != -1) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "device " + std::to_string(requested) + " (use -1 or >= 0)");
-    if (has_stream && stream != 0) {
-        const int d = stream_device(as_stream(stream));
+    if (has_stream) {
+        const int d = device_of_stream(stream);
         if (d >= 0) return d;
     }
-#if EAGLE_GPU_HAS_STREAM_GET_DEVICE
-    // A foreign stream: ask the runtime, but never while it is capturing (the query would break it).
-    if (has_stream && stream != 0 && !is_capturing(as_stream(stream))) {
-        int d = -1;
-        if (cudaStreamGetDevice(as_stream(stream), &d) == cudaSuccess && d >= 0) return d;
-        (void)cudaGetLastError();
-    }
-#else
-    (void)stream;
-    (void)has_stream;
-#endif
     return current_device();
 }
 

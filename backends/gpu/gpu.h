@@ -51,6 +51,9 @@ bool stream_released(gpuStream_t s, uint64_t serial);
 // The device of a stream this backend created, -1 for any other.
 int stream_device(gpuStream_t s);
 int current_device();
+// The device of a raw stream: one this backend created, or (cuda) one the runtime can place when it
+// is not capturing; -1 when unknown (0, the default streams on hip, a capturing foreign stream).
+int device_of_stream(uint64_t stream);
 // Resolves a desc's device: `requested` >= 0 is checked against the device count (INDEX);
 // -1 is the device of `stream` (when has_stream and the runtime can tell), else the current device.
 int resolve_device(int32_t requested, uint64_t stream, bool has_stream);

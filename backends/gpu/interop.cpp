@@ -82,7 +82,10 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fence(int32_t dl_device_type, in
         // stream this backend created (or one the runtime can place), else device_id (-1: current).
         // The consumer may be on another device: a wait on another device's event is allowed.
         int dev = resolve_device(device_id < 0 ? -1 : device_id, 0, false);
-        if (p != gpuStreamLegacy && p != gpuStreamPerThread) dev = resolve_device(-1, as_raw(p), true);
+        if (p != gpuStreamLegacy && p != gpuStreamPerThread) {
+            const int pd = device_of_stream(as_raw(p));
+            if (pd >= 0) dev = pd;
+        }
         DeviceGuard guard(dev);
         gpuEvent_t e = event_acquire(dev);
         try {
