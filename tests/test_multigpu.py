@@ -55,12 +55,34 @@ def two(cuda):
 
 @pytest.fixture(scope="module")
 def kern(two):
-    out = {}
+    out, mods = {}, []
     for dev in (0, 1):
         with cp.cuda.Device(dev):
             mod = cp.RawModule(code=KERNELS)
+            mods.append(mod)  # the CUfunctions live as long as their module
             out[dev] = {name: kernel_ptr(mod.get_function(name)) for name in ("add_one", "spin_then_set", "copy_first")}
-    return out
+    yield out
+    del mods
+
+
+def settle(*devices):
+    """Wait for what CuPy enqueued on its (legacy default) streams: eagle's non-blocking streams
+    are not ordered after it."""
+    for dev in devices:
+        cp.cuda.Device(dev).synchronize()
+
+
+def peer_access(dev, peer):
+    """Let kernels on ``dev`` read ``peer``'s memory; False where the two cannot."""
+    if not cp.cuda.runtime.deviceCanAccessPeer(dev, peer):
+        return False
+    with cp.cuda.Device(dev):
+        try:
+            cp.cuda.runtime.deviceEnablePeerAccess(peer)
+        except cp.cuda.runtime.CUDARuntimeError as e:  # already enabled
+            if "PeerAccessAlreadyEnabled" not in str(e):
+                raise
+    return True
 
 
 _libcuda = None
@@ -90,6 +112,7 @@ def test_handles_created_with_device_1_land_there_while_0_is_current(two, kern):
         assert cp.cuda.Device().id == 0, "creating on device 1 changed the current device"
     with cp.cuda.Device(1):
         x = cp.zeros(4096, cp.float64)
+    settle(1)
     with cp.cuda.Device(0):
         # a launch, a replayed graph and a copy on the device-1 stream, device 0 current
         cuda.run(kern[1]["add_one"], [x], x.size, stream=s1)
@@ -109,6 +132,7 @@ def test_handles_created_with_device_1_land_there_while_0_is_current(two, kern):
             idx = cp.zeros(4096, cp.int32)
             count = cp.zeros(1, cp.uint32)
             scratch = cp.zeros(max(cuda.compact_scratch_bytes(4096, stream=s1, device=1), 1), cp.uint8)
+        settle(1)
         cuda.compact(mask, idx, count, scratch, stream=s1, device=1)
         s1.synchronize()
         with cp.cuda.Device(1):
@@ -136,9 +160,14 @@ def test_fence_orders_device_0_after_device_1(two, kern):
         a = cp.zeros(1, cp.float64)
     with cp.cuda.Device(0):
         b = cp.zeros(1, cp.float64)
+    settle(0, 1)
+    peer = peer_access(0, 1)
     cuda.run(kern[1]["spin_then_set"], [a], 1, stream=s1, block=1)   # ~0.1 s, then a[0] = 42
     cuda.fence(s1.handle, s0.handle, device_type=2, device_id=1)
-    cuda.run(kern[0]["copy_first"], [b, a], 1, stream=s0, block=1)   # peer read of a
+    if peer:
+        cuda.run(kern[0]["copy_first"], [b, a], 1, stream=s0, block=1)   # peer read of a
+    else:
+        cuda.copy(b, a, stream=s0)   # no peer access between the two: a copy on s0 instead
     s0.synchronize()
     with cp.cuda.Device(0):
         assert float(b.get()[0]) == 42.0
@@ -150,17 +179,30 @@ def test_copies_between_the_two_devices(two):
         src = cp.arange(1 << 20, dtype=cp.float64)
     with cp.cuda.Device(1):
         dst = cp.zeros(1 << 20, cp.float64)
+    settle(0, 1)
     s = cuda.stream(device=1, non_blocking=True)
     cuda.copy(dst, src, stream=s)
     s.synchronize()
     with cp.cuda.Device(1):
         assert np.array_equal(dst.get(), np.arange(1 << 20, dtype=np.float64))
+    # and back, on a device-0 stream while device 1 is current
+    with cp.cuda.Device(0):
+        back = cp.zeros(1 << 20, cp.float64)
+    settle(0)
+    with cp.cuda.Device(1):
+        s0 = cuda.stream(device=0, non_blocking=True)
+        assert stream_device(s0.handle) == 0
+        cuda.copy(back, dst, stream=s0)
+        s0.synchronize()
+    with cp.cuda.Device(0):
+        assert np.array_equal(back.get(), np.arange(1 << 20, dtype=np.float64))
 
 
 def test_graph_build_with_planes_on_device_1_records_and_replays_there(two, kern):
     cuda = two
     with cp.cuda.Device(1):
         x = cp.zeros(1000, cp.float64)
+    settle(1)
 
     def step(stream):
         cuda.run(kern[1]["add_one"], [x], x.size, stream=stream)
