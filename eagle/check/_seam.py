@@ -49,7 +49,7 @@ class Session:
         try:
             getattr(self.lib, PREFIX + short)
             return True
-        except AttributeError:
+        except (AttributeError, ffi.error):
             return False
 
     def raw(self, short, *args):
@@ -57,7 +57,7 @@ class Session:
         full = PREFIX + short
         try:
             fn = getattr(self.lib, full)
-        except AttributeError:
+        except (AttributeError, ffi.error):
             raise CheckFailure(f"{full} is not exported") from None
         self.calls[full] += 1
         if self.breadcrumb is not None:  # read by the parent when this process dies in the call

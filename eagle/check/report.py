@@ -35,6 +35,12 @@ def table(runs, verbose=False):
         c = counts(results)
         lines.append(f"  total: {c['pass']} passed, {c['fail']} failed, {c['crash']} crashed, "
                      f"{c['timeout']} timed out, {c['skip']} skipped, {c['not_supported']} not supported")
+        reasons = {}
+        for r in results:
+            if r.result == "skip":
+                reasons[r.message] = reasons.get(r.message, 0) + 1
+        for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+            lines.append(f"  skipped {n}: {why}")
         lines.append("")
     return "\n".join(lines)
 
