@@ -126,6 +126,7 @@ class Card:
         xp = A.xp
         self.x, self.v = xp.zeros(n, xp.float64), xp.zeros(n, xp.float64)
         self.done, self.mask = xp.zeros(n, xp.int32), xp.zeros(n, xp.uint8)
+        A.sync()  # the arrays were filled on the array library's stream; eagle's stream does not wait
         self.backend = eagle.backend(kind)
         self.stream = self.backend.stream()
         planes = [self.x, self.v, self.omega, self.zeta, self.done, self.target]
@@ -133,8 +134,9 @@ class Card:
                                     backend=self.backend, stream=self.stream)
         self.max_iters = math.ceil(int(steps.max()) / K) + 1
         self.loop = eagle.repeat_while([self.steps, self.aset], self.aset, self.max_iters, name="K steps + compact")
+        # toggle=False: no member is switched off here, so no guard IF wraps the WHILE
         self.graph = eagle.Graph.build([self.reset, self.aset, self.loop], planes=[self.mask] + planes,
-                                       stream=self.stream)
+                                       stream=self.stream, toggle=False)
 
     def reset(self, s):
         s.run(self.k.osc_reset, [self.x, self.v, self.done, self.mask], self.n)
@@ -257,6 +259,9 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=None, help="timed repetitions (median)")
     ap.add_argument("--peers", action="store_true", help="also time the Python peers and the single kernel")
     ap.add_argument("--numpy-check", action="store_true", help="compare with numpy even at large N")
+    ap.add_argument("--save", help="save the graph's x, v (.npy) for a cross-backend check")
+    ap.add_argument("--compare", help="compare with a result saved by --save on another backend")
+    ap.add_argument("--sweep-k", action="store_true", help="also time the graph for K in 8..128")
     args = ap.parse_args(argv)
     reps = args.reps or (10 if args.backend != "cpu" else 3)
 
@@ -289,8 +294,15 @@ def main(argv=None):
         rel = max(max_rel(gx, nx), max_rel(gv, nv))
         ok &= rel <= REL_TOL
         print(f"check graph vs numpy reference: max rel {rel:.2e} ({'PASS' if rel <= REL_TOL else 'FAIL'})")
-    np.save(os.path.join(os.environ.get("OSC_OUT", "."), f"osc_{args.backend}_{args.n}.npy"),
-            np.stack([gx, gv])) if os.environ.get("OSC_OUT") else None
+    if args.save:
+        np.save(args.save, np.stack([gx, gv]))
+        print(f"saved x, v to {args.save}")
+    if args.compare:
+        other = np.load(args.compare)
+        rel = max(max_rel(gx, other[0]), max_rel(gv, other[1]))
+        ok &= rel <= REL_TOL
+        print(f"check vs {args.compare} (another backend's result): max rel {rel:.2e} "
+              f"({'PASS' if rel <= REL_TOL else 'FAIL'})")
 
     rows = []
 
@@ -308,6 +320,7 @@ def main(argv=None):
         if args.reorder is not None:
             card.aset.restore()
     timed(f"eagle graph (WHILE + compaction every {args.k})", graph_run)
+    rows[-1] = rows[-1][:2] + (f"{g_iters} WHILE iterations, {rows[-1][1] / max(g_iters, 1) * 1e6:.1f} us each",)
     timed("eagle eager (same kernels, host loop)", card.run_eager, r=max(1, reps // 3))
     if args.peers:
         timed("single kernel (one thread per sample)", card.run_single, lambda: (card.arr.get(card.x),
@@ -323,8 +336,18 @@ def main(argv=None):
                     timed(name, run, res, r)
                 except Exception as e:  # noqa: BLE001 - a missing peer is reported, not fatal
                     rows.append((name, float("nan"), f"skipped: {type(e).__name__}: {e}"[:100]))
+    if args.sweep_k:
+        for k in (8, 16, 32, 64, 128):
+            if k == args.k:
+                continue
+            c = Card(args.backend, args.n, k, args.reorder)
+            c.run_graph()
+            it = c.graph.ran(c.loop)
+            ok &= np.array_equal(c.result()[0], gx)
+            timed(f"eagle graph, K={k}", lambda c=c: (c.run_graph(), c.aset.restore()))
+            rows[-1] = rows[-1][:2] + (f"{it} WHILE iterations",)
     base = rows[0][1]
-    print(f"\n| implementation | median ms | vs eagle graph | note |\n|---|---|---|---|")
+    print("\n| implementation | median ms | vs eagle graph | note |\n|---|---|---|---|")
     for name, sec, note in rows:
         print(f"| {name} | {sec * 1e3:.3f} | {sec / base:.2f}x | {note} |")
     print(f"\noscillator card: {'PASS' if ok else 'FAIL'}")

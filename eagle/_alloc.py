@@ -11,6 +11,7 @@ import numpy as np
 
 from ._arrays import address_of, dlpack_device
 from ._device_kind import HOST_DEVICE_TYPES
+from .errors import EagleTypeError
 
 
 def is_host(like):
@@ -42,7 +43,7 @@ def zeros(shape, dtype, like=None):
         return np.zeros(shape, dtype)
     ns = _namespace(like)
     if ns is None or not hasattr(ns, "zeros"):
-        raise TypeError(f"eagle: cannot allocate beside a {type(like).__name__}: its module has no zeros()")
+        raise EagleTypeError(f"eagle: cannot allocate beside a {type(like).__name__}: its module has no zeros()")
     device = getattr(like, "device", None)
     name = dtype.name
     if getattr(ns, name, None) is None:
@@ -51,8 +52,17 @@ def zeros(shape, dtype, like=None):
     kind = getattr(ns, name)
     try:
         return ns.zeros(shape, dtype=kind, device=device)
-    except TypeError:  # a zeros() without device= allocates on the current device
-        return ns.zeros(shape, dtype=kind)
+    except TypeError:
+        # A zeros() without device= allocates on the current device: make `like`'s device current
+        # where its device object can be entered (a context manager), else refuse rather than
+        # allocate on the wrong device.
+        if device is not None and hasattr(device, "__enter__"):
+            with device:
+                return ns.zeros(shape, dtype=kind)
+        if device is None:
+            return ns.zeros(shape, dtype=kind)
+        raise EagleTypeError(f"eagle: cannot allocate beside a {type(like).__name__} on {device!r}: "
+                             "its zeros() takes no device= and its device cannot be made current") from None
 
 
 def _host_view(arr, dtype, count):
@@ -65,6 +75,18 @@ def _host_view(arr, dtype, count):
     return np.frombuffer(buf, dtype=dtype, count=count)
 
 
+def order_before(arr, stream):
+    """Order the array library's pending work on ``arr`` (e.g. the fill of a fresh buffer) before
+    ``stream``, through the DLPack protocol's ``__dlpack__(stream=...)``; a no-op where refused."""
+    export = getattr(arr, "__dlpack__", None)
+    if export is None or stream is None:
+        return
+    try:
+        export(stream=stream.handle)
+    except Exception:  # noqa: BLE001 - an exporter without stream support: nothing to order
+        pass
+
+
 def read(arr, dtype, count, backend, stream):
     """The first ``count`` items of ``arr`` as a fresh numpy array. Device memory is copied on
     ``stream`` (an eagle Stream), which is then synchronized; host memory is read directly (the
@@ -72,6 +94,7 @@ def read(arr, dtype, count, backend, stream):
     if is_host(arr):
         return _host_view(arr, dtype, count).copy()
     out = np.zeros(count, dtype)
+    order_before(arr, stream)
     backend.copy(out, address_of(arr).ptr, out.nbytes, stream=stream, direction="d2h")
     stream.synchronize()
     return out
@@ -84,5 +107,6 @@ def write(arr, values, dtype, backend, stream):
     if is_host(arr):
         _host_view(arr, dtype, src.size)[...] = src
         return
+    order_before(arr, stream)
     backend.copy(address_of(arr).ptr, src, src.nbytes, stream=stream, direction="h2d")
     stream.synchronize()

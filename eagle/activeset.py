@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _alloc
 from ._arrays import address_of
-from .errors import EagleError
+from .errors import EagleError, EagleTypeError, EagleValueError
 
 _THETA_RANGE = (0.25, 0.75)
 
@@ -94,9 +94,9 @@ class ActiveSet:
         from ._loader import backend as _backend
         info = address_of(mask)
         if info.nbytes is None:
-            raise TypeError("eagle.ActiveSet: the mask must be an array (uint8, one byte per sample)")
+            raise EagleTypeError("eagle.ActiveSet: the mask must be an array (uint8, one byte per sample)")
         if getattr(mask, "dtype", None) is not None and np.dtype(str(mask.dtype).split(".")[-1]).itemsize != 1:
-            raise TypeError(f"eagle.ActiveSet: the mask must hold 1-byte items, got {mask.dtype}")
+            raise EagleTypeError(f"eagle.ActiveSet: the mask must hold 1-byte items, got {mask.dtype}")
         self.n = n = info.nbytes
         if backend is None:
             from ._arrays import dlpack_device
@@ -113,7 +113,7 @@ class ActiveSet:
         if reorder is not None:
             theta = float(reorder)
             if not _THETA_RANGE[0] <= theta <= _THETA_RANGE[1]:
-                raise ValueError(f"eagle.ActiveSet: reorder (theta) must be in [0.25, 0.75], got {reorder}")
+                raise EagleValueError(f"eagle.ActiveSet: reorder (theta) must be in [0.25, 0.75], got {reorder}")
             b.require("eagle_backend_reorder_device")
             self.theta = theta
             ident = np.arange(n, dtype=np.int32)
@@ -121,14 +121,22 @@ class ActiveSet:
             self.inv = _alloc.zeros(n, "int32", mask)
             self.span = _alloc.zeros(1, "uint32", mask)
             self.fire = _alloc.zeros(1, "uint32", mask)
-            self._rscratch = _alloc.zeros(max(b.reorder_scratch_bytes(n), 1), "uint8", mask)
+            self._rscratch = None
             self._write(self.perm, ident, "int32")
             self._write(self.inv, ident, "int32")
             self._write(self.span, [n], "uint32")
             self._planes.append(mask)  # the mask moves with the samples (it is indexed by position)
         elif planes:
-            raise ValueError("eagle.ActiveSet: planes= are only reordered with reorder=theta")
+            raise EagleValueError("eagle.ActiveSet: planes= are only reordered with reorder=theta")
         self.owned = tuple(self.own(p) for p in planes)
+        if self.theta is not None and self._rscratch is None:
+            self._size_scratch()
+
+    def _size_scratch(self):
+        """Reorder scratch for the planes owned now (its size may depend on them)."""
+        need = self.backend.reorder_scratch_bytes(self.n, planes=self._planes)
+        if self._rscratch is None or _nbytes(self._rscratch) < need:
+            self._rscratch = _alloc.zeros(max(need, 1), "uint8", self.mask)
 
     # -- words --------------------------------------------------------------------------------
     def _io_stream(self):
@@ -146,12 +154,14 @@ class ActiveSet:
     def own(self, plane):
         """Reorder ``plane`` (shape (n,) or (w, n)) with the samples; returns its :class:`OwnedPlane`."""
         if self.theta is None:
-            raise ValueError("eagle.ActiveSet: only an ActiveSet with reorder=theta owns planes")
+            raise EagleValueError("eagle.ActiveSet: only an ActiveSet with reorder=theta owns planes")
         shape = tuple(plane.shape)
         if shape[-1] != self.n or len(shape) > 2:
-            raise ValueError(f"eagle.ActiveSet: a plane must have shape ({self.n},) or (w, {self.n}), got {shape}")
+            raise EagleValueError(f"eagle.ActiveSet: a plane must have shape ({self.n},) or (w, {self.n}), got {shape}")
         address_of(plane)  # contiguous, addressable
         self._planes.append(plane)
+        if self._rscratch is not None:
+            self._size_scratch()  # own() after construction: before recording the compaction
         return OwnedPlane(self, plane)
 
     # -- the work -----------------------------------------------------------------------------
@@ -242,6 +252,10 @@ class ActiveSet:
     def __repr__(self):
         return (f"<eagle.ActiveSet n={self.n} {self.backend.kind}"
                 f"{'' if self.theta is None else f' reorder={self.theta:g}'}>")
+
+
+def _nbytes(arr):
+    return address_of(arr).nbytes
 
 
 def _accepts_device(ns):

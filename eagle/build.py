@@ -29,7 +29,7 @@ import numpy as np
 from . import _alloc
 from ._arrays import dlpack_device
 from ._device_kind import kind_of_device_type
-from .errors import Unsupported
+from .errors import EagleTypeError, EagleValueError, Unsupported
 
 
 # ----------------------------------------------------------------------------------- constructs
@@ -46,12 +46,12 @@ class Guard:
             guard = guard.guard  # e.g. an ActiveSet: holds while any sample is live
         if isinstance(guard, tuple):
             if len(guard) not in (1, 2):
-                raise ValueError(f"eagle: a guard is count or (count, baseline), got a {len(guard)}-tuple")
+                raise EagleValueError(f"eagle: a guard is count or (count, baseline), got a {len(guard)}-tuple")
             count, baseline = (guard + (None,))[:2]
         else:
             count, baseline = guard, None
         if count is None:
-            raise ValueError("eagle: a guard needs a count word")
+            raise EagleValueError("eagle: a guard needs a count word")
         self.count, self.baseline = count, baseline
 
     def arrays(self):
@@ -68,7 +68,7 @@ class _Construct:
         return []
 
     def __call__(self, stream):
-        raise TypeError(f"eagle: a {type(self).__name__} is a step for eagle.Graph.build, not a callable")
+        raise EagleTypeError(f"eagle: a {type(self).__name__} is a step for eagle.Graph.build, not a callable")
 
 
 class RepeatWhile(_Construct):
@@ -76,7 +76,7 @@ class RepeatWhile(_Construct):
 
     def __init__(self, body, guard, max_iters, name=None):
         if int(max_iters) < 1:
-            raise ValueError(f"eagle.repeat_while: max_iters must be >= 1, got {max_iters}")
+            raise EagleValueError(f"eagle.repeat_while: max_iters must be >= 1, got {max_iters}")
         self.body, self.guard, self.max_iters = _steps(body), Guard(guard), int(max_iters)
         self.name = name
 
@@ -106,7 +106,7 @@ class Switch(_Construct):
     def __init__(self, selector, cases, name=None):
         cases = list(cases)
         if not cases:
-            raise ValueError("eagle.switch: needs at least one case")
+            raise EagleValueError("eagle.switch: needs at least one case")
         self.selector, self.cases, self.name = selector, [_steps(c) for c in cases], name
 
     def children(self):
@@ -121,7 +121,7 @@ class Concurrent(_Construct):
 
     def __init__(self, *steps, name=None):
         if not steps:
-            raise ValueError("eagle.concurrent: needs at least one step")
+            raise EagleValueError("eagle.concurrent: needs at least one step")
         self.members, self.name = [_steps(s) for s in steps], name
 
     def children(self):
@@ -157,7 +157,7 @@ def _steps(s):
     seq = list(s) if isinstance(s, (list, tuple)) else [s]
     for st in seq:
         if not (isinstance(st, _Construct) or callable(st)):
-            raise TypeError(f"eagle: a step must be callable (taking the stream) or an eagle construct, "
+            raise EagleTypeError(f"eagle: a step must be callable (taking the stream) or an eagle construct, "
                             f"got {type(st).__name__}")
     return seq
 
@@ -219,21 +219,21 @@ def resolve_backend(planes, backend=None, device=-1):
         try:
             devs.append((i, dlpack_device(p)))
         except TypeError as e:
-            raise TypeError(f"eagle.Graph.build: plane {i}: {e}") from None
+            raise EagleTypeError(f"eagle.Graph.build: plane {i}: {e}") from None
     for (i, d), (j, e) in zip(devs, devs[1:]):
         if d != e:
-            raise ValueError(f"eagle.Graph.build: the planes live on different devices: plane {i} on "
+            raise EagleValueError(f"eagle.Graph.build: the planes live on different devices: plane {i} on "
                              f"{_describe(d)}, plane {j} on {_describe(e)}; put them on one device")
     where = devs[0][1] if devs else None
     if backend is None:
         if where is None:
-            raise ValueError("eagle.Graph.build: give planes= (arrays the steps work on) or backend= "
+            raise EagleValueError("eagle.Graph.build: give planes= (arrays the steps work on) or backend= "
                              "so eagle knows which device to record for")
         b = _backend(kind_of_device_type(where[0]))
     else:
         b = _backend(backend)
         if where is not None and where[0] not in b.device_types:
-            raise ValueError(f"eagle.Graph.build: the planes live on {_describe(where)}, which the "
+            raise EagleValueError(f"eagle.Graph.build: the planes live on {_describe(where)}, which the "
                              f"{b.kind} backend '{b.path}' does not serve (it serves DLPack device types "
                              f"{list(b.device_types)}); pass backend=None to infer it")
     if device == -1 and where is not None and b.kind != "cpu":
@@ -282,7 +282,7 @@ class Graph:
     host-decided path a launch blocks at every decision (it reads guard words)."""
 
     def __init__(self):
-        raise TypeError("eagle.Graph: use eagle.Graph.build(steps, planes=...)")
+        raise EagleTypeError("eagle.Graph: use eagle.Graph.build(steps, planes=...)")
 
     @classmethod
     def build(cls, steps, *, planes=None, backend=None, device=-1, stream=None, toggle=True,
@@ -398,7 +398,7 @@ class Graph:
             f.join()
             f.close()
         else:  # pragma: no cover - _steps refuses anything else
-            raise TypeError(step)
+            raise EagleTypeError(step)
 
     def _record_device(self):
         b, s = self.backend, self.stream
@@ -424,7 +424,7 @@ class Graph:
         captured = cap.captured
         if not captured.is_valid:
             captured.close()
-            raise ValueError("eagle.Graph.build: the steps recorded no work")
+            raise EagleValueError("eagle.Graph.build: the steps recorded no work")
         self._builder = b.graph_from_captured(captured)
         self._launcher = self._builder.launcher()
         self._launcher.set_stream(s)

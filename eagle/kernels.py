@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 
+from .errors import EagleValueError
+
 _CACHE_ENV = "EAGLE_KERNEL_CACHE"
 _loaded = {}  # cache key -> Kernels (libraries stay loaded for the life of the process)
 
@@ -118,7 +120,7 @@ def load_cpu(source, names, *, cflags=None, cc=None, include_dirs=None):
         try:
             fn = getattr(lib, name)
         except AttributeError:
-            raise ValueError(f"eagle.kernels: '{path}' has no kernel named '{name}'") from None
+            raise EagleValueError(f"eagle.kernels: '{path}' has no kernel named '{name}'") from None
         handles[name] = ctypes.cast(fn, ctypes.c_void_p).value
     k = _loaded[key] = Kernels("cpu", handles, lib, path)
     return k
@@ -168,7 +170,7 @@ class _Driver:
             fn = ctypes.c_void_p()
             status = self.lib.cuModuleGetFunction(ctypes.byref(fn), module, name.encode())
             if status:
-                raise ValueError(f"eagle.kernels: the CUDA image has no kernel named '{name}' (CUresult {status})")
+                raise EagleValueError(f"eagle.kernels: the CUDA image has no kernel named '{name}' (CUresult {status})")
             handles[name] = int(fn.value)
         return handles, module
 
@@ -217,6 +219,6 @@ def load(kind, source, names, **kw):
     try:
         loader = _LOADERS[kind]
     except KeyError:
-        raise ValueError(f"eagle.kernels: no kernel loader for the {kind!r} kind "
+        raise EagleValueError(f"eagle.kernels: no kernel loader for the {kind!r} kind "
                          f"(known: {', '.join(sorted(_LOADERS))})") from None
     return loader(source, names, **kw)

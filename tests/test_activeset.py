@@ -166,7 +166,7 @@ def test_reorder_inside_a_graph_matches_numpy_bit_for_bit(cpu):
     }""", ["decay"])
     n = 4000
     rng = np.random.default_rng(7)
-    x0, r = rng.random(n) * 4 + 1, rng.random(n) * 0.5 + 0.45
+    x0, r = rng.random(n) * 4 + 1, rng.random(n) * 0.25 + 0.45  # fixed points < 0.42
     x, mask = x0.copy(), np.zeros(n, np.uint8)
     aset = eagle.ActiveSet(mask, reorder=0.5, planes=[x, r])
 

@@ -173,7 +173,7 @@ def test_concurrent_and_switch_inside_a_loop(K, mode):
 
 
 def test_loop_inside_a_loop(K, mode):
-    x, outer, inner, three = np.zeros(N), u32(3), u32(0), np.array([3], np.int64)
+    x, outer, inner = np.zeros(N), u32(3), u32(0)
 
     def reset_inner(s):
         s.run(K.word_add, [inner, 3], 1)  # inner is 0 after each inner loop: set it to 3
