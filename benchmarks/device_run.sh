@@ -22,7 +22,7 @@ for stage in "$@"; do
         && python3 -c "import eagle; print(eagle.backends()); b = eagle.backend('cuda'); b.probe(); print(b, b.build_info)"
       } 2>&1 | tee "$OUT/setup.log" || { echo "setup failed"; exit 1; } ;;
     tests)
-      python3 -m pytest -q -p no:cacheprovider tests -k "not multigpu" 2>&1 | tee "$OUT/pytest_h200.log"
+      python3 -m pytest -q -p no:cacheprovider -rs tests -k "not multigpu" 2>&1 | tee "$OUT/pytest_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     gputests)
       python3 -m pytest -q -p no:cacheprovider tests/test_gpu_cuda.py -rs 2>&1 | tee "$OUT/pytest_gpu_h200.log"
@@ -34,7 +34,13 @@ for stage in "$@"; do
       python3 benchmarks/bench_cuda.py --rounds 7 --out "$OUT/bench_cuda_h200.md" 2>&1 | tee "$OUT/bench_cuda.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     card)
-      python3 benchmarks/oscillators.py --backend cuda --n 1000000 --peers 2>&1 | tee "$OUT/oscillators_h200.log"
+      python3 benchmarks/oscillators.py --backend cuda --n 1000000 --peers --sweep-k --save /tmp/card_cuda.npy \
+        2>&1 | tee "$OUT/oscillators_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]}))
+      python3 benchmarks/oscillators.py --backend cuda --n 1000000 --reorder 0.5 2>&1 | tee -a "$OUT/oscillators_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]}))
+      python3 benchmarks/oscillators.py --backend cpu --n 1000000 --reps 1 --compare /tmp/card_cuda.npy \
+        2>&1 | tee -a "$OUT/oscillators_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     multigpu)
       nvidia-smi -L 2>&1 | tee "$OUT/multigpu_h200x2.log"

@@ -321,7 +321,7 @@ class Graph:
             raise Unsupported(f"eagle.Graph.build: on_device=True, but the {b.kind} backend '{b.path}' "
                               f"does not provide {missing}")
         self.decides_on_device = can if on_device is None else bool(on_device)
-        self.stream = stream if stream is not None else b.stream(device)
+        self.stream = stream if stream is not None else b.stream(device, non_blocking=True)
         self._owned = []     # words the graph owns (cells, toggles), kept alive with it
         self._cells = {}     # id(RepeatWhile) -> its [remaining, ran] cell
         self._io = None
@@ -403,11 +403,21 @@ class Graph:
     def _record_device(self):
         b, s = self.backend, self.stream
         attribute = b.provides("attribution")
+        # Every word the graph owns is allocated and written before the capture begins: an
+        # allocation (or its write) on a device while a stream is captured would be recorded
+        # into the graph or refused by the runtime.
+        for m in self.members:
+            if self._toggle and (not _is_plain(m.step) or not attribute):
+                m.word = self._word([1])
+        for st in _walk([m.step for m in self.members]):
+            if isinstance(st, RepeatWhile):
+                self._cell(st)
+        if hasattr(s, "synchronize"):
+            s.synchronize()
         with b.capture(s) as cap:
             for m in self.members:
                 wrap = self._toggle and (not _is_plain(m.step) or not attribute)
                 if wrap:
-                    m.word = self._word([1])
                     c = b.if_(s, m.word)
                     body = c.begin()
                     self._record(m.step, body)

@@ -82,6 +82,11 @@ class Launcher(Owner):
         if h is None or self._thread != get_ident():
             self._refuse()
         fn = self._launch
+        if n == 1:  # the common case, without a loop
+            status = fn(h)
+            if status:
+                self._backend._check("eagle_backend_launcher_launch", status)
+            return
         for _ in range(n):
             status = fn(h)
             if status:

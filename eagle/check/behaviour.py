@@ -883,7 +883,7 @@ def _compact_desc(s, n, mask, imap, cnt, flags, raw, scratch=None, extra=None):
     need = int(d.scratch_bytes)
     if need < 0:
         raise CheckFailure(f"compact_device query wrote scratch_bytes = {need}")
-    buf = scratch or s.mem.zeros(max(need, 1), np.uint8)
+    buf = scratch if scratch is not None else s.mem.zeros(max(need, 1), np.uint8)
     d.scratch, d.scratch_bytes = buf.addr, max(need, 1)
     s.ok("compact_device", d)
     return d
@@ -969,11 +969,17 @@ def filtering_compact_captured(s):
     scratch_holder = {}
     with Objects(s) as o:
         h, raw = o.stream()
-        _compact_desc(s, n, mask, imap, cnt, 0, raw)  # eager once, to size the scratch
+        # eager once, sizing the scratch; it is allocated here, since allocating (and the
+        # synchronisation that comes with it) is not allowed while a stream is being captured
+        query = ffi.new("struct eagle_backend_compact_desc*")
+        query.struct_size, query.device, query.n, query.stream = ffi.sizeof(query[0]), -1, n, raw
+        s.ok("compact_device", query)
+        scratch = mem.zeros(max(int(query.scratch_bytes), 1), np.uint8)
+        _compact_desc(s, n, mask, imap, cnt, 0, raw, scratch)
         s.sync(h)
 
         def record():
-            scratch_holder["d"] = _compact_desc(s, n, mask, imap, cnt, 0, raw)
+            scratch_holder["d"] = _compact_desc(s, n, mask, imap, cnt, 0, raw, scratch)
 
         lau = o.add("launcher_release", launcher_of(s, captured_of(s, raw, record), raw))
         for _ in range(3):
