@@ -60,11 +60,16 @@ __device__ void write_trigger(const ScanArgs& a, uint32_t kept) {
 
 template <int Mode>
 __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
+    constexpr int kWarps = kThreads / 32;
+    constexpr unsigned kFull = 0xffffffffu;
     __shared__ uint32_t s_tile;
-    __shared__ uint32_t s_sum[kThreads];
+    __shared__ uint32_t s_warp[kWarps];
     __shared__ uint32_t s_base;
+    __shared__ int32_t s_out[Mode == kCompact ? kTile : 1];  // the tile's kept indices, staged
     if (Mode == kReorder && a.gate && *a.gate == 0) return;
     const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
     if (tid == 0) s_tile = atomicAdd(a.ticket, 1u);
     __syncthreads();
     const uint32_t tile = s_tile;
@@ -90,51 +95,75 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
     }
     const uint32_t mine = __popc(bits);
 
-    // Block-wide inclusive scan of the per-thread counts (Hillis-Steele in shared memory).
-    s_sum[tid] = mine;
-    __syncthreads();
-    for (int d = 1; d < kThreads; d <<= 1) {
-        const uint32_t add = tid >= d ? s_sum[tid - d] : 0;
-        __syncthreads();
-        s_sum[tid] += add;
-        __syncthreads();
+    // Block-wide scan of the per-thread counts: warp shuffles, then one warp over the warp totals.
+    uint32_t incl = mine;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const uint32_t up = __shfl_up_sync(kFull, incl, d);
+        if (lane >= d) incl += up;
     }
-    const uint32_t aggregate = s_sum[kThreads - 1];
+    if (lane == 31) s_warp[warp] = incl;
+    __syncthreads();
+    if (warp == 0) {
+        uint32_t w = lane < kWarps ? s_warp[lane] : 0;
+#pragma unroll
+        for (int d = 1; d < kWarps; d <<= 1) {
+            const uint32_t up = __shfl_up_sync(kFull, w, d);
+            if (lane >= d) w += up;
+        }
+        if (lane < kWarps) s_warp[lane] = w;
+    }
+    __syncthreads();
+    const uint32_t local = (warp ? s_warp[warp - 1] : 0u) + incl - mine;  // kept before this thread, in the tile
+    const uint32_t aggregate = s_warp[kWarps - 1];
 
-    // Decoupled look-back: publish the aggregate, then add predecessors until one has its prefix.
-    if (tid == 0) {
+    // Decoupled look-back by warp 0: publish the aggregate, then read 32 predecessors at a time
+    // until one of them carries its inclusive prefix.
+    if (warp == 0) {
         uint32_t exclusive = 0;
         if (tile == 0) {
-            store_status(&a.status[0], kPrefix | aggregate);
+            if (lane == 0) store_status(&a.status[0], kPrefix | aggregate);
         } else {
-            store_status(&a.status[tile], kAggregate | aggregate);
-            int64_t j = static_cast<int64_t>(tile) - 1;
-            while (j >= 0) {
-                const unsigned long long w = load_status(&a.status[j]);
+            if (lane == 0) store_status(&a.status[tile], kAggregate | aggregate);
+            int64_t top = static_cast<int64_t>(tile) - 1;
+            while (true) {
+                const int64_t j = top - lane;
+                const unsigned long long w = j >= 0 ? load_status(&a.status[j]) : kPrefix;
                 const unsigned long long flag = w & ~0xffffffffull;
-                if (flag == 0) continue;  // predecessor not published yet: spin
-                exclusive += static_cast<uint32_t>(w);
-                if (flag == kPrefix) break;
-                --j;
+                if (__any_sync(kFull, flag == 0)) continue;  // a predecessor not published yet: read again
+                const unsigned prefixes = __ballot_sync(kFull, flag == kPrefix);
+                const int stop = prefixes ? __ffs(prefixes) - 1 : 31;  // nearest predecessor with a prefix
+                uint32_t v = lane <= stop ? static_cast<uint32_t>(w) : 0u;
+#pragma unroll
+                for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(kFull, v, d);
+                exclusive += __shfl_sync(kFull, v, 0);
+                if (prefixes) break;
+                top -= 32;
             }
-            store_status(&a.status[tile], kPrefix | (exclusive + aggregate));
+            if (lane == 0) store_status(&a.status[tile], kPrefix | (exclusive + aggregate));
         }
-        s_base = exclusive;
-        if (tile == a.tiles - 1) {
-            if (Mode == kCompact)
-                write_trigger(a, exclusive + aggregate);
-            else
-                *a.total = exclusive + aggregate;
+        if (lane == 0) {
+            s_base = exclusive;
+            if (tile == a.tiles - 1) {
+                if (Mode == kCompact)
+                    write_trigger(a, exclusive + aggregate);
+                else
+                    *a.total = exclusive + aggregate;
+            }
         }
     }
     __syncthreads();
-    uint32_t pos = s_base + s_sum[tid] - mine;  // kept before this thread's first sample
     if (Mode == kCompact) {
-        if (!bits) return;
+        // Stage the tile's kept indices in shared memory, then write them out coalesced.
+        uint32_t pos = local;
 #pragma unroll
         for (int k = 0; k < kItems; ++k)
-            if (bits & (1u << k)) a.out[pos++] = static_cast<int32_t>(first + k);
+            if (bits & (1u << k)) s_out[pos++] = static_cast<int32_t>(first + k);
+        __syncthreads();
+        int32_t* out = a.out + s_base;
+        for (uint32_t i = tid; i < aggregate; i += kThreads) out[i] = s_out[i];
     } else {
+        uint32_t pos = s_base + local;  // kept before this thread's first sample
 #pragma unroll
         for (int k = 0; k < kItems; ++k) {
             const uint64_t p = first + k;
