@@ -108,6 +108,13 @@ def main():
         t1 = time.perf_counter()
         s.synchronize()
         add("replay: eagle Launcher.launch(n)", (t1 - t0) / N * 1e6)
+        raw_launch, raw_h = b._f.launcher_launch, launcher._h  # the seam call alone, no wrapper
+        t0 = time.perf_counter()
+        for _ in range(N):
+            raw_launch(raw_h)
+        t1 = time.perf_counter()
+        s.synchronize()
+        add("replay: raw cffi eagle_backend_launcher_launch", (t1 - t0) / N * 1e6)
         ok(peers.peer_graph_launch_loop(ctypes.c_uint64(s.handle), N, ctypes.byref(dbl)), "loop")
         add("replay: C loop of cudaGraphLaunch", dbl.value)
         t0 = time.perf_counter()
