@@ -39,10 +39,9 @@ class Owner:
 
     def _live(self):
         """The raw handle, or a HandleError saying why it cannot be used."""
-        h = self._h
-        if h is None or self._thread != get_ident():
+        if self._thread != get_ident():  # also true once closed or consumed (_thread is None)
             self._refuse()
-        return h
+        return self._h
 
     def _refuse(self):
         if self._h is None:
@@ -56,6 +55,7 @@ class Owner:
         if self._finalizer is not None:
             self._finalizer.detach()
         self._h = None
+        self._thread = None  # hot paths test only the thread: a gone handle matches no thread
         self._gone = f"was consumed by {by}"
 
     def close(self):
@@ -66,6 +66,7 @@ class Owner:
             self._refuse()
         fin = self._finalizer
         self._h = None
+        self._thread = None  # hot paths test only the thread: a closed handle matches no thread
         if fin is not None:
             fin()
 

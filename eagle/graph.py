@@ -78,9 +78,9 @@ class Launcher(Owner):
 
     def launch(self, n=1):
         """Enqueue ``n`` replays and return without waiting."""
-        h = self._h
-        if h is None or self._thread != get_ident():
+        if self._thread != get_ident():  # also true once closed (_thread is None then)
             self._refuse()
+        h = self._h
         fn = self._launch
         if n == 1:  # the common case, without a loop
             status = fn(h)
@@ -94,9 +94,9 @@ class Launcher(Owner):
 
     def synchronize(self):
         """Wait for the replays; raises what a host function in the graph raised, if any."""
-        h = self._h
-        if h is None or self._thread != get_ident():
+        if self._thread != get_ident():  # also true once closed (_thread is None then)
             self._refuse()
+        h = self._h
         status = self._sync(h)
         if status:
             self._backend._check("eagle_backend_launcher_synchronize", status)

@@ -62,7 +62,7 @@ class Stream(StreamRef):
 
     Get one from :meth:`Backend.stream`."""
 
-    __slots__ = ("_sync",)
+    __slots__ = ("_sync", "_host_errors")
 
     def __init__(self, backend, device=-1, non_blocking=False, flags=None):
         b = backend
@@ -81,10 +81,11 @@ class Stream(StreamRef):
         self._own(b, handle, "stream_release")
         self._raw = int(raw[0])
         self._sync = b._f.stream_synchronize
+        self._host_errors = b._host_errors  # the backend's list, shared
 
     @property
     def handle(self):
-        if self._h is None or self._thread != get_ident():
+        if self._thread != get_ident():
             self._refuse()
         return self._raw
 
@@ -92,13 +93,12 @@ class Stream(StreamRef):
         """Block until every piece of work enqueued on this stream has finished.
 
         Raises the exception a host function enqueued on this backend raised, if any."""
-        h = self._h
-        if h is None or self._thread != get_ident():
+        if self._thread != get_ident():  # also true once closed (_thread is None then)
             self._refuse()
-        status = self._sync(h)
+        status = self._sync(self._h)
         if status:
             self._backend._check("eagle_backend_stream_synchronize", status)
-        if self._backend._host_errors:
+        if self._host_errors:
             self._backend._raise_host_error()
 
 
