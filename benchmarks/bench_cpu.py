@@ -12,7 +12,6 @@ import argparse
 import ctypes
 import datetime
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -24,6 +23,7 @@ import timeit
 import numpy as np
 
 import eagle
+from _machine import machine
 
 KERNEL_C = r"""
 #include <stdint.h>
@@ -49,17 +49,6 @@ X int omp_threads(void) { int t = 1;
 """
 OMP_C = OMP_C.replace("__builtin_omp_get_num_threads_placeholder", "omp_get_num_threads()")
 OMP_C = "#include <omp.h>\n" + OMP_C
-
-
-def machine():
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (f"{cpu}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}, numpy {np.__version__}")
 
 
 def build(src, name, extra):

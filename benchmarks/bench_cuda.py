@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

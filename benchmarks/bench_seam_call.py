@@ -8,24 +8,13 @@ import argparse
 import ctypes
 import datetime
 import os
-import platform
 import statistics
 import sys
 import timeit
 
 import eagle
+from _machine import machine
 from eagle._seam_ffi import ffi
-
-
-def machine():
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (f"{cpu}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}")
 
 
 def header(argv):

@@ -37,6 +37,12 @@ def _gpu_backend_or_reason():
     return b, ""
 
 
+def kernel_ptr(fn):
+    """The CUfunction of a CuPy kernel (RawKernel.kernel.ptr, or Function.ptr)."""
+    inner = getattr(fn, "kernel", fn)
+    return int(inner.ptr)
+
+
 @pytest.fixture(scope="session")
 def cuda():
     b, reason = _gpu_backend_or_reason()

@@ -8,16 +8,11 @@ import numpy as np
 import pytest
 
 import eagle
+from conftest import kernel_ptr
 
 pytestmark = pytest.mark.gpu
 
 cp = pytest.importorskip("cupy", reason="the GPU tests take device memory and kernels from CuPy")
-
-def kernel_ptr(fn):
-    """The CUfunction of a CuPy kernel (RawKernel.kernel.ptr, or Function.ptr)."""
-    inner = getattr(fn, "kernel", fn)
-    return int(inner.ptr)
-
 
 KERNELS = r"""
 extern "C" __global__ void add_one(double* x, long long base, long long count, long long n) {
