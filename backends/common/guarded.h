@@ -75,6 +75,14 @@ T* require(T* p, const char* name) {
     return p;
 }
 
+// A sample count for filtering: INVALID_ARGUMENT when negative, UNSUPPORTED at 2^31 and beyond
+// (index maps are int32).
+inline void check_sample_count(int64_t n, const char* name) {
+    if (n < 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, std::string(name) + " is negative");
+    if (n > INT32_MAX)
+        fail(EAGLE_BACKEND_UNSUPPORTED, std::string(name) + " is " + std::to_string(n) + "; the limit is 2^31-1");
+}
+
 // Reads an input desc by the struct_size rule: copies min(caller, ours) bytes, zero-fills the rest.
 // NULL or struct_size < 4 is INVALID_ARGUMENT.
 template <class Desc>

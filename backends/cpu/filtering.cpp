@@ -197,9 +197,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(eagle_backend_com
         auto d = read_desc(desc, "desc");
         check_flags(d.flags, EAGLE_BACKEND_COMPACT_MASK_IS_DROP, "desc->flags");
         check_device(d.device, "desc->device");
-        if (d.n < 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->n is negative");
-        if (d.n > INT32_MAX)
-            fail(EAGLE_BACKEND_UNSUPPORTED, "desc->n is " + std::to_string(d.n) + "; the limit is 2^31-1");
+        check_sample_count(d.n, "desc->n");
         auto s = resolve_stream(d.stream, "desc->stream");
         const int64_t need = compact_scratch_bytes(d.n);
         if (!d.scratch) {
@@ -227,9 +225,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(eagle_backend_reo
         auto d = read_desc(desc, "desc");
         check_flags(d.flags, EAGLE_BACKEND_COMPACT_MASK_IS_DROP, "desc->flags");
         check_device(d.device, "desc->device");
-        if (d.n < 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->n is negative");
-        if (d.n > INT32_MAX)
-            fail(EAGLE_BACKEND_UNSUPPORTED, "desc->n is " + std::to_string(d.n) + "; the limit is 2^31-1");
+        check_sample_count(d.n, "desc->n");
         if (d.plane_count > 64)
             fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->plane_count is " + std::to_string(d.plane_count) + " (0..64)");
         if (d.plane_count > 0 && !d.planes) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->planes is NULL");

@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "device_intrinsics.h"
 #include "gpu.h"
 
 using namespace eagle;
@@ -61,7 +62,6 @@ __device__ void write_trigger(const ScanArgs& a, uint32_t kept) {
 template <int Mode>
 __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
     constexpr int kWarps = kThreads / 32;
-    constexpr unsigned kFull = 0xffffffffu;
     __shared__ uint32_t s_tile;
     __shared__ uint32_t s_warp[kWarps];
     __shared__ uint32_t s_base;
@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
     uint32_t incl = mine;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
-        const uint32_t up = __shfl_up_sync(kFull, incl, d);
+        const uint32_t up = gpu_shfl_up32(incl, d);
         if (lane >= d) incl += up;
     }
     if (lane == 31) s_warp[warp] = incl;
@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
         uint32_t w = lane < kWarps ? s_warp[lane] : 0;
 #pragma unroll
         for (int d = 1; d < kWarps; d <<= 1) {
-            const uint32_t up = __shfl_up_sync(kFull, w, d);
+            const uint32_t up = gpu_shfl_up32(w, d);
             if (lane >= d) w += up;
         }
         if (lane < kWarps) s_warp[lane] = w;
@@ -130,13 +130,13 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
                 const int64_t j = top - lane;
                 const unsigned long long w = j >= 0 ? load_status(&a.status[j]) : kPrefix;
                 const unsigned long long flag = w & ~0xffffffffull;
-                if (__any_sync(kFull, flag == 0)) continue;  // a predecessor not published yet: read again
-                const unsigned prefixes = __ballot_sync(kFull, flag == kPrefix);
+                if (gpu_ballot32(flag == 0)) continue;  // a predecessor not published yet: read again
+                const unsigned prefixes = gpu_ballot32(flag == kPrefix);
                 const int stop = prefixes ? __ffs(prefixes) - 1 : 31;  // nearest predecessor with a prefix
                 uint32_t v = lane <= stop ? static_cast<uint32_t>(w) : 0u;
 #pragma unroll
-                for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(kFull, v, d);
-                exclusive += __shfl_sync(kFull, v, 0);
+                for (int d = 16; d > 0; d >>= 1) v += gpu_shfl_down32(v, d);
+                exclusive += gpu_shfl32(v, 0);
                 if (prefixes) break;
                 top -= 32;
             }
@@ -266,8 +266,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
         auto d = read_desc(desc, "desc");
         if (d.flags & ~EAGLE_BACKEND_COMPACT_MASK_IS_DROP)
             fail(EAGLE_BACKEND_UNSUPPORTED, "unknown compact flags " + std::to_string(d.flags));
-        if (d.n < 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "n is negative");
-        if (d.n > INT32_MAX) fail(EAGLE_BACKEND_UNSUPPORTED, "n = " + std::to_string(d.n) + " >= 2^31");
+        check_sample_count(d.n, "desc->n");
         const uint32_t tiles = static_cast<uint32_t>((d.n + kTile - 1) / kTile);
         const size_t need = 256 + align256(static_cast<size_t>(tiles) * 8);
         if (d.scratch == 0) {
@@ -316,8 +315,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_back
         auto d = read_desc(desc, "desc");
         if (d.flags & ~EAGLE_BACKEND_COMPACT_MASK_IS_DROP)
             fail(EAGLE_BACKEND_UNSUPPORTED, "unknown reorder flags " + std::to_string(d.flags));
-        if (d.n < 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "n is negative");
-        if (d.n > INT32_MAX) fail(EAGLE_BACKEND_UNSUPPORTED, "n = " + std::to_string(d.n) + " >= 2^31");
+        check_sample_count(d.n, "desc->n");
         if (d.plane_count > 64) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "plane_count > 64");
         if (d.plane_count > 0) require(d.planes, "planes");
         const uint64_t n = static_cast<uint64_t>(d.n);

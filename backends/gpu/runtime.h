@@ -180,3 +180,4 @@ using gpuDeviceAttr = hipDeviceAttribute_t;
 #else
 using gpuDeviceAttr = cudaDeviceAttr;
 #endif
+
