@@ -4,11 +4,11 @@
 # passing and zero sanitizer reports. Python itself is not instrumented: the sanitizer runtimes
 # are preloaded. Leak detection is off (CPython's allocations at exit are not ours).
 #   bash .ci/sanitize.sh [pytest args...]     (default: the cpu API tests, the loader, the fuzz)
-# Env: EAGLE_SANITIZE_BUILD (build dir, default /tmp/basan), EAGLE_FUZZ_EXAMPLES (fuzz length).
+# Env: EAGLE_SANITIZE_BUILD (build dir, default build-asan/ in the repo), EAGLE_FUZZ_EXAMPLES (fuzz length).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=${EAGLE_SANITIZE_BUILD:-/tmp/basan}
+BUILD=${EAGLE_SANITIZE_BUILD:-$ROOT/build-asan}
 PY=${PYTHON:-python3}
 
 cmake -S backends -B "$BUILD" -G Ninja -DEAGLE_SANITIZE=ON -DEAGLE_PYTHON_ARTEFACTS=ON \
