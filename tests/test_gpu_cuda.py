@@ -319,3 +319,22 @@ def test_dlpack_round_trips_pick_cuda(cuda, s):
     cuda.compact(mask, idx, count, scratch, stream=s)
     s.synchronize()
     assert int(count.item()) == 3 and idx[:3].tolist() == [0, 2, 3]
+
+
+def test_one_scratch_serves_many_compactions_of_any_size(cuda, s):
+    """The scratch keeps the scan's state from one compaction to the next (no clearing between)."""
+    rng = np.random.default_rng(11)
+    nmax = 300000
+    scratch = cp.zeros(cuda.compact_scratch_bytes(nmax, stream=s), cp.uint8)
+    idx = cp.zeros(nmax, cp.int32)
+    count = cp.zeros(1, cp.uint32)
+    for n in list(rng.integers(0, nmax, size=40)) + [nmax, 1, 4096, 4097]:
+        n = int(n)
+        mask_h = (rng.random(n) < rng.random()).astype(np.uint8)
+        mask = cp.asarray(mask_h)
+        cp.cuda.Device().synchronize()
+        cuda.compact(mask, idx, count, scratch, n=n, stream=s)
+        s.synchronize()
+        kept = np.flatnonzero(mask_h)
+        assert int(count.get()[0]) == kept.size, n
+        assert np.array_equal(idx.get()[:kept.size], kept), n

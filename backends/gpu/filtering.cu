@@ -19,8 +19,14 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kItems = 16;
 constexpr int kTile = kThreads * kItems;  // 4096 samples a tile
+// A tile's status word: [epoch:30 | flag:2 | value:32]. A word of another epoch reads as "not
+// published", so the status array needs no clearing between compactions (see ScanArgs::epoch).
 constexpr unsigned long long kAggregate = 1ull << 32;
 constexpr unsigned long long kPrefix = 2ull << 32;
+constexpr unsigned long long kFlagBits = 3ull << 32;
+__device__ __forceinline__ unsigned long long epoch_tag(uint32_t epoch) {
+    return static_cast<unsigned long long>(epoch & 0x3fffffffu) << 34;
+}
 
 enum ScanMode : int { kCompact = 0, kReorder = 1 };
 
@@ -31,8 +37,14 @@ struct ScanArgs {
     uint32_t drop;                   // MASK_IS_DROP
     const uint32_t* limit;           // reorder: span (positions >= *limit take no part)
     const uint32_t* gate;            // reorder: fire (nothing when *gate == 0)
-    unsigned long long* status;      // per-tile (flag << 32 | value), zeroed before the launch
-    uint32_t* ticket;                // tile ticket, zeroed before the launch
+    unsigned long long* status;      // per-tile status words (see epoch_tag)
+    uint32_t* ticket;                // tile ticket: 0 at the launch
+    // With `epoch` set, the scratch keeps its own state between launches: the last block to finish
+    // resets ticket and done and advances the epoch, so no memset precedes the next launch (the
+    // scratch must be zero-filled before its first use). Without it, status is zeroed before the
+    // launch and the epoch is 0.
+    uint32_t* epoch;
+    uint32_t* done;
     uint32_t* total;                 // receives the number kept
     uint32_t* live32;
     const uint32_t* span;
@@ -63,6 +75,7 @@ template <int Mode>
 __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
     constexpr int kWarps = kThreads / 32;
     __shared__ uint32_t s_tile;
+    __shared__ uint32_t s_epoch;
     __shared__ uint32_t s_warp[kWarps];
     __shared__ uint32_t s_base;
     __shared__ int32_t s_out[Mode == kCompact ? kTile : 1];  // the tile's kept indices, staged
@@ -70,9 +83,13 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
     const int tid = threadIdx.x;
     const int lane = tid & 31;
     const int warp = tid >> 5;
-    if (tid == 0) s_tile = atomicAdd(a.ticket, 1u);
+    if (tid == 0) {
+        s_tile = atomicAdd(a.ticket, 1u);
+        s_epoch = a.epoch ? *reinterpret_cast<volatile uint32_t*>(a.epoch) : 0u;
+    }
     __syncthreads();
     const uint32_t tile = s_tile;
+    const unsigned long long tag = epoch_tag(s_epoch);
     uint32_t lim = a.n;
     if (Mode == kReorder) lim = min(a.n, *a.limit);
     const uint64_t first = static_cast<uint64_t>(tile) * kTile + static_cast<uint64_t>(tid) * kItems;
@@ -122,14 +139,14 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
     if (warp == 0) {
         uint32_t exclusive = 0;
         if (tile == 0) {
-            if (lane == 0) store_status(&a.status[0], kPrefix | aggregate);
+            if (lane == 0) store_status(&a.status[0], tag | kPrefix | aggregate);
         } else {
-            if (lane == 0) store_status(&a.status[tile], kAggregate | aggregate);
+            if (lane == 0) store_status(&a.status[tile], tag | kAggregate | aggregate);
             int64_t top = static_cast<int64_t>(tile) - 1;
             while (true) {
                 const int64_t j = top - lane;
-                const unsigned long long w = j >= 0 ? load_status(&a.status[j]) : kPrefix;
-                const unsigned long long flag = w & ~0xffffffffull;
+                const unsigned long long w = j >= 0 ? load_status(&a.status[j]) : tag | kPrefix;
+                const unsigned long long flag = (w & ~(kFlagBits | 0xffffffffull)) == tag ? (w & kFlagBits) : 0ull;
                 if (gpu_ballot32(flag == 0)) continue;  // a predecessor not published yet: read again
                 const unsigned prefixes = gpu_ballot32(flag == kPrefix);
                 const int stop = prefixes ? __ffs(prefixes) - 1 : 31;  // nearest predecessor with a prefix
@@ -140,7 +157,7 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
                 if (prefixes) break;
                 top -= 32;
             }
-            if (lane == 0) store_status(&a.status[tile], kPrefix | (exclusive + aggregate));
+            if (lane == 0) store_status(&a.status[tile], tag | kPrefix | (exclusive + aggregate));
         }
         if (lane == 0) {
             s_base = exclusive;
@@ -173,6 +190,19 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
             } else {
                 // dropped: its rank among the dropped, encoded negative (the kept total is not known yet)
                 a.out[p] = -1 - static_cast<int32_t>(p - pos);
+            }
+        }
+    }
+    if (a.epoch) {
+        // The last block to finish leaves the scratch ready for the next launch.
+        __syncthreads();
+        if (tid == 0) {
+            __threadfence();
+            if (atomicAdd(a.done, 1u) == a.tiles - 1) {
+                *a.ticket = 0u;
+                *a.done = 0u;
+                *a.epoch = s_epoch + 1u;
+                __threadfence();
             }
         }
     }
@@ -292,6 +322,8 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
         a.n = static_cast<uint32_t>(d.n);
         a.drop = d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP;
         a.ticket = reinterpret_cast<uint32_t*>(scratch);
+        a.epoch = reinterpret_cast<uint32_t*>(scratch + 4);
+        a.done = reinterpret_cast<uint32_t*>(scratch + 8);
         a.status = reinterpret_cast<unsigned long long*>(scratch + 256);
         a.total = reinterpret_cast<uint32_t*>(d.count);
         a.live32 = reinterpret_cast<uint32_t*>(d.live32);
@@ -304,7 +336,6 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
             check_launch("compact (empty)");
             return;
         }
-        check(gpuMemsetAsync(scratch, 0, need, s), "memsetAsync(scratch)");
         EAGLE_GPU_LAUNCH(scan_kernel<kCompact>, tiles, kThreads, s, a);
         check_launch("compact scan");
     });
