@@ -101,7 +101,10 @@ struct StreamEntry {
 std::mutex g_streams_mu;
 std::unordered_map<gpuStream_t, StreamEntry> g_streams;
 uint64_t g_next_serial = 0;  // under g_streams_mu
+std::atomic<uint64_t> g_release_generation{0};  // bumped by every stream_unregister
 }  // namespace
+
+uint64_t stream_release_generation() { return g_release_generation.load(std::memory_order_acquire); }
 
 uint64_t stream_register(gpuStream_t s, int device) {
     std::lock_guard<std::mutex> lk(g_streams_mu);
@@ -113,6 +116,7 @@ uint64_t stream_register(gpuStream_t s, int device) {
 void stream_unregister(gpuStream_t s) {
     std::lock_guard<std::mutex> lk(g_streams_mu);
     g_streams.erase(s);
+    g_release_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
 uint64_t stream_serial(gpuStream_t s) {

@@ -45,6 +45,9 @@ void stream_unregister(gpuStream_t s);
 // The serial of a stream this backend created and has not released yet; 0 for any other stream
 // (foreign, the default streams, or released).
 uint64_t stream_serial(gpuStream_t s);
+// Counts stream releases: a handle that checked its stream at generation G need not look again
+// while the generation is still G (a lock-free fast path for launches).
+uint64_t stream_release_generation();
 // True when `serial` (from stream_serial, when the stream was handed over) names a stream this
 // backend has released since: its release waited for its work, and it must not be used again.
 bool stream_released(gpuStream_t s, uint64_t serial);

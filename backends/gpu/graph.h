@@ -27,6 +27,7 @@ struct LaunchedKernel {
 };
 
 struct Launcher : Checked<0x4c4e4348u> {
+    uint64_t stream_checked_at = ~0ull;  // stream_release_generation() when the stream was last found live
     std::shared_ptr<GraphOwner> owner;  // keeps the node handles the exec names alive
     gpuGraphExec_t exec = nullptr;
     int device = 0;

@@ -8,10 +8,14 @@ using namespace eagle::gpu;
 
 namespace {
 // The launcher's stream, refused once that stream (one this backend created) has been released.
-gpuStream_t live_stream(const Launcher* l) {
-    if (stream_released(l->stream, l->stream_serial))
-        fail(EAGLE_BACKEND_INVALID_ARGUMENT,
-             "the launcher's stream has been released; set a live stream with launcher_stream first");
+gpuStream_t live_stream(Launcher* l) {
+    const uint64_t generation = stream_release_generation();
+    if (generation != l->stream_checked_at) {  // some stream was released since the last look
+        if (stream_released(l->stream, l->stream_serial))
+            fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+                 "the launcher's stream has been released; set a live stream with launcher_stream first");
+        l->stream_checked_at = generation;
+    }
     return l->stream;
 }
 }  // namespace
@@ -42,6 +46,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_stream(eagle_backend_la
     return guarded("launcher_stream", [&] {
         auto* l = from_handle<Launcher>(launcher, "launcher");
         bind_stream(l->device, stream, &l->stream, &l->stream_serial, "launcher");
+        l->stream_checked_at = ~0ull;
     });
 }
 
