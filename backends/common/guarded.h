@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -73,6 +74,23 @@ template <class T>
 T* require(T* p, const char* name) {
     if (!p) fail(EAGLE_BACKEND_INVALID_ARGUMENT, std::string(name) + " is NULL");
     return p;
+}
+
+// The scratch protocol of compact_device and reorder_device. With desc->scratch == 0 the call is a
+// query: `need` is written to desc->scratch_bytes (INVALID_ARGUMENT when the caller's struct is too
+// short to hold it) and true is returned; otherwise the scratch must hold `need` bytes.
+template <class Desc>
+bool scratch_query_or_check(Desc* desc, const Desc& d, int64_t need, const char* what) {
+    if (!d.scratch) {
+        if (d.struct_size < offsetof(Desc, scratch_bytes) + sizeof(int64_t))
+            fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->struct_size is too small to hold scratch_bytes");
+        desc->scratch_bytes = need;
+        return true;
+    }
+    if (d.scratch_bytes < need)
+        fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->scratch_bytes is " + std::to_string(d.scratch_bytes) + "; " +
+                                                 what + " needs " + std::to_string(need));
+    return false;
 }
 
 // A sample count for filtering: INVALID_ARGUMENT when negative, UNSUPPORTED at 2^31 and beyond

@@ -200,17 +200,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(eagle_backend_com
         check_sample_count(d.n, "desc->n");
         auto s = resolve_stream(d.stream, "desc->stream");
         const int64_t need = compact_scratch_bytes(d.n);
-        if (!d.scratch) {
-            // Query: write scratch_bytes into the caller's struct (only if the field fits).
-            if (d.struct_size >= offsetof(eagle_backend_compact_desc, scratch_bytes) + sizeof(int64_t))
-                desc->scratch_bytes = need;
-            else
-                fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->struct_size is too small to hold scratch_bytes");
-            return;
-        }
-        if (d.scratch_bytes < need)
-            fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->scratch_bytes is " + std::to_string(d.scratch_bytes) +
-                                                     "; compaction needs " + std::to_string(need));
+        if (scratch_query_or_check(desc, d, need, "compaction")) return;
         if (!d.count) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->count is 0");
         if (d.n > 0 && !d.mask) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->mask is 0");
         if (d.n > 0 && !d.index_map) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->index_map is 0");
@@ -243,16 +233,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(eagle_backend_reo
         }
         auto s = resolve_stream(d.stream, "desc->stream");
         const int64_t need = reorder_scratch_bytes(d.n);
-        if (!d.scratch) {
-            if (d.struct_size >= offsetof(eagle_backend_reorder_desc, scratch_bytes) + sizeof(int64_t))
-                desc->scratch_bytes = need;
-            else
-                fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->struct_size is too small to hold scratch_bytes");
-            return;
-        }
-        if (d.scratch_bytes < need)
-            fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->scratch_bytes is " + std::to_string(d.scratch_bytes) +
-                                                     "; reorder needs " + std::to_string(need));
+        if (scratch_query_or_check(desc, d, need, "reorder")) return;
         if (d.n > 0) {
             if (!d.mask) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->mask is 0");
             if (!d.perm) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->perm is 0");

@@ -299,15 +299,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
         check_sample_count(d.n, "desc->n");
         const uint32_t tiles = static_cast<uint32_t>((d.n + kTile - 1) / kTile);
         const size_t need = 256 + align256(static_cast<size_t>(tiles) * 8);
-        if (d.scratch == 0) {
-            // A query: write scratch_bytes back into the caller's desc (only when the field fits).
-            if (desc->struct_size >= offsetof(eagle_backend_compact_desc, scratch_bytes) + sizeof(int64_t))
-                desc->scratch_bytes = static_cast<int64_t>(need);
-            return;
-        }
-        if (d.scratch_bytes < static_cast<int64_t>(need))
-            fail(EAGLE_BACKEND_INVALID_ARGUMENT,
-                 "scratch_bytes " + std::to_string(d.scratch_bytes) + " < " + std::to_string(need) + " needed");
+        if (scratch_query_or_check(desc, d, static_cast<int64_t>(need), "compaction")) return;
         if (!d.count || (d.n > 0 && (!d.mask || !d.index_map)))
             fail(EAGLE_BACKEND_INVALID_ARGUMENT, "a NULL mask, index_map or count address");
         if (d.fire && d.span && !(d.theta > 0.0f && d.theta <= 1.0f))
@@ -366,14 +358,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_back
         const size_t off_perm = off_code + align256(n * 4);
         const size_t off_plane = off_perm + align256(n * 4);
         const size_t need = off_plane + align256(plane_tmp);
-        if (d.scratch == 0) {
-            if (desc->struct_size >= offsetof(eagle_backend_reorder_desc, scratch_bytes) + sizeof(int64_t))
-                desc->scratch_bytes = static_cast<int64_t>(need);
-            return;
-        }
-        if (d.scratch_bytes < static_cast<int64_t>(need))
-            fail(EAGLE_BACKEND_INVALID_ARGUMENT,
-                 "scratch_bytes " + std::to_string(d.scratch_bytes) + " < " + std::to_string(need) + " needed");
+        if (scratch_query_or_check(desc, d, static_cast<int64_t>(need), "reorder")) return;
         if (!d.span) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "span is NULL");
         if (n > 0 && !d.mask) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "mask is NULL with n > 0");
         for (uint32_t i = 0; i < d.plane_count; ++i) {
