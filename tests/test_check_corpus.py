@@ -46,6 +46,9 @@ DEFECTS = {
     "FENCE_NOOP": (["interop"], {"interop.fence_orders": "fail", "interop.fence_codes": "fail"},
                    "producer"),
     "PROPS_OVERWRITE": (["device"], {"device.props_struct_size": "fail"}, "beyond"),
+    "WHILE_CAP_IGNORED": (["conditional"], {"conditional.while_guard": "fail"}, "loop_cap=10"),
+    "SWITCH_ALWAYS_CASE0": (["conditional_begin_case"], {"conditional_begin_case.switch": "fail"}, "SWITCH"),
+    "REORDER_INVERTED": (["reorder_device"], {"reorder_device.matches_numpy": "fail"}, "reorder"),
 }
 # Both MISSING_SYMBOL rows use the same library.
 SWITCH = {"MISSING_SYMBOL_BITS": "MISSING_SYMBOL"}

@@ -208,6 +208,23 @@ EXPORT eagle_backend_status eagle_backend_conditional_create(const struct eagle_
         return REAL(conditional_create)(&d, out);
     }
 #endif
+#ifdef DEFECT_WHILE_CAP_IGNORED
+    /* a WHILE that ignores loop_cap: it runs until its guard fails */
+    if (desc && desc->struct_size >= sizeof *desc && desc->counter_ptr != 0) {
+        struct eagle_backend_conditional_desc d = *desc;
+        d.loop_cap = 0xffffffffu;
+        return REAL(conditional_create)(&d, out);
+    }
+#endif
+#ifdef DEFECT_SWITCH_ALWAYS_CASE0
+    /* a SWITCH that reads a word of its own, always 0, instead of the selector */
+    static uint32_t zero = 0;
+    if (desc && desc->struct_size >= sizeof *desc && desc->case_count != 0) {
+        struct eagle_backend_conditional_desc d = *desc;
+        d.count_ptr = (uint64_t)(uintptr_t)&zero;
+        return REAL(conditional_create)(&d, out);
+    }
+#endif
     return REAL(conditional_create)(desc, out);
 }
 FWD(eagle_backend_status, conditional_begin, (eagle_backend_conditional c, uint64_t* b), (c, b))
@@ -310,7 +327,19 @@ EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_backend_co
 #endif
     return REAL(compact_device)(desc);
 }
+#ifdef DEFECT_REORDER_INVERTED
+/* a reorder that reads the mask the wrong way round: the dropped samples come first */
+EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_backend_reorder_desc* desc) {
+    if (!desc || desc->struct_size < sizeof *desc) return REAL(reorder_device)(desc);
+    struct eagle_backend_reorder_desc d = *desc;
+    d.flags ^= EAGLE_BACKEND_COMPACT_MASK_IS_DROP;
+    eagle_backend_status st = REAL(reorder_device)(&d);
+    desc->scratch_bytes = d.scratch_bytes;
+    return st;
+}
+#else
 FWD(eagle_backend_status, reorder_device, (struct eagle_backend_reorder_desc* d), (d))
+#endif
 
 /* ------------------------------------------------------------------ minor 6 */
 EXPORT eagle_backend_status eagle_backend_memcpy(uint64_t dst, uint64_t src, uint64_t bytes, int32_t dir,
