@@ -250,7 +250,8 @@ struct eagle_backend_launch_desc {
  * Enqueue only: no allocation, no synchronisation, no host read of device memory, so it can be
  * captured. With scratch == 0 it is a query: scratch_bytes is written and nothing is enqueued.
  * The scratch is zero-filled by the caller before its first use; the backend may keep state in it
- * from one compaction to the next, so one scratch serves one stream's compactions at a time.
+ * from one compaction to the next, so one scratch serves one stream's compactions at a time, and
+ * must not be reused for anything else in between.
  * The reorder trigger (all optional, 0 = absent): after the count is known, `live32` (u32[1])
  * receives it too; when `fire` (u32[1]) and `span` (u32[1], the extent of the live region) are given,
  * *fire = (count < *span && count <= theta * *span) ? 1 : 0, i.e. the live samples are spread thin. */

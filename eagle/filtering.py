@@ -36,7 +36,11 @@ def compact_scratch_bytes(backend, n, *, device=-1, stream=None):
 
 def compact(backend, mask, index_map, count, scratch, *, n=None, drop=False, stream=None,
             live32=None, span=None, fire=None, theta=0.0, device=-1, flags=None):
-    """Enqueue: ``index_map[:count] = flatnonzero(mask)`` (or of ``mask == 0`` with ``drop``)."""
+    """Enqueue: ``index_map[:count] = flatnonzero(mask)`` (or of ``mask == 0`` with ``drop``).
+
+    ``scratch`` holds :func:`compact_scratch_bytes` bytes, zero-filled before its first use; the
+    backend may keep state in it between compactions, so give each stream its own and do not reuse
+    it for anything else. All buffers must stay alive until the stream has run the compaction."""
     n = _n_of(mask, n)
     sc = address_of(scratch) if scratch is not None else None
     for arr, what, need in ((mask, "mask", n), (index_map, "index_map", 4 * n), (count, "count", 4)):

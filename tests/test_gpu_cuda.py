@@ -338,3 +338,4 @@ def test_one_scratch_serves_many_compactions_of_any_size(cuda, s):
         kept = np.flatnonzero(mask_h)
         assert int(count.get()[0]) == kept.size, n
         assert np.array_equal(idx.get()[:kept.size], kept), n
+

@@ -89,6 +89,9 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
     }
     __syncthreads();
     const uint32_t tile = s_tile;
+    // A ticket past the last tile means a scratch that was not zero-filled before its first use
+    // (the header's rule): touch nothing outside the caller's buffers.
+    if (tile >= a.tiles) return;
     const unsigned long long tag = epoch_tag(s_epoch);
     uint32_t lim = a.n;
     if (Mode == kReorder) lim = min(a.n, *a.limit);
