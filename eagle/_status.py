@@ -38,6 +38,8 @@ def exception_for(symbol: str, status: int, message: str) -> BaseException:
             return exc
     cls = _EXCEPTION_OF_STATUS.get(status)
     text = message or "(the backend left no message)"
+    if text.startswith(symbol + ": "):  # backends name the failing seam function themselves
+        text = text[len(symbol) + 2:]
     if cls is not None:
         return cls(f"{symbol}: {text}")
     return errors.EagleError(f"{symbol} failed with status {status} ({status_name(status)}): {text}")

@@ -14,6 +14,11 @@
 
 #include "eagle_backend.h"
 
+// The release string every backend reports in build_info.eagle_version.
+#ifndef EAGLE_RELEASE
+#define EAGLE_RELEASE "0.1.0"
+#endif
+
 // Marks a seam function for export (the version script then keeps exactly the seam).
 #define EAGLE_EXPORT extern "C" __attribute__((visibility("default")))
 

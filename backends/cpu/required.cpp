@@ -6,10 +6,6 @@
 using namespace eagle;
 using namespace eagle::cpu;
 
-#ifndef EAGLE_VERSION_STRING
-#define EAGLE_VERSION_STRING "0.1.0"
-#endif
-
 EAGLE_EXPORT uint32_t eagle_backend_version(void) { return EAGLE_BACKEND_VERSION; }
 
 EAGLE_EXPORT const char* eagle_backend_last_error(void) { return eagle::last_error(); }
@@ -20,7 +16,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_build_info(struct eagle_backend_
         std::memset(&b, 0, sizeof b);
         b.abi_version = EAGLE_BACKEND_VERSION;
         b.cudart_version = 0;
-        copy_string(b.eagle_version, EAGLE_VERSION_STRING);
+        copy_string(b.eagle_version, EAGLE_RELEASE);
         copy_string(b.archs, "");
         copy_string(b.backend_kind, "cpu");
         write_out(info, b, "info");

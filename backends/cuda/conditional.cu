@@ -126,7 +126,7 @@ void add_empty_where_needed(Conditional* c) {
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_create(const struct eagle_backend_conditional_desc* desc,
                                                                    eagle_backend_conditional* out) {
-    return guarded("conditional_create", [&] {
+    return guarded("eagle_backend_conditional_create", [&] {
         auto d = read_desc(desc, "desc");
         require(out, "out");
         if (d.flags) fail(EAGLE_BACKEND_UNSUPPORTED, "unknown conditional flags " + std::to_string(d.flags));
@@ -184,7 +184,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_create(const struct 
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_begin(eagle_backend_conditional conditional,
                                                                   uint64_t* body_stream) {
-    return guarded("conditional_begin", [&] {
+    return guarded("eagle_backend_conditional_begin", [&] {
         auto* c = from_handle<Conditional>(conditional, "conditional");
         require(body_stream, "body_stream");
         if (c->ended) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the conditional has ended");
@@ -196,7 +196,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_begin(eagle_backend_
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_begin_case(eagle_backend_conditional conditional,
                                                                        uint32_t index, uint64_t* body_stream) {
-    return guarded("conditional_begin_case", [&] {
+    return guarded("eagle_backend_conditional_begin_case", [&] {
         auto* c = from_handle<Conditional>(conditional, "conditional");
         require(body_stream, "body_stream");
         if (c->kind != kSwitch) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "begin_case is for a SWITCH only");
@@ -212,7 +212,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_begin_case(eagle_bac
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_body_stream(eagle_backend_conditional conditional,
                                                                         uint64_t* body_stream) {
-    return guarded("conditional_body_stream", [&] {
+    return guarded("eagle_backend_conditional_body_stream", [&] {
         auto* c = from_handle<Conditional>(conditional, "conditional");
         require(body_stream, "body_stream");
         if (c->open < 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "no body is open");
@@ -222,13 +222,13 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_body_stream(eagle_ba
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_is_loop(eagle_backend_conditional conditional,
                                                                     int32_t* is_loop) {
-    return guarded("conditional_is_loop", [&] {
+    return guarded("eagle_backend_conditional_is_loop", [&] {
         *require(is_loop, "is_loop") = from_handle<Conditional>(conditional, "conditional")->kind == kWhile ? 1 : 0;
     });
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_end(eagle_backend_conditional conditional) {
-    return guarded("conditional_end", [&] {
+    return guarded("eagle_backend_conditional_end", [&] {
         auto* c = from_handle<Conditional>(conditional, "conditional");
         if (c->ended) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the conditional has already ended");
         close_body(c);

@@ -8,7 +8,7 @@ using namespace eagle::gpu;
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_capture_snapshot_nodes(uint64_t stream, uint64_t** nodes,
                                                                        int64_t* count) {
-    return guarded("capture_snapshot_nodes", [&] {
+    return guarded("eagle_backend_capture_snapshot_nodes", [&] {
         require(nodes, "nodes");
         require(count, "count");
         *nodes = nullptr;
@@ -30,7 +30,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_capture_snapshot_nodes(uint64_t 
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_is_node_toggleable(uint64_t node, int32_t* toggleable) {
-    return guarded("is_node_toggleable", [&] {
+    return guarded("eagle_backend_is_node_toggleable", [&] {
         require(toggleable, "toggleable");
         *toggleable = 0;
         if (!node) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "node is 0");

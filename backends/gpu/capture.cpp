@@ -6,7 +6,7 @@ using namespace eagle::gpu;
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_capturer_create(const struct eagle_backend_capturer_desc* desc,
                                                                 eagle_backend_capturer* out) {
-    return guarded("capturer_create", [&] {
+    return guarded("eagle_backend_capturer_create", [&] {
         auto d = read_desc(desc, "desc");
         require(out, "out");
         if (d.flags) fail(EAGLE_BACKEND_UNSUPPORTED, "unknown capturer flags " + std::to_string(d.flags));
@@ -20,7 +20,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_capturer_create(const struct eag
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_capturer_begin(eagle_backend_capturer capturer) {
-    return guarded("capturer_begin", [&] {
+    return guarded("eagle_backend_capturer_begin", [&] {
         auto* c = from_handle<Capturer>(capturer, "capturer");
         if (c->begun || is_capturing(c->s)) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream is already being captured");
         DeviceGuard guard(c->device);
@@ -31,7 +31,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_capturer_begin(eagle_backend_cap
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_capturer_end(eagle_backend_capturer capturer,
                                                              eagle_backend_captured* out) {
-    return guarded("capturer_end", [&] {
+    return guarded("eagle_backend_capturer_end", [&] {
         auto* c = from_handle<Capturer>(capturer, "capturer");
         require(out, "out");
         if (!c->begun) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the capture was not begun");
@@ -70,7 +70,7 @@ EAGLE_EXPORT void eagle_backend_capturer_release(eagle_backend_capturer capturer
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_captured_is_valid(eagle_backend_captured captured, int32_t* valid) {
-    return guarded("captured_is_valid", [&] {
+    return guarded("eagle_backend_captured_is_valid", [&] {
         auto* c = from_handle<Captured>(captured, "captured");
         require(valid, "valid");
         size_t n = 0;

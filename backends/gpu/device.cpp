@@ -35,7 +35,7 @@ void lanes_per_sm(int major, int minor, int* sp, int* dp) {
 }  // namespace
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_device_props(int32_t device, struct eagle_backend_device_props* props) {
-    return guarded("device_props", [&] {
+    return guarded("eagle_backend_device_props", [&] {
         require(props, "props");
         const int n = device_count();
         if (device < 0 || device >= n)

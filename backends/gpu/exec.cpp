@@ -9,7 +9,7 @@ using namespace eagle::gpu;
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_run_device(const struct eagle_backend_launch_desc* desc,
                                                            int32_t* launched) {
-    return guarded("run_device", [&] {
+    return guarded("eagle_backend_run_device", [&] {
         auto d = read_desc(desc, "desc");
         require(launched, "launched");
         *launched = 0;

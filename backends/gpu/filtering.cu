@@ -295,7 +295,7 @@ void check_launch(const char* what) { check(gpuGetLastError(), what); }
 }  // namespace
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_backend_compact_desc* desc) {
-    return guarded("compact_device", [&] {
+    return guarded("eagle_backend_compact_device", [&] {
         auto d = read_desc(desc, "desc");
         if (d.flags & ~EAGLE_BACKEND_COMPACT_MASK_IS_DROP)
             fail(EAGLE_BACKEND_UNSUPPORTED, "unknown compact flags " + std::to_string(d.flags));
@@ -337,7 +337,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_backend_reorder_desc* desc) {
-    return guarded("reorder_device", [&] {
+    return guarded("eagle_backend_reorder_device", [&] {
         auto d = read_desc(desc, "desc");
         if (d.flags & ~EAGLE_BACKEND_COMPACT_MASK_IS_DROP)
             fail(EAGLE_BACKEND_UNSUPPORTED, "unknown reorder flags " + std::to_string(d.flags));

@@ -25,7 +25,7 @@ void join(Fork* f) {
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_fork_create(const struct eagle_backend_fork_desc* desc,
                                                             eagle_backend_fork* out) {
-    return guarded("fork_create", [&] {
+    return guarded("eagle_backend_fork_create", [&] {
         auto d = read_desc(desc, "desc");
         require(out, "out");
         if (d.flags) fail(EAGLE_BACKEND_UNSUPPORTED, "unknown fork flags " + std::to_string(d.flags));
@@ -53,7 +53,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fork_create(const struct eagle_b
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_fork_fork(eagle_backend_fork fork) {
-    return guarded("fork_fork", [&] {
+    return guarded("eagle_backend_fork_fork", [&] {
         auto* f = from_handle<Fork>(fork, "fork");
         if (f->forked) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "already forked");
         DeviceGuard guard(f->device);
@@ -64,7 +64,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fork_fork(eagle_backend_fork for
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_fork_join(eagle_backend_fork fork) {
-    return guarded("fork_join", [&] {
+    return guarded("eagle_backend_fork_join", [&] {
         auto* f = from_handle<Fork>(fork, "fork");
         if (!f->forked) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "not forked");
         join(f);
@@ -72,7 +72,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fork_join(eagle_backend_fork for
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_fork_branch(eagle_backend_fork fork, uint64_t i, uint64_t* stream) {
-    return guarded("fork_branch", [&] {
+    return guarded("eagle_backend_fork_branch", [&] {
         auto* f = from_handle<Fork>(fork, "fork");
         require(stream, "stream");
         if (i >= f->branches.size())
@@ -83,15 +83,15 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fork_branch(eagle_backend_fork f
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_fork_origin(eagle_backend_fork fork, uint64_t* origin) {
-    return guarded("fork_origin", [&] { *require(origin, "origin") = as_raw(from_handle<Fork>(fork, "fork")->origin); });
+    return guarded("eagle_backend_fork_origin", [&] { *require(origin, "origin") = as_raw(from_handle<Fork>(fork, "fork")->origin); });
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_fork_forked(eagle_backend_fork fork, int32_t* forked) {
-    return guarded("fork_forked", [&] { *require(forked, "forked") = from_handle<Fork>(fork, "fork")->forked ? 1 : 0; });
+    return guarded("eagle_backend_fork_forked", [&] { *require(forked, "forked") = from_handle<Fork>(fork, "fork")->forked ? 1 : 0; });
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_fork_size(eagle_backend_fork fork, uint64_t* size) {
-    return guarded("fork_size", [&] { *require(size, "size") = from_handle<Fork>(fork, "fork")->branches.size(); });
+    return guarded("eagle_backend_fork_size", [&] { *require(size, "size") = from_handle<Fork>(fork, "fork")->branches.size(); });
 }
 
 EAGLE_EXPORT void eagle_backend_fork_release(eagle_backend_fork fork) {

@@ -28,7 +28,7 @@ void bind_stream(int device, uint64_t raw, gpuStream_t* stream, uint64_t* serial
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_graph_create(const struct eagle_backend_graph_desc* desc,
                                                              eagle_backend_graph* out) {
-    return guarded("graph_create", [&] {
+    return guarded("eagle_backend_graph_create", [&] {
         auto d = read_desc(desc, "desc");
         require(out, "out");
         if (d.flags) fail(EAGLE_BACKEND_UNSUPPORTED, "unknown graph flags " + std::to_string(d.flags));
@@ -44,7 +44,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_create(const struct eagle_
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_graph_from_captured(eagle_backend_captured captured,
                                                                     eagle_backend_graph* out) {
-    return guarded("graph_from_captured", [&] {
+    return guarded("eagle_backend_graph_from_captured", [&] {
         auto* c = from_handle<Captured>(captured, "captured");
         require(out, "out");
         require_nonempty(c);
@@ -61,7 +61,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_from_captured(eagle_backen
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_graph_stream(eagle_backend_graph graph, uint64_t stream) {
-    return guarded("graph_stream", [&] {
+    return guarded("eagle_backend_graph_stream", [&] {
         auto* g = from_handle<Graph>(graph, "graph");
         bind_stream(g->device, stream, &g->stream, &g->stream_serial, "graph");
     });
@@ -69,7 +69,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_stream(eagle_backend_graph
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_graph_add_node(eagle_backend_graph graph,
                                                                eagle_backend_captured captured) {
-    return guarded("graph_add_node", [&] {
+    return guarded("eagle_backend_graph_add_node", [&] {
         auto* g = from_handle<Graph>(graph, "graph");
         auto* c = from_handle<Captured>(captured, "captured");
         require_nonempty(c);
@@ -112,7 +112,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_add_node(eagle_backend_gra
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_graph_launcher(eagle_backend_graph graph, eagle_backend_launcher* out) {
-    return guarded("graph_launcher", [&] {
+    return guarded("eagle_backend_graph_launcher", [&] {
         auto* g = from_handle<Graph>(graph, "graph");
         require(out, "out");
         std::vector<gpuGraphNode_t> nodes;
@@ -135,7 +135,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_launcher(eagle_backend_gra
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_graph_last_node(eagle_backend_graph graph, int64_t* index) {
-    return guarded("graph_last_node", [&] { *require(index, "index") = from_handle<Graph>(graph, "graph")->added - 1; });
+    return guarded("eagle_backend_graph_last_node", [&] { *require(index, "index") = from_handle<Graph>(graph, "graph")->added - 1; });
 }
 
 EAGLE_EXPORT void eagle_backend_graph_release(eagle_backend_graph graph) {

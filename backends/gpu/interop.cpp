@@ -65,7 +65,7 @@ bool dlpack_stream(int64_t code, gpuStream_t* out, const char* which) {
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_fence(int32_t dl_device_type, int32_t device_id, int64_t producer,
                                                       int64_t consumer) {
-    return guarded("fence", [&] {
+    return guarded("eagle_backend_fence", [&] {
 #if defined(EAGLE_GPU_HIP)
         const bool served = dl_device_type == 10 || dl_device_type == 11;
 #else
@@ -101,5 +101,5 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fence(int32_t dl_device_type, in
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_event_pool_created(int64_t* created) {
-    return guarded("event_pool_created", [&] { *require(created, "created") = event_created(); });
+    return guarded("eagle_backend_event_pool_created", [&] { *require(created, "created") = event_created(); });
 }

@@ -21,7 +21,7 @@ gpuStream_t live_stream(Launcher* l) {
 }  // namespace
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_launch(eagle_backend_launcher launcher) {
-    return guarded("launcher_launch", [&] {
+    return guarded("eagle_backend_launcher_launch", [&] {
         auto* l = from_handle<Launcher>(launcher, "launcher");
         gpuStream_t s = live_stream(l);
         DeviceGuard guard(l->device);
@@ -30,7 +30,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_launch(eagle_backend_la
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_synchronize(eagle_backend_launcher launcher) {
-    return guarded("launcher_synchronize", [&] {
+    return guarded("eagle_backend_launcher_synchronize", [&] {
         auto* l = from_handle<Launcher>(launcher, "launcher");
         live_stream(l);
         DeviceGuard guard(l->device);
@@ -43,7 +43,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_synchronize(eagle_backe
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_stream(eagle_backend_launcher launcher, uint64_t stream) {
-    return guarded("launcher_stream", [&] {
+    return guarded("eagle_backend_launcher_stream", [&] {
         auto* l = from_handle<Launcher>(launcher, "launcher");
         bind_stream(l->device, stream, &l->stream, &l->stream_serial, "launcher");
         l->stream_checked_at = ~0ull;
@@ -51,7 +51,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_stream(eagle_backend_la
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_set_logical_size(eagle_backend_launcher launcher, int64_t size) {
-    return guarded("launcher_set_logical_size", [&] {
+    return guarded("eagle_backend_launcher_set_logical_size", [&] {
         auto* l = from_handle<Launcher>(launcher, "launcher");
         if (size > INT32_MAX) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "size " + std::to_string(size) + " > 2^31-1");
         DeviceGuard guard(l->device);
@@ -74,14 +74,14 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_set_logical_size(eagle_
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_kernel_node_count(eagle_backend_launcher launcher,
                                                                            int64_t* count) {
-    return guarded("launcher_kernel_node_count", [&] {
+    return guarded("eagle_backend_launcher_kernel_node_count", [&] {
         *require(count, "count") = static_cast<int64_t>(from_handle<Launcher>(launcher, "launcher")->kernels.size());
     });
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_set_node_enabled(eagle_backend_launcher launcher, uint64_t node,
                                                                           int32_t enabled) {
-    return guarded("launcher_set_node_enabled", [&] {
+    return guarded("eagle_backend_launcher_set_node_enabled", [&] {
         auto* l = from_handle<Launcher>(launcher, "launcher");
         auto n = reinterpret_cast<gpuGraphNode_t>(static_cast<uintptr_t>(node));
         auto it = l->alias.find(n);

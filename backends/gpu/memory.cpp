@@ -6,7 +6,7 @@ using namespace eagle::gpu;
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_memcpy(uint64_t dst, uint64_t src, uint64_t bytes, int32_t direction,
                                                        uint64_t stream) {
-    return guarded("memcpy", [&] {
+    return guarded("eagle_backend_memcpy", [&] {
         gpuMemcpyKind kind;
         switch (direction) {
             case EAGLE_BACKEND_MEMCPY_H2D: kind = gpuMemcpyHostToDevice; break;
@@ -27,7 +27,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_memcpy(uint64_t dst, uint64_t sr
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_host_alloc(uint64_t bytes, uint32_t flags, void** out) {
-    return guarded("host_alloc", [&] {
+    return guarded("eagle_backend_host_alloc", [&] {
         require(out, "out");
         *out = nullptr;
         if (flags) fail(EAGLE_BACKEND_UNSUPPORTED, "unknown host_alloc flags " + std::to_string(flags));
@@ -49,7 +49,7 @@ EAGLE_EXPORT void eagle_backend_host_free(void* ptr) {
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_host_func(uint64_t stream, eagle_backend_host_fn fn, void* user_data) {
-    return guarded("host_func", [&] {
+    return guarded("eagle_backend_host_func", [&] {
         if (!fn) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "fn is NULL");
         DeviceGuard guard(resolve_device(-1, stream, true));  // resolve_device checks for a device
         gpuStream_t s = as_stream(stream);

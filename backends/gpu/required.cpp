@@ -6,16 +6,12 @@
 using namespace eagle;
 using namespace eagle::gpu;
 
-#ifndef EAGLE_RELEASE
-#define EAGLE_RELEASE "0.1.0"
-#endif
-
 EAGLE_EXPORT uint32_t eagle_backend_version(void) { return EAGLE_BACKEND_VERSION; }
 
 EAGLE_EXPORT const char* eagle_backend_last_error(void) { return eagle::last_error(); }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_build_info(struct eagle_backend_build_info* info) {
-    return guarded("build_info", [&] {
+    return guarded("eagle_backend_build_info", [&] {
         struct eagle_backend_build_info v{};
         v.abi_version = EAGLE_BACKEND_VERSION;
         v.cudart_version = native::runtime_version();
@@ -27,7 +23,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_build_info(struct eagle_backend_
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_probe(void) {
-    return guarded("probe", [&] {
+    return guarded("eagle_backend_probe", [&] {
         std::string why = probe_reason();
         if (!why.empty()) fail(EAGLE_BACKEND_UNAVAILABLE, why);
     });
@@ -36,14 +32,14 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_probe(void) {
 EAGLE_EXPORT void eagle_backend_free(void* buffer) { std::free(buffer); }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_capabilities(uint64_t* groups) {
-    return guarded("capabilities", [&] {
+    return guarded("eagle_backend_capabilities", [&] {
         *require(groups, "groups") = native::capabilities();
         set_last_error(native::left_out());
     });
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_device_types(int32_t* types, int32_t cap, int32_t* count) {
-    return guarded("device_types", [&] {
+    return guarded("eagle_backend_device_types", [&] {
         require(count, "count");
         if (cap < 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "cap is negative");
         if (cap > 0) require(types, "types");

@@ -6,7 +6,7 @@ using namespace eagle::gpu;
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_stream_create(const struct eagle_backend_stream_desc* desc,
                                                               eagle_backend_stream* out) {
-    return guarded("stream_create", [&] {
+    return guarded("eagle_backend_stream_create", [&] {
         auto d = read_desc(desc, "desc");
         require(out, "out");
         if (d.flags & ~EAGLE_BACKEND_STREAM_NON_BLOCKING)
@@ -24,14 +24,14 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_create(const struct eagle
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_stream_ptr(eagle_backend_stream stream, uint64_t* raw) {
-    return guarded("stream_ptr", [&] {
+    return guarded("eagle_backend_stream_ptr", [&] {
         auto* st = from_handle<Stream>(stream, "stream");
         *require(raw, "raw") = as_raw(st->s);
     });
 }
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_stream_synchronize(eagle_backend_stream stream) {
-    return guarded("stream_synchronize", [&] {
+    return guarded("eagle_backend_stream_synchronize", [&] {
         auto* st = from_handle<Stream>(stream, "stream");
         if (is_capturing(st->s)) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream is being captured");
         DeviceGuard guard(st->device);
