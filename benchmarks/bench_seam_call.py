@@ -1,6 +1,8 @@
 """One seam call three ways, interleaved in one run: eagle's wrapper (Stream.synchronize on an
-idle cpu stream), the raw cffi call (backend._f.stream_synchronize(handle)) and the same C function
-through ctypes (ctypes.CDLL on the same .so). Goals: wrapper <= 1.5x raw cffi; raw cffi <= ctypes.
+idle cpu stream, through the compiled hot path eagle._hotcall when built), the raw cffi call
+(backend._f.stream_synchronize(handle)) and the same C function through ctypes (ctypes.CDLL on the
+same .so). Also eagle's wrapper forced onto its cffi fallback (eagle._hotpath.python_call), as a
+build without eagle._hotcall runs it. Goals: wrapper <= 1.5x raw cffi; raw cffi <= ctypes.
 
     python benchmarks/bench_seam_call.py [--calls 20000] [--rounds 41]
 """
@@ -13,6 +15,7 @@ import sys
 import timeit
 
 import eagle
+from eagle import _hotpath
 from _machine import machine
 from eagle._seam_ffi import ffi
 
@@ -38,6 +41,14 @@ def main():
     b = eagle.backend("cpu")
     s = b.stream()
     s.synchronize()
+    compiled = s._call is _hotpath.compiled_call
+    choose = _hotpath.caller
+    _hotpath.caller = lambda backend: _hotpath.python_call
+    try:
+        s_fallback = b.stream()  # the same wrapper on its cffi fallback
+    finally:
+        _hotpath.caller = choose
+    s_fallback.synchronize()
     handle = s._h
     raw_fn = b._f.stream_synchronize
     lib = ctypes.CDLL(b.path)
@@ -47,9 +58,10 @@ def main():
     ct_handle = int(ffi.cast("uintptr_t", handle))
     assert raw_fn(handle) == 0 and ct_fn(ct_handle) == 0
 
-    env = {"s": s, "raw_fn": raw_fn, "handle": handle, "ct_fn": ct_fn, "ct_handle": ct_handle}
+    env = {"s": s, "sf": s_fallback, "raw_fn": raw_fn, "handle": handle, "ct_fn": ct_fn, "ct_handle": ct_handle}
     cases = {
         "eagle Stream.synchronize()": "s.synchronize()",
+        "eagle, cffi fallback (no _hotcall)": "sf.synchronize()",
         "raw cffi _f.stream_synchronize(h)": "raw_fn(handle)",
         "ctypes stream_synchronize(h)": "ct_fn(ct_handle)",
         "(empty statement: loop cost)": "pass",
@@ -57,11 +69,12 @@ def main():
     samples = {k: [] for k in cases}
     for r in range(args.rounds):
         names = list(cases)
-        names = names[r % 4:] + names[:r % 4]
+        names = names[r % len(names):] + names[:r % len(names)]
         for k in names:
             samples[k].append(per_call_ns(cases[k], env, args.calls))
     med = {k: statistics.median(v) for k, v in samples.items()}
     header(sys.argv)
+    print(f"eagle._hotcall: {'built, used by Stream.synchronize()' if compiled else 'NOT built: the wrapper row is the cffi fallback'}")
     print(f"rounds:  {args.rounds} x {args.calls} calls per case, interleaved (rotating order); "
           "median ns per call, timeit loop (no extra frame)\n")
     print(f"{'call':<38}{'ns/call':>10}{'vs raw cffi':>14}{'min ns':>10}")
@@ -73,6 +86,7 @@ def main():
     print(f"\nwrapper / raw cffi = {w:.2f}x (goal <= 1.5x): {'met' if w <= 1.5 else 'MISSED'}")
     print(f"raw cffi / ctypes  = {c:.2f}x (goal <= 1.0x): {'met' if c <= 1.0 else 'MISSED'}")
     s.close()
+    s_fallback.close()
 
 if __name__ == "__main__":
     main()

@@ -43,6 +43,13 @@ class Owner:
             self._refuse()
         return self._h
 
+    def _failed(self, symbol, status):
+        """Slow path of a hot call (eagle._hotpath) that returned nonzero: a call from the wrong
+        thread or on a closed handle (nothing was called), else the backend's failing status."""
+        if self._thread != get_ident():
+            self._refuse()
+        self._backend._check(symbol, status)
+
     def _refuse(self):
         if self._h is None:
             raise HandleError(f"eagle: this {self._what} {self._gone or 'is closed'}; "

@@ -2,10 +2,12 @@
 
 :class:`GraphBuilder` holds a graph (from one capture, or built node by node from several);
 :meth:`GraphBuilder.launcher` instantiates it into a :class:`Launcher` that replays it."""
-from _thread import get_ident
+import operator
 
+from . import _hotpath
 from ._handle import Owner
 from ._seam_ffi import ffi
+from .errors import EagleValueError
 from .stream import raw_stream
 
 
@@ -67,39 +69,38 @@ class GraphBuilder(Owner):
 class Launcher(Owner):
     """Replays a graph: ``launch()`` enqueues one replay, ``synchronize()`` waits."""
 
-    __slots__ = ("keepalive", "_launch", "_sync")
+    __slots__ = ("keepalive", "_call", "_launch", "_sync", "_hot")
     _what = "launcher"
 
     def __init__(self, backend, handle, keepalive):
         self._own(backend, handle, "launcher_release")
         self.keepalive = list(keepalive)
-        self._launch = backend._f.launcher_launch
-        self._sync = backend._f.launcher_synchronize
+        self._call = call = _hotpath.caller(backend)
+        self._launch = _hotpath.fn_arg(call, backend._f.launcher_launch)
+        self._sync = _hotpath.fn_arg(call, backend._f.launcher_synchronize)
+        self._hot = _hotpath.handle_arg(call, handle)
 
     def launch(self, n=1):
-        """Enqueue ``n`` replays and return without waiting."""
-        if self._thread != get_ident():  # also true once closed (_thread is None then)
-            self._refuse()
-        h = self._h
-        fn = self._launch
-        if n == 1:  # the common case, without a loop
-            status = fn(h)
-            if status:
-                self._backend._check("eagle_backend_launcher_launch", status)
-            return
-        for _ in range(n):
-            status = fn(h)
-            if status:
-                self._backend._check("eagle_backend_launcher_launch", status)
+        """Enqueue ``n`` replays (default 1) and return without waiting. The replays are made in
+        one call into eagle's compiled hot path; the first failing replay raises."""
+        if n == 1:  # the common case
+            status = self._call(self._launch, self._thread, self._hot)  # the thread check included
+        else:
+            n = operator.index(n)
+            if n < 0:
+                raise EagleValueError(f"eagle: Launcher.launch(n): n must be >= 0, got {n}")
+            if n == 0:
+                self._live()
+                return
+            status = self._call(self._launch, self._thread, self._hot, n)
+        if status:
+            self._failed("eagle_backend_launcher_launch", status)
 
     def synchronize(self):
         """Wait for the replays; raises what a host function in the graph raised, if any."""
-        if self._thread != get_ident():  # also true once closed (_thread is None then)
-            self._refuse()
-        h = self._h
-        status = self._sync(h)
+        status = self._call(self._sync, self._thread, self._hot)  # the thread check included
         if status:
-            self._backend._check("eagle_backend_launcher_synchronize", status)
+            self._failed("eagle_backend_launcher_synchronize", status)
         if self._backend._host_errors:
             self._backend._raise_host_error()
 

@@ -4,6 +4,7 @@
 library's stream) without owning it; :class:`Stream` owns one made by the backend."""
 from _thread import get_ident
 
+from . import _hotpath
 from ._handle import Owner, raw_int
 from ._seam_ffi import ffi
 from .errors import EagleTypeError, EagleValueError, HandleError
@@ -62,7 +63,7 @@ class Stream(StreamRef):
 
     Get one from :meth:`Backend.stream`."""
 
-    __slots__ = ("_sync", "_host_errors")
+    __slots__ = ("_call", "_sync", "_hot", "_host_errors")
 
     def __init__(self, backend, device=-1, non_blocking=False, flags=None):
         b = backend
@@ -80,7 +81,9 @@ class Stream(StreamRef):
             b._check("eagle_backend_stream_ptr", status)
         self._own(b, handle, "stream_release")
         self._raw = int(raw[0])
-        self._sync = b._f.stream_synchronize
+        self._call = call = _hotpath.caller(b)
+        self._sync = _hotpath.fn_arg(call, b._f.stream_synchronize)
+        self._hot = _hotpath.handle_arg(call, handle)
         self._host_errors = b._host_errors  # the backend's list, shared
 
     @property
@@ -93,11 +96,9 @@ class Stream(StreamRef):
         """Block until every piece of work enqueued on this stream has finished.
 
         Raises the exception a host function enqueued on this backend raised, if any."""
-        if self._thread != get_ident():  # also true once closed (_thread is None then)
-            self._refuse()
-        status = self._sync(self._h)
+        status = self._call(self._sync, self._thread, self._hot)  # the thread check included
         if status:
-            self._backend._check("eagle_backend_stream_synchronize", status)
+            self._failed("eagle_backend_stream_synchronize", status)
         if self._host_errors:
             self._backend._raise_host_error()
 
