@@ -27,7 +27,7 @@ def build_peers():
         subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", src, "-o", out],
                        check=True)
     lib = ctypes.CDLL(out)
-    for name in ("peer_graph_launch_loop", "peer_while", "peer_host_loop", "peer_cub_flagged", "peer_memcpy"):
+    for name in ("peer_graph_launch_loop", "peer_seam_launch_loop", "peer_while", "peer_host_loop", "peer_cub_flagged", "peer_memcpy"):
         getattr(lib, name).restype = ctypes.c_int
     return lib
 
@@ -50,6 +50,8 @@ def main():
 
     import cupy as cp
     import eagle
+    from eagle import _hotpath
+    from eagle._seam_ffi import ffi
     try:
         import torch
     except ImportError:  # torch is a peer, not a requirement
@@ -76,8 +78,19 @@ def main():
     # -- 1. graph replay enqueue -------------------------------------------------------------
     with b.capture(s) as cap:
         b.run(f_empty, [], 1, stream=s, block=1)
-    launcher = b.graph_from_captured(cap.captured).launcher()
+    graph = b.graph_from_captured(cap.captured)
+    launcher = graph.launcher()
     launcher.set_stream(s)
+    choose = _hotpath.caller  # a second launcher on the cffi fallback, as a build without _hotcall has
+    _hotpath.caller = lambda backend: _hotpath.python_call
+    try:
+        launcher_ffi = graph.launcher()
+    finally:
+        _hotpath.caller = choose
+    launcher_ffi.set_stream(s)
+    print(f"eagle._hotcall: {'built, used by Launcher.launch()' if launcher._call is _hotpath.compiled_call else 'NOT built'}")
+    seam_fn = int(ffi.cast("uintptr_t", b._f.launcher_launch))
+    seam_launcher = int(ffi.cast("uintptr_t", launcher._h))
     ok(peers.peer_graph_make(ctypes.c_uint64(s.handle)), "peer_graph_make")
     x_cp = cp.zeros(1, cp.float32)
     with cs:
@@ -107,6 +120,15 @@ def main():
         t1 = time.perf_counter()
         s.synchronize()
         add("replay: eagle Launcher.launch(n)", (t1 - t0) / N * 1e6)
+        t0 = time.perf_counter()
+        for _ in range(N):
+            launcher_ffi.launch()
+        t1 = time.perf_counter()
+        s.synchronize()
+        add("replay: eagle Launcher.launch(), cffi fallback", (t1 - t0) / N * 1e6)
+        ok(peers.peer_seam_launch_loop(ctypes.c_uint64(seam_fn), ctypes.c_uint64(seam_launcher),
+                                       ctypes.c_uint64(s.handle), N, ctypes.byref(dbl)), "seam loop")
+        add("replay: C loop of eagle_backend_launcher_launch", dbl.value)
         raw_launch, raw_h = b._f.launcher_launch, launcher._h  # the seam call alone, no wrapper
         t0 = time.perf_counter()
         for _ in range(N):
@@ -254,13 +276,27 @@ def main():
 
     def ratio(a, c):
         return m[a] / m[c] if a in m and c in m else float("nan")
+
+    def per_round(a, c):  # the median of the ratios taken within each round
+        return med([x / y for x, y in zip(rows[a], rows[c])]) if a in rows and c in rows else float("nan")
+    C = 'replay: C loop of cudaGraphLaunch'
     lines += ["", "ratios (goal):",
               f"- replay enqueue, Launcher.launch() / C cudaGraphLaunch loop: "
-              f"{ratio('replay: eagle Launcher.launch()', 'replay: C loop of cudaGraphLaunch'):.2f}x (<= 1.2)",
+              f"{ratio('replay: eagle Launcher.launch()', C):.2f}x (<= 1.2); "
+              f"per-round median {per_round('replay: eagle Launcher.launch()', C):.2f}x",
+              f"- replay enqueue, Launcher.launch() on the cffi fallback / C loop: "
+              f"{ratio('replay: eagle Launcher.launch(), cffi fallback', C):.2f}x",
+              f"- replay enqueue, C loop of eagle_backend_launcher_launch / C loop of cudaGraphLaunch: "
+              f"{ratio('replay: C loop of eagle_backend_launcher_launch', C):.2f}x (the seam's own cost)",
+              f"- replay enqueue, raw cffi seam call / C loop: "
+              f"{ratio('replay: raw cffi eagle_backend_launcher_launch', C):.2f}x",
+              f"- replay enqueue, cupy Graph.launch / C loop: {ratio('replay: cupy Graph.launch', C):.2f}x",
               f"- replay enqueue, Launcher.launch(n) / C loop: "
               f"{ratio('replay: eagle Launcher.launch(n)', 'replay: C loop of cudaGraphLaunch'):.2f}x",
               f"- WHILE per iteration at 10000, eagle / raw WHILE node: "
               f"{ratio('WHILE 10000 it: eagle (us/iter)', 'WHILE 10000 it: raw CUDA WHILE node (us/iter)'):.2f}x (<= 1.1)",
+              f"- WHILE per iteration at 1000, eagle / raw WHILE node: "
+              f"{ratio('WHILE 1000 it: eagle (us/iter)', 'WHILE 1000 it: raw CUDA WHILE node (us/iter)'):.2f}x",
               f"- WHILE per iteration at 1000, eagle / host-driven loop: "
               f"{ratio('WHILE 1000 it: eagle (us/iter)', 'WHILE 1000 it: host-driven loop (us/iter)'):.2f}x",
               f"- compact 2^26, eagle / CUB Flagged: "

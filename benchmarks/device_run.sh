@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-#   bash benchmarks/device_run.sh STAGE...     stages: setup tests check bench card multigpu
+#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests check bench seam card multigpu
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there.
@@ -19,7 +19,10 @@ for stage in "$@"; do
              -DEAGLE_PYTHON_ARTEFACTS=ON -DEAGLE_INSTALL_DIR=eagle \
         && cmake --build /tmp/eagle-build \
         && cmake --install /tmp/eagle-build --prefix /tmp/site \
-        && python3 -c "import eagle; print(eagle.backends()); b = eagle.backend('cuda'); b.probe(); print(b, b.build_info)"
+        && { [ -e /tmp/site/eagle/_hotcall.abi3.so ] || ! [ -e .whl/_hotcall.abi3.so ] \
+             || { echo "CPython headers missing here: using the carried stable-ABI .whl/_hotcall.abi3.so"; \
+                  cp .whl/_hotcall.abi3.so /tmp/site/eagle/; }; } \
+        && python3 -c "import eagle, eagle._hotpath as h; print(eagle.backends()); b = eagle.backend('cuda'); b.probe(); print(b, b.build_info); print('eagle._hotcall:', h.compiled_call)"
       } 2>&1 | tee "$OUT/setup.log" || { echo "setup failed"; exit 1; } ;;
     tests)
       python3 -m pytest -q -p no:cacheprovider -rs tests -k "not multigpu" 2>&1 | tee "$OUT/pytest_h200.log"
@@ -32,6 +35,9 @@ for stage in "$@"; do
       python3 -m eagle.check cuda --json > "$OUT/check_cuda_h200.json" 2>/dev/null ;;
     bench)
       python3 benchmarks/bench_cuda.py --rounds 7 --out "$OUT/bench_cuda_h200.md" 2>&1 | tee "$OUT/bench_cuda.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    seam)
+      python3 benchmarks/bench_seam_call.py --rounds 41 2>&1 | tee "$OUT/bench_seam_call_h200host.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     card)
       python3 benchmarks/oscillators.py --backend cuda --n 1000000 --peers --sweep-k --save /tmp/card_cuda.npy \

@@ -48,8 +48,14 @@ __global__ void if_setter(cudaGraphConditionalHandle h, const uint32_t* count, c
 }
 
 // init != 0: entry of the WHILE node (cell := [loop_cap, 0]); else the end of a body iteration.
+// At the end of a body it may be a programmatic dependent launch (see launch_body_setter): it then
+// waits here until the kernels it follows have finished and their writes are visible. Launched
+// normally, the wait returns at once.
 __global__ void while_setter(cudaGraphConditionalHandle h, const uint32_t* count, const uint32_t* baseline,
                              uint32_t* cell, uint32_t loop_cap, int init) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+#endif
     uint32_t remaining = init ? loop_cap : cell[0];
     uint32_t ran = init ? 0u : cell[1];
     const bool go = remaining > 0 && guard_holds(count, baseline);
@@ -96,14 +102,49 @@ void open_body(Conditional* c, int index) {
     c->open = index;
 }
 
+// True when everything the next node captured on s depends on is a kernel node (false when that
+// cannot be told). Throws nothing: it runs while a body capture is open.
+bool follows_kernels_only(gpuStream_t s) noexcept {
+    cudaStreamCaptureStatus status{};
+    const cudaGraphNode_t* deps = nullptr;
+    size_t n = 0;
+    if (gpuStreamGetCaptureInfo(s, &status, nullptr, nullptr, &deps, &n) != cudaSuccess) return false;
+    if (status != cudaStreamCaptureStatusActive || n == 0) return false;
+    for (size_t i = 0; i < n; ++i) {
+        cudaGraphNodeType type{};
+        if (cudaGraphNodeGetType(deps[i], &type) != cudaSuccess || type != cudaGraphNodeTypeKernel) return false;
+    }
+    return true;
+}
+
+// The setter that ends every WHILE iteration, captured on the body stream. Where the device has
+// programmatic dependent launch (compute capability >= 9.0) and the setter follows kernel nodes
+// only, it is captured with a programmatic edge: the GPU may start the setter while those kernels
+// drain instead of after a full kernel-to-kernel handoff, and cudaGridDependencySynchronize() in
+// the setter still orders its reads after their writes. This cuts the per-iteration cost of the
+// extra node eagle's WHILE has over a body that sets its own condition.
+gpuError_t launch_body_setter(Conditional* c) noexcept {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device) != cudaSuccess) major = 0;
+    cudaLaunchAttribute attr[1] = {};
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(1);
+    cfg.blockDim = dim3(1);
+    cfg.stream = c->body;
+    cfg.attrs = attr;
+    cfg.numAttrs = major >= 9 && follows_kernels_only(c->body) ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, while_setter, c->handle, c->count, c->baseline, c->cell, c->loop_cap, 0);
+}
+
 void close_body(Conditional* c) {
     if (c->open < 0) return;
     DeviceGuard guard(c->device);
     const int index = c->open;
     c->open = -1;
-    if (c->kind == kWhile)
-        while_setter<<<1, 1, 0, c->body>>>(c->handle, c->count, c->baseline, c->cell, c->loop_cap, 0);
-    gpuError_t le = cudaGetLastError();
+    gpuError_t le = c->kind == kWhile ? launch_body_setter(c) : cudaSuccess;
+    if (le == cudaSuccess) le = cudaGetLastError();
     gpuGraph_t g = nullptr;
     gpuError_t e = cudaStreamEndCapture(c->body, &g);
     body_graph_remove(c->bodies[index]);

@@ -121,6 +121,7 @@ void forget_nodes(gpuGraph_t g);   // drops records of every node of g (recursiv
 
 template <uint32_t Magic>
 struct Checked {
+    static constexpr uint32_t kMagic = Magic;
     uint32_t magic = Magic;
     ~Checked() { magic = 0; }
 };
@@ -156,7 +157,7 @@ template <class T, class H>
 T* from_handle(H h, const char* name) {
     auto* p = reinterpret_cast<T*>(h);
     if (!p) fail(EAGLE_BACKEND_INVALID_ARGUMENT, std::string(name) + " is NULL");
-    if (p->magic != T().magic) fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is not a live handle");
+    if (p->magic != T::kMagic) fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is not a live handle");
     return p;
 }
 

@@ -68,6 +68,20 @@ extern "C" int peer_graph_launch_loop(uint64_t stream, int n, double* us_per_lau
     return 0;
 }
 
+// The seam's own cost: host time of n calls of eagle_backend_launcher_launch (its address `fn`,
+// taken from eagle's cffi library object) on `launcher`, in a C loop -- no Python binding at all.
+extern "C" int peer_seam_launch_loop(uint64_t fn, uint64_t launcher, uint64_t stream, int n, double* us_per_launch) {
+    auto launch = reinterpret_cast<int32_t (*)(void*)>((uintptr_t)fn);
+    void* l = reinterpret_cast<void*>((uintptr_t)launcher);
+    double t0 = now_us();
+    for (int i = 0; i < n; ++i)
+        if (int32_t st = launch(l)) return 1000 + st;
+    double t1 = now_us();
+    TRY(cudaStreamSynchronize((cudaStream_t)(uintptr_t)stream));
+    *us_per_launch = (t1 - t0) / n;
+    return 0;
+}
+
 // A raw conditional WHILE node running `iters` iterations of a one-kernel body; returns the GPU
 // time of one launch (events) divided by iters.
 extern "C" int peer_while(uint64_t stream, unsigned* d_counter, unsigned iters, int reps, double* us_per_iter) {
