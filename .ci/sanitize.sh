@@ -19,9 +19,11 @@ cmake --build "$BUILD" >>"$BUILD.log" 2>&1 || { tail -50 "$BUILD.log"; exit 1; }
 SITE=$BUILD/site
 mkdir -p "$SITE/eagle"
 cp "$BUILD"/python/_seam_ffi.py "$BUILD"/python/_seam_meta.py "$SITE/eagle/"
+# eagle._hotcall too (the compiled hot call path), built with the same sanitizers.
+cp "$BUILD"/python/_hotcall.abi3.so "$SITE/eagle/"
 
 if [ "$#" -eq 0 ]; then
-  set -- tests/test_api_*.py tests/test_cpu_*.py tests/test_fuzz*.py tests/test_loader.py
+  set -- tests/test_api_*.py tests/test_cpu_*.py tests/test_fuzz*.py tests/test_loader.py tests/test_hotpath.py
 fi
 
 LOGS=$(mktemp -d /tmp/eagle-sanitize.XXXXXX)

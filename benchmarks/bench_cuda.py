@@ -81,14 +81,14 @@ def main():
     graph = b.graph_from_captured(cap.captured)
     launcher = graph.launcher()
     launcher.set_stream(s)
-    choose = _hotpath.caller  # a second launcher on the cffi fallback, as a build without _hotcall has
-    _hotpath.caller = lambda backend: _hotpath.python_call
+    compiled_type = _hotpath.CompiledBoundCall  # a second launcher on the cffi fallback (py_bound_call),
+    _hotpath.CompiledBoundCall = None            # as a build without eagle._hotcall has
     try:
         launcher_ffi = graph.launcher()
     finally:
-        _hotpath.caller = choose
+        _hotpath.CompiledBoundCall = compiled_type
     launcher_ffi.set_stream(s)
-    print(f"eagle._hotcall: {'built, used by Launcher.launch()' if launcher._call is _hotpath.compiled_call else 'NOT built'}")
+    print(f"eagle._hotcall: {'built, used by Launcher.launch()' if _hotpath.is_compiled(launcher.launch) else 'NOT built'}")
     seam_fn = int(ffi.cast("uintptr_t", b._f.launcher_launch))
     seam_launcher = int(ffi.cast("uintptr_t", launcher._h))
     ok(peers.peer_graph_make(ctypes.c_uint64(s.handle)), "peer_graph_make")

@@ -1,7 +1,7 @@
 """One seam call three ways, interleaved in one run: eagle's wrapper (Stream.synchronize on an
 idle cpu stream, through the compiled hot path eagle._hotcall when built), the raw cffi call
 (backend._f.stream_synchronize(handle)) and the same C function through ctypes (ctypes.CDLL on the
-same .so). Also eagle's wrapper forced onto its cffi fallback (eagle._hotpath.python_call), as a
+same .so). Also eagle's wrapper forced onto its cffi fallback (eagle._hotpath.py_bound_call), as a
 build without eagle._hotcall runs it. Goals: wrapper <= 1.5x raw cffi; raw cffi <= ctypes.
 
     python benchmarks/bench_seam_call.py [--calls 20000] [--rounds 41]
@@ -41,13 +41,13 @@ def main():
     b = eagle.backend("cpu")
     s = b.stream()
     s.synchronize()
-    compiled = s._call is _hotpath.compiled_call
-    choose = _hotpath.caller
-    _hotpath.caller = lambda backend: _hotpath.python_call
+    compiled = _hotpath.is_compiled(s.synchronize)
+    compiled_type = _hotpath.CompiledBoundCall
+    _hotpath.CompiledBoundCall = None
     try:
-        s_fallback = b.stream()  # the same wrapper on its cffi fallback
+        s_fallback = b.stream()  # the same wrapper on its cffi fallback (py_bound_call)
     finally:
-        _hotpath.caller = choose
+        _hotpath.CompiledBoundCall = compiled_type
     s_fallback.synchronize()
     handle = s._h
     raw_fn = b._f.stream_synchronize

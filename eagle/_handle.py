@@ -3,12 +3,16 @@ collection by a finalizer that keeps the backend library loaded, thread-affine u
 import weakref
 from _thread import get_ident
 
+from . import _hotpath
 from ._seam_ffi import ffi
-from .errors import HandleError
+from .errors import EagleTypeError, EagleValueError, HandleError
 
 
-def _release(release_fn, handle, backend):
-    # `backend` is held only so the library stays loaded until the handle is released.
+def _release(release_fn, handle, backend, bound_calls):
+    # `backend` is held only so the library stays loaded until the handle is released. Bound calls
+    # that outlive their owner (someone kept `stream.synchronize`) are disarmed first.
+    for bound in bound_calls:
+        bound.disarm()
     release_fn(handle)
 
 
@@ -19,7 +23,7 @@ class Owner:
     release function. Every use goes through :meth:`_live`, which refuses use after close,
     after a consuming call, and from a thread other than the creator's."""
 
-    __slots__ = ("_h", "_backend", "_thread", "_finalizer", "_gone", "__weakref__")
+    __slots__ = ("_h", "_backend", "_thread", "_finalizer", "_gone", "_bound", "__weakref__")
     _what = "handle"
 
     def _own(self, backend, handle, release_name):
@@ -27,11 +31,19 @@ class Owner:
         self._h = handle
         self._thread = get_ident()
         self._gone = None
+        self._bound = []  # bound calls made by _bind
         if release_name is None:
             self._finalizer = None  # borrowed: someone else releases it
         else:
             self._finalizer = weakref.finalize(self, _release, getattr(backend._f, release_name),
-                                               handle, backend)
+                                               handle, backend, self._bound)
+
+    def _bind(self, name, watch=None, counted=False):
+        """A bound call (eagle._hotpath) of ``eagle_backend_<name>`` on this live handle; it is
+        disarmed when the handle goes (closed, consumed or collected)."""
+        bound = _hotpath.bind(self, name, watch, counted)
+        self._bound.append(bound)
+        return bound
 
     @property
     def backend(self):
@@ -43,12 +55,27 @@ class Owner:
             self._refuse()
         return self._h
 
-    def _failed(self, symbol, status):
-        """Slow path of a hot call (eagle._hotpath) that returned nonzero: a call from the wrong
-        thread or on a closed handle (nothing was called), else the backend's failing status."""
+    def _hot_failed(self, symbol, status):
+        """Raises for a bound call (eagle._hotpath) that could not succeed quietly: nothing called
+        (the wrong thread, a closed or consumed handle), a failing status, or (status 0) a pending
+        host-function error."""
         if self._thread != get_ident():
             self._refuse()
+        if status == 0 and self._backend._host_errors:
+            self._backend._raise_host_error()
         self._backend._check(symbol, status)
+
+    def _hot_bad_args(self, symbol, args):
+        """Raises for a bound call given arguments it does not take (args: a tuple or a dict)."""
+        if isinstance(args, dict):
+            raise EagleTypeError(f"eagle: {self._what} calls take no keyword arguments, got {sorted(args)}")
+        if symbol == "eagle_backend_launcher_launch" and len(args) == 1:
+            n = args[0]
+            if isinstance(n, int) and not isinstance(n, bool):
+                raise EagleValueError(f"eagle: Launcher.launch(n): n must be >= 0, got {n}")
+            raise EagleTypeError(f"eagle: Launcher.launch(n): n must be an int, got {type(n).__name__}")
+        raise EagleTypeError(f"eagle: this {self._what} call takes no arguments "
+                             f"({len(args)} given: {symbol} is called on the {self._what}'s handle)")
 
     def _refuse(self):
         if self._h is None:
@@ -59,11 +86,16 @@ class Owner:
 
     def _consumed(self, by):
         """Ownership moved into the backend by a CONSUMING call (`by`)."""
+        self._disarm()
         if self._finalizer is not None:
             self._finalizer.detach()
         self._h = None
         self._thread = None  # hot paths test only the thread: a gone handle matches no thread
         self._gone = f"was consumed by {by}"
+
+    def _disarm(self):
+        for bound in self._bound:
+            bound.disarm()
 
     def close(self):
         """Release the handle now. Idempotent. Closing from another thread is refused."""
@@ -71,6 +103,7 @@ class Owner:
             return
         if self._thread != get_ident():
             self._refuse()
+        self._disarm()
         fin = self._finalizer
         self._h = None
         self._thread = None  # hot paths test only the thread: a closed handle matches no thread

@@ -1,66 +1,89 @@
-"""The hot call path: the seam calls a replay loop makes every step, with the thread check in C.
+"""The hot call path: the seam calls a replay loop makes every step, with no Python frame.
 
 ``Stream.synchronize``, ``Launcher.launch`` and ``Launcher.synchronize`` each make one call of the
-shape ``eagle_backend_status fn(handle)``. They go through a *call* function:
+shape ``eagle_backend_status fn(handle)``. Each of them is a *bound call* stored on the object:
+calling it checks that the calling thread owns the handle, makes the call (``launch(n)``: n calls,
+stopping at the first failure) and returns ``None``. Whenever it cannot succeed quietly -- the
+wrong thread, a closed or consumed handle, a nonzero status, a pending host-function error -- it
+calls ``owner._hot_failed(symbol, status)`` (status :data:`NOT_CALLED` when nothing was called),
+which raises the right eagle error (:meth:`eagle._handle.Owner._hot_failed`); arguments it does not
+take go to ``owner._hot_bad_args(symbol, args)``. ``disarm()`` makes
+every later call go there; the owner calls it when its handle is closed or consumed.
 
-    status = call(fn, owner, handle[, times])
+Two implementations keep that contract:
 
-which calls ``fn(handle)`` (``times`` times, stopping at the first nonzero status) only when the
-calling thread is ``owner`` and returns the status; otherwise it calls nothing and returns
-:data:`NOT_CALLED` (nonzero, never a seam status). A caller treats any nonzero result as its slow
-path: :meth:`eagle._handle.Owner._failed` re-checks the thread and raises.
+- ``eagle._hotcall.BoundCall`` (C, stable ABI), built with the wheel when CPython's headers are
+  there. It saves the Python frame, the thread check in Python and cffi's own call cost.
+- :func:`py_bound_call`, which calls through cffi: for builds without the extension and for traced
+  backends (``eagle.backend(..., trace=True)`` counts calls in Python wrappers).
 
-There are two call functions with that contract:
-
-- :data:`compiled_call`, the ``eagle._hotcall`` extension (stable ABI), built with the wheel when
-  CPython's headers are there. It takes addresses and saves the cost of a cffi ABI-mode call and of
-  the thread check in Python.
-- :func:`python_call`, which calls through cffi. It serves builds without the extension and
-  traced backends (``eagle.backend(..., trace=True)`` counts calls in Python wrappers).
-
-:func:`caller` picks one for a backend; :func:`fn_arg` and :func:`handle_arg` convert a seam
-function and a cffi handle into what that call function takes.
+:func:`bind` picks one.
 """
+import weakref
 from _thread import get_ident
 
 from ._seam_ffi import ffi
+from .errors import HandleError
 
 try:
     from ._hotcall import NOT_CALLED
-    from ._hotcall import call as compiled_call
+    from ._hotcall import BoundCall as CompiledBoundCall
 except ImportError:  # built without CPython's headers: every call goes through cffi
-    compiled_call = None
+    CompiledBoundCall = None
     NOT_CALLED = 1 << 40
 
 
-def python_call(fn, owner, handle, times=1):
-    """The contract of ``eagle._hotcall.call``, through cffi (``fn`` a seam function, ``handle`` cdata)."""
-    if owner != get_ident():
-        return NOT_CALLED
-    if times == 1:
-        return fn(handle)
-    if times < 1:
-        return NOT_CALLED
-    status = 0
-    for _ in range(times):
-        status = fn(handle)
+def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False):
+    """The bound-call contract through cffi (``fn`` a seam function of ``backend._f``, ``handle``
+    the cffi handle); see the module docstring. A closure (cheaper to call than an object's
+    ``__call__``) with ``disarm`` as an attribute."""
+    armed = [True]
+
+    def report_to(method, arg):
+        obj = failed()
+        if obj is None:
+            raise HandleError(f"eagle: the object this call of {symbol} was taken from has been "
+                              "garbage-collected and its handle released; keep the object, not only "
+                              "its bound method")
+        return getattr(obj, method)(symbol, arg)
+
+    def bound(*args):
+        times = 1
+        if args:
+            if len(args) != 1 or not counted or not isinstance(args[0], int) or args[0] < 0:
+                return report_to("_hot_bad_args", args)
+            times = args[0]
+        if not armed[0] or owner != get_ident():
+            return report_to("_hot_failed", NOT_CALLED)
+        status = fn(handle) if times else 0
+        while status == 0 and times > 1:
+            times -= 1
+            status = fn(handle)
         if status:
-            break
-    return status
+            return report_to("_hot_failed", status)
+        if watch:
+            return report_to("_hot_failed", 0)
+        return None
+
+    def disarm():
+        armed[0] = False
+    bound.disarm = disarm
+    bound.__qualname__ = bound.__name__ = symbol
+    return bound
 
 
-def caller(backend):
-    """The call function for ``backend``'s hot calls."""
-    if compiled_call is not None and not backend._traced:
-        return compiled_call
-    return python_call
+def is_compiled(bound):
+    """True when ``bound`` is the compiled eagle._hotcall.BoundCall."""
+    return CompiledBoundCall is not None and isinstance(bound, CompiledBoundCall)
 
 
-def fn_arg(call, fn):
-    """What ``call`` takes for the seam function ``fn`` (an entry of ``backend._f``)."""
-    return int(ffi.cast("uintptr_t", fn)) if call is compiled_call else fn
-
-
-def handle_arg(call, handle):
-    """What ``call`` takes for the cffi handle ``handle``."""
-    return int(ffi.cast("uintptr_t", handle)) if call is compiled_call else handle
+def bind(owner, name, watch=None, counted=False):
+    """A bound call of the seam function ``eagle_backend_<name>`` on ``owner``'s handle (an
+    :class:`eagle._handle.Owner` whose handle is live, called on its thread)."""
+    backend = owner._backend
+    fn = getattr(backend._f, name)
+    symbol = "eagle_backend_" + name
+    if CompiledBoundCall is not None and not backend._traced:
+        return CompiledBoundCall(int(ffi.cast("uintptr_t", fn)), int(ffi.cast("uintptr_t", owner._h)),
+                                 owner._thread, weakref.ref(owner), symbol, watch, counted)
+    return py_bound_call(fn, owner._h, owner._thread, weakref.ref(owner), symbol, watch, counted)

@@ -2,12 +2,8 @@
 
 :class:`GraphBuilder` holds a graph (from one capture, or built node by node from several);
 :meth:`GraphBuilder.launcher` instantiates it into a :class:`Launcher` that replays it."""
-import operator
-
-from . import _hotpath
 from ._handle import Owner
 from ._seam_ffi import ffi
-from .errors import EagleValueError
 from .stream import raw_stream
 
 
@@ -67,42 +63,21 @@ class GraphBuilder(Owner):
 
 
 class Launcher(Owner):
-    """Replays a graph: ``launch()`` enqueues one replay, ``synchronize()`` waits."""
+    """Replays a graph.
 
-    __slots__ = ("keepalive", "_call", "_launch", "_sync", "_hot")
+    ``launch(n=1)`` enqueues ``n`` replays and returns without waiting (the first failing replay
+    raises); ``synchronize()`` waits for them and raises what a host function in the graph raised,
+    if any. Both are bound calls (eagle/_hotpath.py): no Python frame between the caller and the
+    backend, and ``launch(n)`` makes its n replays in one call."""
+
+    __slots__ = ("keepalive", "launch", "synchronize")
     _what = "launcher"
 
     def __init__(self, backend, handle, keepalive):
         self._own(backend, handle, "launcher_release")
         self.keepalive = list(keepalive)
-        self._call = call = _hotpath.caller(backend)
-        self._launch = _hotpath.fn_arg(call, backend._f.launcher_launch)
-        self._sync = _hotpath.fn_arg(call, backend._f.launcher_synchronize)
-        self._hot = _hotpath.handle_arg(call, handle)
-
-    def launch(self, n=1):
-        """Enqueue ``n`` replays (default 1) and return without waiting. The replays are made in
-        one call into eagle's compiled hot path; the first failing replay raises."""
-        if n == 1:  # the common case
-            status = self._call(self._launch, self._thread, self._hot)  # the thread check included
-        else:
-            n = operator.index(n)
-            if n < 0:
-                raise EagleValueError(f"eagle: Launcher.launch(n): n must be >= 0, got {n}")
-            if n == 0:
-                self._live()
-                return
-            status = self._call(self._launch, self._thread, self._hot, n)
-        if status:
-            self._failed("eagle_backend_launcher_launch", status)
-
-    def synchronize(self):
-        """Wait for the replays; raises what a host function in the graph raised, if any."""
-        status = self._call(self._sync, self._thread, self._hot)  # the thread check included
-        if status:
-            self._failed("eagle_backend_launcher_synchronize", status)
-        if self._backend._host_errors:
-            self._backend._raise_host_error()
+        self.launch = self._bind("launcher_launch", counted=True)
+        self.synchronize = self._bind("launcher_synchronize", watch=backend._host_errors)
 
     def set_stream(self, stream):
         b = self._backend

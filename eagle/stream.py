@@ -4,7 +4,6 @@
 library's stream) without owning it; :class:`Stream` owns one made by the backend."""
 from _thread import get_ident
 
-from . import _hotpath
 from ._handle import Owner, raw_int
 from ._seam_ffi import ffi
 from .errors import EagleTypeError, EagleValueError, HandleError
@@ -61,9 +60,13 @@ class StreamRef(Owner):
 class Stream(StreamRef):
     """A stream the backend created for eagle; released by :meth:`close` or garbage collection.
 
-    Get one from :meth:`Backend.stream`."""
+    Get one from :meth:`Backend.stream`.
 
-    __slots__ = ("_call", "_sync", "_hot", "_host_errors")
+    ``synchronize()`` blocks until every piece of work enqueued on this stream has finished, then
+    raises the exception a host function enqueued on this backend raised, if any. It is a bound
+    call (eagle/_hotpath.py): no Python frame between the caller and the backend."""
+
+    __slots__ = ("synchronize",)
 
     def __init__(self, backend, device=-1, non_blocking=False, flags=None):
         b = backend
@@ -81,26 +84,13 @@ class Stream(StreamRef):
             b._check("eagle_backend_stream_ptr", status)
         self._own(b, handle, "stream_release")
         self._raw = int(raw[0])
-        self._call = call = _hotpath.caller(b)
-        self._sync = _hotpath.fn_arg(call, b._f.stream_synchronize)
-        self._hot = _hotpath.handle_arg(call, handle)
-        self._host_errors = b._host_errors  # the backend's list, shared
+        self.synchronize = self._bind("stream_synchronize", watch=b._host_errors)
 
     @property
     def handle(self):
         if self._thread != get_ident():
             self._refuse()
         return self._raw
-
-    def synchronize(self):
-        """Block until every piece of work enqueued on this stream has finished.
-
-        Raises the exception a host function enqueued on this backend raised, if any."""
-        status = self._call(self._sync, self._thread, self._hot)  # the thread check included
-        if status:
-            self._failed("eagle_backend_stream_synchronize", status)
-        if self._host_errors:
-            self._backend._raise_host_error()
 
 
 def raw_stream(backend, stream):

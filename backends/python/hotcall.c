@@ -1,24 +1,33 @@
-/* eagle._hotcall -- the compiled hot call path of eagle's Python API.
+/* eagle._hotcall -- the compiled hot call path of eagle's Python API (see eagle/_hotpath.py).
  *
- * One function, call(fn, owner, handle[, times]), for the seam calls a replay loop makes on every
- * step (eagle_backend_stream_synchronize, eagle_backend_launcher_launch, ..._synchronize): they all
- * have the shape `eagle_backend_status fn(void* handle)`.
+ * The seam calls a replay loop makes on every step (eagle_backend_stream_synchronize,
+ * eagle_backend_launcher_launch, eagle_backend_launcher_synchronize) all have the shape
+ * `eagle_backend_status fn(void* handle)`. A BoundCall binds one such function to one handle and
+ * its owner thread; calling the BoundCall makes the call with no Python frame in between:
  *
- * Contract:
- *   fn      the address (int) of a seam function of that shape, taken from eagle's cffi library
- *           object of a loaded backend (the caller keeps that backend loaded);
- *   owner   the ident (threading.get_ident()) of the thread the handle belongs to, or None for a
- *           handle that is closed or consumed;
- *   handle  the handle's address (int);
- *   times   how many calls to make (default 1), stopping at the first nonzero status.
- * Returns the first nonzero status, else 0. When the calling thread is not `owner` (or owner is
- * None, or times < 1) nothing is called and NOT_CALLED is returned: the caller's slow path then
- * raises the right eagle error in Python. The GIL is released around the calls, as cffi does, so a
- * backend thread may run Python host functions meanwhile.
+ *   BoundCall(fn, handle, owner, failed, symbol, watch, counted)
+ *     fn       address (int) of the seam function, from eagle's cffi library object of a loaded
+ *              backend (the eagle object holding this BoundCall keeps that backend loaded);
+ *     handle   the handle's address (int);
+ *     owner    threading.get_ident() of the thread the handle belongs to;
+ *     failed   a weak reference to the eagle object; its method _hot_failed(symbol, status) is
+ *              called (with the GIL) to raise whenever the call cannot succeed quietly (once the
+ *              object is gone, eagle.errors.HandleError is raised here instead);
+ *     symbol   the seam function's full name (str), passed to _hot_failed;
+ *     watch    a list (the backend's pending host-function errors) or None: after a call that
+ *              returned 0, a non-empty list also goes to _hot_failed(symbol, 0);
+ *     counted  true when the BoundCall takes an optional count: bc(n) makes n calls, stopping at
+ *              the first nonzero status (n >= 0; 0 calls nothing). Arguments it does not take
+ *              (or a count that is no integer >= 0) go to _hot_bad_args(symbol, args), which raises.
  *
- * This is only a faster way to make the same call eagle's cffi (ABI mode) declarations describe;
- * eagle falls back to calling through cffi when this module is not built (eagle/_hotpath.py). It
- * uses the stable ABI (3.10) only, so one build serves every CPython >= 3.10. */
+ *   bc() / bc(n) -> None, or whatever _hot_failed returns (it is expected to raise).
+ *     Nothing is called, and _hot_failed(symbol, NOT_CALLED) is called instead, when the calling
+ *     thread is not `owner` or the BoundCall was disarmed. The GIL is released around the calls,
+ *     as cffi does, so a backend thread may run Python host functions meanwhile.
+ *   bc.disarm()  every later call goes to _hot_failed(symbol, NOT_CALLED); the eagle object calls
+ *     it when its handle is closed or consumed, before the handle is released.
+ *
+ * Only the stable ABI (3.10) is used, so one build serves every CPython >= 3.10. */
 #define Py_LIMITED_API 0x030A0000
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,57 +38,187 @@ typedef int32_t (*seam_handle_fn)(void*);
 /* Not an int32: no seam status can equal it. */
 #define NOT_CALLED ((long long)1 << 40)
 
-static PyObject* not_called(void) { return PyLong_FromLongLong(NOT_CALLED); }
-
-static PyObject* hot_call(PyObject* module, PyObject* const* args, Py_ssize_t nargs) {
-    (void)module;
-    if (nargs != 3 && nargs != 4) {
-        PyErr_Format(PyExc_TypeError, "eagle._hotcall.call takes fn, owner, handle[, times] (%zd given)", nargs);
-        return NULL;
-    }
-    if (!PyLong_Check(args[1])) return not_called(); /* None: closed or consumed */
-    const unsigned long owner = PyLong_AsUnsignedLong(args[1]);
-    if (owner == (unsigned long)-1 && PyErr_Occurred()) return NULL;
-    if (owner != PyThread_get_thread_ident()) return not_called();
-
-    seam_handle_fn fn = (seam_handle_fn)PyLong_AsVoidPtr(args[0]);
-    if (!fn) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "eagle._hotcall.call: fn is 0");
-        return NULL;
-    }
-    void* handle = PyLong_AsVoidPtr(args[2]);
-    if (!handle && PyErr_Occurred()) return NULL;
-    long long times = 1;
-    if (nargs == 4) {
-        times = PyLong_AsLongLong(args[3]);
-        if (times == -1 && PyErr_Occurred()) return NULL;
-        if (times < 1) return not_called();
-    }
-
+/* Makes `times` calls of fn(handle) with the GIL released; the first nonzero status, else 0. */
+static int32_t call_released(seam_handle_fn fn, void* handle, long long times) {
     int32_t status = 0;
     PyThreadState* ts = PyEval_SaveThread();
     for (long long i = 0; i < times && status == 0; ++i) status = fn(handle);
     PyEval_RestoreThread(ts);
-    return PyLong_FromLong(status);
+    return status;
 }
 
-static PyMethodDef hot_methods[] = {
-    {"call", (PyCFunction)(void (*)(void))hot_call, METH_FASTCALL,
-     "call(fn, owner, handle[, times]) -> status: call the seam function at address fn on handle\n"
-     "(times times, stopping at the first nonzero status) if the calling thread is owner;\n"
-     "else return NOT_CALLED without calling."},
+/* ------------------------------------------------------------------------------- BoundCall */
+
+typedef struct {
+    PyObject_HEAD
+    seam_handle_fn fn;
+    void* handle;
+    unsigned long owner;
+    int armed;
+    int counted;
+    PyObject* failed; /* weakref to the eagle object */
+    PyObject* symbol; /* str */
+    PyObject* watch;  /* list or NULL */
+} BoundCall;
+
+/* obj.<method>(symbol, arg) for the eagle object behind the weak reference (a disarmed BoundCall
+ * may outlive it: then ReferenceError). */
+static PyObject* report_to(BoundCall* self, const char* method, PyObject* arg) {
+    PyObject* obj = PyObject_CallNoArgs(self->failed);
+    if (!obj) return NULL;
+    if (obj == Py_None) { /* raise eagle.HandleError */
+        Py_DECREF(obj);
+        PyObject* errors = PyImport_ImportModule("eagle.errors");
+        PyObject* handle_error = errors ? PyObject_GetAttrString(errors, "HandleError") : NULL;
+        Py_XDECREF(errors);
+        if (!handle_error) return NULL;
+        PyObject* msg = PyUnicode_FromFormat(
+            "eagle: the object this call of %U was taken from has been garbage-collected and its "
+            "handle released; keep the object, not only its bound method", self->symbol);
+        if (msg) {
+            PyErr_SetObject(handle_error, msg);
+            Py_DECREF(msg);
+        }
+        Py_DECREF(handle_error);
+        return NULL;
+    }
+    PyObject* r = PyObject_CallMethod(obj, method, "OO", self->symbol, arg);
+    Py_DECREF(obj);
+    return r;
+}
+
+static PyObject* report(BoundCall* self, long long status) {
+    PyObject* st = PyLong_FromLongLong(status);
+    if (!st) return NULL;
+    PyObject* r = report_to(self, "_hot_failed", st);
+    Py_DECREF(st);
+    return r;
+}
+
+static PyObject* bound_call(PyObject* op, PyObject* args, PyObject* kwargs) {
+    BoundCall* self = (BoundCall*)op;
+    if (kwargs && PyDict_Size(kwargs) != 0) return report_to(self, "_hot_bad_args", kwargs);
+    const Py_ssize_t nargs = PyTuple_Size(args);
+    long long times = 1;
+    if (nargs != 0) {
+        if (nargs != 1 || !self->counted || !PyLong_Check(PyTuple_GetItem(args, 0)))
+            return report_to(self, "_hot_bad_args", args);
+        times = PyLong_AsLongLong(PyTuple_GetItem(args, 0));
+        if (times == -1 && PyErr_Occurred()) PyErr_Clear();
+        if (times < 0) return report_to(self, "_hot_bad_args", args);
+    }
+    if (!self->armed || self->owner != PyThread_get_thread_ident()) return report(self, NOT_CALLED);
+    if (times == 0) Py_RETURN_NONE;
+    const int32_t status = call_released(self->fn, self->handle, times);
+    if (status != 0) return report(self, status);
+    if (self->watch && PyList_Size(self->watch) > 0) return report(self, 0);
+    Py_RETURN_NONE;
+}
+
+static PyObject* bound_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+    PyObject *fn, *handle, *owner, *failed, *symbol, *watch;
+    int counted = 0;
+    static char* names[] = {"fn", "handle", "owner", "failed", "symbol", "watch", "counted", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOUO|p", names, &fn, &handle, &owner, &failed, &symbol,
+                                     &watch, &counted))
+        return NULL;
+    if (!PyWeakref_Check(failed)) {
+        PyErr_SetString(PyExc_TypeError, "eagle._hotcall.BoundCall: failed must be a weak reference");
+        return NULL;
+    }
+    if (watch != Py_None && !PyList_Check(watch)) {
+        PyErr_SetString(PyExc_TypeError, "eagle._hotcall.BoundCall: watch must be a list or None");
+        return NULL;
+    }
+    void* f = PyLong_AsVoidPtr(fn);
+    if (!f) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "eagle._hotcall.BoundCall: fn is 0");
+        return NULL;
+    }
+    void* h = PyLong_AsVoidPtr(handle);
+    if (!h && PyErr_Occurred()) return NULL;
+    const unsigned long o = PyLong_AsUnsignedLong(owner);
+    if (o == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    BoundCall* self = (BoundCall*)alloc(type, 0);
+    if (!self) return NULL;
+    self->fn = (seam_handle_fn)f;
+    self->handle = h;
+    self->owner = o;
+    self->armed = 1;
+    self->counted = counted;
+    Py_INCREF(failed);
+    self->failed = failed;
+    Py_INCREF(symbol);
+    self->symbol = symbol;
+    if (watch != Py_None) {
+        Py_INCREF(watch);
+        self->watch = watch;
+    }
+    return (PyObject*)self;
+}
+
+static void bound_dealloc(PyObject* op) {
+    BoundCall* self = (BoundCall*)op;
+    PyTypeObject* type = Py_TYPE(op);
+    Py_XDECREF(self->failed);
+    Py_XDECREF(self->symbol);
+    Py_XDECREF(self->watch);
+    freefunc free_fn = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    free_fn(op);
+    Py_DECREF(type);
+}
+
+static PyObject* bound_disarm(PyObject* op, PyObject* unused) {
+    (void)unused;
+    ((BoundCall*)op)->armed = 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject* bound_repr(PyObject* op) {
+    BoundCall* self = (BoundCall*)op;
+    return PyUnicode_FromFormat("<eagle._hotcall.BoundCall %U%s>", self->symbol, self->armed ? "" : " (disarmed)");
+}
+
+static PyMethodDef bound_methods[] = {
+    {"disarm", bound_disarm, METH_NOARGS, "Make every later call report NOT_CALLED (the handle is gone)."},
     {NULL, NULL, 0, NULL},
 };
 
+static PyType_Slot bound_slots[] = {
+    {Py_tp_new, (void*)bound_new},
+    {Py_tp_dealloc, (void*)bound_dealloc},
+    {Py_tp_call, (void*)bound_call},
+    {Py_tp_repr, (void*)bound_repr},
+    {Py_tp_methods, bound_methods},
+    {Py_tp_doc, (void*)"One seam call bound to a handle and its owner thread (see eagle/_hotpath.py)."},
+    {0, NULL},
+};
+
+static PyType_Spec bound_spec = {
+    "eagle._hotcall.BoundCall", sizeof(BoundCall), 0, Py_TPFLAGS_DEFAULT, bound_slots,
+};
+
+/* ------------------------------------------------------------------------------------ module */
+
 static struct PyModuleDef hot_module = {
-    PyModuleDef_HEAD_INIT, "_hotcall",
-    "eagle's compiled hot call path (see eagle/_hotpath.py).", -1, hot_methods,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "_hotcall", "eagle's compiled hot call path (see eagle/_hotpath.py).", -1,
+    NULL, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__hotcall(void) {
     PyObject* m = PyModule_Create(&hot_module);
-    if (m && PyModule_AddObject(m, "NOT_CALLED", not_called()) < 0) {
+    if (!m) return NULL;
+    PyObject* type = PyType_FromSpec(&bound_spec);
+    if (!type || PyModule_AddObject(m, "BoundCall", type) < 0) {
+        Py_XDECREF(type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject* nc = PyLong_FromLongLong(NOT_CALLED);
+    if (!nc || PyModule_AddObject(m, "NOT_CALLED", nc) < 0) {
+        Py_XDECREF(nc);
         Py_DECREF(m);
         return NULL;
     }
