@@ -155,6 +155,7 @@ def main():
     # -- 2. WHILE per iteration --------------------------------------------------------------
     cnt = cp.zeros(1, cp.uint32)
     cell = cp.zeros(2, cp.uint32)
+    ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
     with b.capture(s) as cap:
         w = b.while_(s, cnt, cell, loop_cap=1 << 30)
         body = w.begin()
@@ -163,7 +164,6 @@ def main():
         w.close()
     wl = b.graph_from_captured(cap.captured).launcher()
     wl.set_stream(s)
-    ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
 
     def eagle_while(iters):
         with cs:
@@ -179,9 +179,12 @@ def main():
     for _ in range(args.rounds):
         for iters in (1000, 10000):
             add(f"WHILE {iters} it: eagle (us/iter)", eagle_while(iters) / iters)
-            ok(peers.peer_while(ctypes.c_uint64(s.handle), ctypes.c_void_p(d_counter.data.ptr), iters, 1,
-                                ctypes.byref(dbl)), "peer_while")
-            add(f"WHILE {iters} it: raw CUDA WHILE node (us/iter)", dbl.value)
+            for body_kind, what in ((0, "raw CUDA WHILE node"),
+                                    (1, "raw WHILE, 2-kernel body (step, decide)"),
+                                    (2, "raw WHILE, 2-kernel body, programmatic edge")):
+                ok(peers.peer_while(ctypes.c_uint64(s.handle), ctypes.c_void_p(d_counter.data.ptr), iters, 1,
+                                    body_kind, ctypes.byref(dbl)), "peer_while")
+                add(f"WHILE {iters} it: {what} (us/iter)", dbl.value)
         ok(peers.peer_host_loop(ctypes.c_uint64(s.handle), ctypes.c_void_p(d_counter.data.ptr), 1000,
                                 ctypes.byref(dbl)), "peer_host_loop")
         add("WHILE 1000 it: host-driven loop (us/iter)", dbl.value)
@@ -297,6 +300,10 @@ def main():
               f"{ratio('WHILE 10000 it: eagle (us/iter)', 'WHILE 10000 it: raw CUDA WHILE node (us/iter)'):.2f}x (<= 1.1)",
               f"- WHILE per iteration at 1000, eagle / raw WHILE node: "
               f"{ratio('WHILE 1000 it: eagle (us/iter)', 'WHILE 1000 it: raw CUDA WHILE node (us/iter)'):.2f}x",
+              f"- WHILE per iteration at 10000, eagle / raw WHILE with the same 2-kernel body, plain edge: "
+              f"{ratio('WHILE 10000 it: eagle (us/iter)', 'WHILE 10000 it: raw WHILE, 2-kernel body (step, decide) (us/iter)'):.2f}x",
+              f"- WHILE per iteration at 10000, eagle / raw WHILE with the same 2-kernel body, programmatic edge: "
+              f"{ratio('WHILE 10000 it: eagle (us/iter)', 'WHILE 10000 it: raw WHILE, 2-kernel body, programmatic edge (us/iter)'):.2f}x",
               f"- WHILE per iteration at 1000, eagle / host-driven loop: "
               f"{ratio('WHILE 1000 it: eagle (us/iter)', 'WHILE 1000 it: host-driven loop (us/iter)'):.2f}x",
               f"- compact 2^26, eagle / CUB Flagged: "

@@ -7,6 +7,8 @@
 // kernel that re-evaluates the guard and steps the [remaining, ran] cell.
 #include <cuda_runtime.h>
 
+#include <vector>
+
 #include "gpu.h"
 
 using namespace eagle;
@@ -48,9 +50,9 @@ __global__ void if_setter(cudaGraphConditionalHandle h, const uint32_t* count, c
 }
 
 // init != 0: entry of the WHILE node (cell := [loop_cap, 0]); else the end of a body iteration.
-// At the end of a body it may be a programmatic dependent launch (see launch_body_setter): it then
-// waits here until the kernels it follows have finished and their writes are visible. Launched
-// normally, the wait returns at once.
+// At the end of a body it may follow its kernels through programmatic edges (see
+// launch_body_setter): it then waits here until they have finished and their writes are visible.
+// Without such edges the wait returns at once.
 __global__ void while_setter(cudaGraphConditionalHandle h, const uint32_t* count, const uint32_t* baseline,
                              uint32_t* cell, uint32_t loop_cap, int init) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -119,23 +121,33 @@ bool follows_kernels_only(gpuStream_t s) noexcept {
 
 // The setter that ends every WHILE iteration, captured on the body stream. Where the device has
 // programmatic dependent launch (compute capability >= 9.0) and the setter follows kernel nodes
-// only, it is captured with a programmatic edge: the GPU may start the setter while those kernels
-// drain instead of after a full kernel-to-kernel handoff, and cudaGridDependencySynchronize() in
-// the setter still orders its reads after their writes. This cuts the per-iteration cost of the
-// extra node eagle's WHILE has over a body that sets its own condition.
+// only, its edges from them are programmatic from their launch-completion port: the GPU may start
+// the setter as soon as every block of those kernels has begun, instead of after a full
+// kernel-to-kernel handoff, and cudaGridDependencySynchronize() in the setter still waits for
+// them to finish and their writes to be visible before it reads the guard words. On the H200 this
+// took 0.25 us off every iteration (benchmarks/RESULTS.md).
 gpuError_t launch_body_setter(Conditional* c) noexcept {
     int major = 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device) != cudaSuccess) major = 0;
-    cudaLaunchAttribute attr[1] = {};
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(1);
-    cfg.blockDim = dim3(1);
-    cfg.stream = c->body;
-    cfg.attrs = attr;
-    cfg.numAttrs = major >= 9 && follows_kernels_only(c->body) ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, while_setter, c->handle, c->count, c->baseline, c->cell, c->loop_cap, 0);
+    if (major >= 9 && follows_kernels_only(c->body)) {
+        cudaStreamCaptureStatus status{};
+        const cudaGraphNode_t* deps = nullptr;
+        size_t n = 0;
+        gpuError_t e = gpuStreamGetCaptureInfo(c->body, &status, nullptr, nullptr, &deps, &n);
+        if (e != cudaSuccess) return e;
+        std::vector<cudaGraphNode_t> nodes(deps, deps + n);
+        std::vector<cudaGraphEdgeData> edges(n);
+        for (cudaGraphEdgeData& edge : edges) {
+            edge = cudaGraphEdgeData{};
+            edge.type = cudaGraphDependencyTypeProgrammatic;
+            edge.from_port = cudaGraphKernelNodePortLaunchCompletion;
+        }
+        e = cudaStreamUpdateCaptureDependencies(c->body, nodes.data(), edges.data(), n,
+                                                cudaStreamSetCaptureDependencies);
+        if (e != cudaSuccess) return e;
+    }
+    while_setter<<<1, 1, 0, c->body>>>(c->handle, c->count, c->baseline, c->cell, c->loop_cap, 0);
+    return cudaGetLastError();
 }
 
 void close_body(Conditional* c) {
@@ -143,8 +155,7 @@ void close_body(Conditional* c) {
     DeviceGuard guard(c->device);
     const int index = c->open;
     c->open = -1;
-    gpuError_t le = c->kind == kWhile ? launch_body_setter(c) : cudaSuccess;
-    if (le == cudaSuccess) le = cudaGetLastError();
+    gpuError_t le = c->kind == kWhile ? launch_body_setter(c) : cudaGetLastError();
     gpuGraph_t g = nullptr;
     gpuError_t e = cudaStreamEndCapture(c->body, &g);
     body_graph_remove(c->bodies[index]);

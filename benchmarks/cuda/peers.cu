@@ -30,6 +30,14 @@ __global__ void raw_while_init(unsigned* c, unsigned n, cudaGraphConditionalHand
     cudaGraphSetConditional(h, n != 0u ? 1u : 0u);
 }
 __global__ void host_loop_body(unsigned* c) { c[0] -= 1u; }
+// A two-kernel raw WHILE body, as a raw-CUDA user whose step kernel does not know the handle would
+// write it: the step (host_loop_body) and then this decide kernel.
+__global__ void raw_while_decide(const unsigned* c, cudaGraphConditionalHandle h) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+#endif
+    cudaGraphSetConditional(h, c[0] != 0u ? 1u : 0u);
+}
 
 static double now_us() {
     using namespace std::chrono;
@@ -82,9 +90,12 @@ extern "C" int peer_seam_launch_loop(uint64_t fn, uint64_t launcher, uint64_t st
     return 0;
 }
 
-// A raw conditional WHILE node running `iters` iterations of a one-kernel body; returns the GPU
-// time of one launch (events) divided by iters.
-extern "C" int peer_while(uint64_t stream, unsigned* d_counter, unsigned iters, int reps, double* us_per_iter) {
+// A raw conditional WHILE node running `iters` iterations; returns the GPU time of one launch
+// (events) divided by iters. body_kind 0: one kernel that decrements and decides; 1: a decrement
+// kernel then a decide kernel (plain edge); 2: the same two kernels joined by a programmatic edge
+// from the decrement's launch-completion port (what eagle's cuda backend records).
+extern "C" int peer_while(uint64_t stream, unsigned* d_counter, unsigned iters, int reps, int body_kind,
+                          double* us_per_iter) {
     cudaStream_t s = (cudaStream_t)(uintptr_t)stream;
     cudaGraph_t g;
     TRY(cudaGraphCreate(&g, 0));
@@ -105,9 +116,23 @@ extern "C" int peer_while(uint64_t stream, unsigned* d_counter, unsigned iters, 
     TRY(cudaGraphAddNode(&cond, g, &init, nullptr, 1, &cp));
     cudaGraph_t body = cp.conditional.phGraph_out[0];
     void* body_args[] = {&d_counter, &h};
-    kp.func = (void*)raw_while_body; kp.kernelParams = body_args;
-    cudaGraphNode_t bn;
-    TRY(cudaGraphAddKernelNode(&bn, body, nullptr, 0, &kp));
+    void* step_args[] = {&d_counter};
+    cudaGraphNode_t bn, dn;
+    if (body_kind == 0) {
+        kp.func = (void*)raw_while_body; kp.kernelParams = body_args;
+        TRY(cudaGraphAddKernelNode(&bn, body, nullptr, 0, &kp));
+    } else {
+        kp.func = (void*)host_loop_body; kp.kernelParams = step_args;
+        TRY(cudaGraphAddKernelNode(&bn, body, nullptr, 0, &kp));
+        kp.func = (void*)raw_while_decide; kp.kernelParams = body_args;
+        TRY(cudaGraphAddKernelNode(&dn, body, nullptr, 0, &kp));
+        cudaGraphEdgeData edge = {};
+        if (body_kind == 2) {
+            edge.type = cudaGraphDependencyTypeProgrammatic;
+            edge.from_port = cudaGraphKernelNodePortLaunchCompletion;
+        }
+        TRY(cudaGraphAddDependencies(body, &bn, &dn, &edge, 1));
+    }
     cudaGraphExec_t ex;
     TRY(cudaGraphInstantiate(&ex, g, 0));
     cudaEvent_t a, b;
