@@ -108,49 +108,57 @@ def main():
         with torch.cuda.graph(tg):
             x_t.add_(1)
     N = args.launches
-    for _ in range(args.rounds):
+    raw_launch, raw_h = b._f.launcher_launch, launcher._h  # the seam call alone, no wrapper
+
+    def timed(loop, sync):  # host microseconds per launch of N launches, after and before a sync
+        sync()
         t0 = time.perf_counter()
+        loop()
+        t1 = time.perf_counter()
+        sync()
+        return (t1 - t0) / N * 1e6
+
+    def eagle_launch():
         for _ in range(N):
             launcher.launch()
-        t1 = time.perf_counter()
-        s.synchronize()
-        add("replay: eagle Launcher.launch()", (t1 - t0) / N * 1e6)
-        t0 = time.perf_counter()
-        launcher.launch(N)
-        t1 = time.perf_counter()
-        s.synchronize()
-        add("replay: eagle Launcher.launch(n)", (t1 - t0) / N * 1e6)
-        t0 = time.perf_counter()
+
+    def eagle_fallback():
         for _ in range(N):
             launcher_ffi.launch()
-        t1 = time.perf_counter()
-        s.synchronize()
-        add("replay: eagle Launcher.launch(), cffi fallback", (t1 - t0) / N * 1e6)
-        ok(peers.peer_seam_launch_loop(ctypes.c_uint64(seam_fn), ctypes.c_uint64(seam_launcher),
-                                       ctypes.c_uint64(s.handle), N, ctypes.byref(dbl)), "seam loop")
-        add("replay: C loop of eagle_backend_launcher_launch", dbl.value)
-        raw_launch, raw_h = b._f.launcher_launch, launcher._h  # the seam call alone, no wrapper
-        t0 = time.perf_counter()
+
+    def raw_cffi():
         for _ in range(N):
             raw_launch(raw_h)
-        t1 = time.perf_counter()
-        s.synchronize()
-        add("replay: raw cffi eagle_backend_launcher_launch", (t1 - t0) / N * 1e6)
-        ok(peers.peer_graph_launch_loop(ctypes.c_uint64(s.handle), N, ctypes.byref(dbl)), "loop")
-        add("replay: C loop of cudaGraphLaunch", dbl.value)
-        t0 = time.perf_counter()
+
+    def cupy_launch():
         for _ in range(N):
             g_cp.launch(cs)
-        t1 = time.perf_counter()
-        cs.synchronize()
-        add("replay: cupy Graph.launch", (t1 - t0) / N * 1e6)
-        if torch is not None:
-            t0 = time.perf_counter()
-            for _ in range(N):
-                tg.replay()
-            t1 = time.perf_counter()
-            torch.cuda.synchronize()
-            add("replay: torch CUDAGraph.replay", (t1 - t0) / N * 1e6)
+
+    def torch_replay():
+        for _ in range(N):
+            tg.replay()
+
+    def c_loop(fn, *a):
+        ok(fn(*a, N, ctypes.byref(dbl)), fn.__name__)
+        return dbl.value
+
+    replay_cases = {
+        "replay: eagle Launcher.launch()": lambda: timed(eagle_launch, s.synchronize),
+        "replay: eagle Launcher.launch(n)": lambda: timed(lambda: launcher.launch(N), s.synchronize),
+        "replay: eagle Launcher.launch(), cffi fallback": lambda: timed(eagle_fallback, s.synchronize),
+        "replay: raw cffi eagle_backend_launcher_launch": lambda: timed(raw_cffi, s.synchronize),
+        "replay: C loop of eagle_backend_launcher_launch": lambda: c_loop(
+            peers.peer_seam_launch_loop, ctypes.c_uint64(seam_fn), ctypes.c_uint64(seam_launcher),
+            ctypes.c_uint64(s.handle)),
+        "replay: C loop of cudaGraphLaunch": lambda: c_loop(peers.peer_graph_launch_loop, ctypes.c_uint64(s.handle)),
+        "replay: cupy Graph.launch": lambda: timed(cupy_launch, cs.synchronize),
+    }
+    if torch is not None:
+        replay_cases["replay: torch CUDAGraph.replay"] = lambda: timed(torch_replay, torch.cuda.synchronize)
+    names = list(replay_cases)
+    for r in range(2 * args.rounds + 1):  # rotating order: no case always follows the same one
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            add(name, replay_cases[name]())
 
     # -- 2. WHILE per iteration --------------------------------------------------------------
     cnt = cp.zeros(1, cp.uint32)

@@ -55,11 +55,14 @@ __global__ void if_setter(cudaGraphConditionalHandle h, const uint32_t* count, c
 // Without such edges the wait returns at once.
 __global__ void while_setter(cudaGraphConditionalHandle h, const uint32_t* count, const uint32_t* baseline,
                              uint32_t* cell, uint32_t loop_cap, int init) {
+    // The cell is written only by this setter (the entry's or the previous iteration's), which
+    // finished before this iteration began: read it before waiting for the body's kernels, so that
+    // only the guard words are read after the wait.
+    uint32_t remaining = init ? loop_cap : cell[0];
+    uint32_t ran = init ? 0u : cell[1];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cudaGridDependencySynchronize();
 #endif
-    uint32_t remaining = init ? loop_cap : cell[0];
-    uint32_t ran = init ? 0u : cell[1];
     const bool go = remaining > 0 && guard_holds(count, baseline);
     if (go) {
         remaining -= 1;
