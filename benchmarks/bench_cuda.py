@@ -189,7 +189,9 @@ def main():
             add(f"WHILE {iters} it: eagle (us/iter)", eagle_while(iters) / iters)
             for body_kind, what in ((0, "raw CUDA WHILE node"),
                                     (1, "raw WHILE, 2-kernel body (step, decide)"),
-                                    (2, "raw WHILE, 2-kernel body, programmatic edge")):
+                                    (2, "raw WHILE, 2-kernel body, programmatic edge"),
+                                    (3, "raw WHILE, 2-kernel body, programmatic edge, eagle's setter work"),
+                                    (4, "raw WHILE, eagle's body by hand (triple, setter work, programmatic edge)")):
                 ok(peers.peer_while(ctypes.c_uint64(s.handle), ctypes.c_void_p(d_counter.data.ptr), iters, 1,
                                     body_kind, ctypes.byref(dbl)), "peer_while")
                 add(f"WHILE {iters} it: {what} (us/iter)", dbl.value)

@@ -95,24 +95,34 @@ def test_partition_triple_and_logical_size(cuda, s, k):
     assert out.get().tolist() == [0, 500, 500]
 
 
-def test_while_decides_on_device_across_replays(cuda, s, k):
+@pytest.mark.parametrize("with_baseline", [False, True], ids=["guard_vs_0", "guard_vs_baseline"])
+@pytest.mark.parametrize("cell_offset", [0, 1], ids=["cell_8B_aligned", "cell_4B_aligned"])
+def test_while_decides_on_device_across_replays(cuda, s, k, with_baseline, cell_offset):
+    """Each of the backend's body-setter variants (baseline word or not, cell stored as one 8-byte
+    word or as two 4-byte words) steps the [remaining, ran] cell and stops where the guard says."""
+    stop = 2 if with_baseline else 0
     cnt = cp.zeros(1, cp.uint32)
-    cell = cp.zeros(2, cp.uint32)
+    base = cp.full(1, stop, cp.uint32)
+    cell_store = cp.zeros(3, cp.uint32)
+    cell = cell_store[cell_offset:cell_offset + 2]
+    assert (cell.data.ptr % 8 == 0) == (cell_offset == 0)
     with cuda.capture(s) as cap:
-        w = cuda.while_(s, cnt, cell, loop_cap=50)
+        w = cuda.while_(s, cnt, cell, loop_cap=50, baseline=base if with_baseline else None)
         body = w.begin()
         cuda.run(k["decrement"], [cnt], 1, stream=body, block=1)
         w.end()
         w.close()
     L = cuda.graph_from_captured(cap.captured).launcher()
     L.set_stream(s)
-    for start, ran in ((5, 5), (0, 0), (80, 50), (1, 1)):
+    for start in (stop + 5, stop, stop + 80, stop + 1):
+        ran = min(start - stop, 50)
         cnt.fill(start)
         cp.cuda.Device().synchronize()
         L.launch()
         L.synchronize()
         assert cell.get().tolist() == [50 - ran, ran]
         assert int(cnt.get()[0]) == start - ran
+        assert int(cell_store[2 if cell_offset == 0 else 0].get()) == 0  # nothing written beside the cell
 
 
 def test_if_and_switch_follow_their_guards(cuda, s, k):

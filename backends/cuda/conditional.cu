@@ -49,27 +49,48 @@ __global__ void if_setter(cudaGraphConditionalHandle h, const uint32_t* count, c
     cudaGraphSetConditional(h, guard_holds(count, baseline) ? 1u : 0u);
 }
 
-// init != 0: entry of the WHILE node (cell := [loop_cap, 0]); else the end of a body iteration.
-// At the end of a body it may follow its kernels through programmatic edges (see
-// launch_body_setter): it then waits here until they have finished and their writes are visible.
-// Without such edges the wait returns at once.
-__global__ void while_setter(cudaGraphConditionalHandle h, const uint32_t* count, const uint32_t* baseline,
-                             uint32_t* cell, uint32_t loop_cap, int init) {
-    // The cell is written only by this setter (the entry's or the previous iteration's), which
-    // finished before this iteration began: read it before waiting for the body's kernels, so that
-    // only the guard words are read after the wait.
-    uint32_t remaining = init ? loop_cap : cell[0];
-    uint32_t ran = init ? 0u : cell[1];
+// Entry of the WHILE node: cell := [loop_cap, 0], then the first decision.
+__global__ void while_entry_setter(cudaGraphConditionalHandle h, const uint32_t* count, const uint32_t* baseline,
+                                   uint32_t* cell, uint32_t loop_cap) {
+    const bool go = loop_cap > 0 && guard_holds(count, baseline);
+    cell[0] = go ? loop_cap - 1u : loop_cap;
+    cell[1] = go ? 1u : 0u;
+    cudaGraphSetConditional(h, go ? 1u : 0u);
+}
+
+// End of every body iteration: the next decision, stepping the cell. It is specialised (no
+// baseline word; the cell stored as one 8-byte word when it is 8-byte aligned) because it runs
+// once per iteration, where every instruction and parameter byte shows. It may follow the body's
+// kernels through programmatic edges (see launch_body_setter): it then waits in
+// cudaGridDependencySynchronize() until they have finished and their writes are visible; without
+// such edges the wait returns at once. The cell is written only by these setters, all finished
+// before this iteration began, so it is read before the wait: only the guard is read after it.
+template <bool HasBaseline, bool Packed>
+__global__ void while_body_setter(cudaGraphConditionalHandle h, const uint32_t* count, const uint32_t* baseline,
+                                  uint32_t* cell) {
+    uint32_t remaining, ran;
+    if constexpr (Packed) {
+        const uint64_t both = *reinterpret_cast<const uint64_t*>(cell);
+        remaining = static_cast<uint32_t>(both);
+        ran = static_cast<uint32_t>(both >> 32);
+    } else {
+        remaining = cell[0];
+        ran = cell[1];
+    }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cudaGridDependencySynchronize();
 #endif
-    const bool go = remaining > 0 && guard_holds(count, baseline);
+    const bool go = remaining > 0 && *count != (HasBaseline ? *baseline : 0u);
     if (go) {
         remaining -= 1;
         ran += 1;
+        if constexpr (Packed) {
+            *reinterpret_cast<uint64_t*>(cell) = (static_cast<uint64_t>(ran) << 32) | remaining;
+        } else {
+            cell[0] = remaining;
+            cell[1] = ran;
+        }
     }
-    cell[0] = remaining;
-    cell[1] = ran;
     cudaGraphSetConditional(h, go ? 1u : 0u);
 }
 
@@ -149,7 +170,14 @@ gpuError_t launch_body_setter(Conditional* c) noexcept {
                                                 cudaStreamSetCaptureDependencies);
         if (e != cudaSuccess) return e;
     }
-    while_setter<<<1, 1, 0, c->body>>>(c->handle, c->count, c->baseline, c->cell, c->loop_cap, 0);
+    const bool packed = reinterpret_cast<uintptr_t>(c->cell) % 8 == 0;
+    if (c->baseline) {
+        if (packed) while_body_setter<true, true><<<1, 1, 0, c->body>>>(c->handle, c->count, c->baseline, c->cell);
+        else while_body_setter<true, false><<<1, 1, 0, c->body>>>(c->handle, c->count, c->baseline, c->cell);
+    } else {
+        if (packed) while_body_setter<false, true><<<1, 1, 0, c->body>>>(c->handle, c->count, nullptr, c->cell);
+        else while_body_setter<false, false><<<1, 1, 0, c->body>>>(c->handle, c->count, nullptr, c->cell);
+    }
     return cudaGetLastError();
 }
 
@@ -212,7 +240,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_create(const struct 
         switch (c->kind) {
             case kIf: if_setter<<<1, 1, 0, c->origin>>>(c->handle, c->count, c->baseline); break;
             case kWhile:
-                while_setter<<<1, 1, 0, c->origin>>>(c->handle, c->count, c->baseline, c->cell, c->loop_cap, 1);
+                while_entry_setter<<<1, 1, 0, c->origin>>>(c->handle, c->count, c->baseline, c->cell, c->loop_cap);
                 break;
             case kSwitch: switch_setter<<<1, 1, 0, c->origin>>>(c->handle, c->count); break;
         }

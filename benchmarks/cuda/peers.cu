@@ -90,10 +90,33 @@ extern "C" int peer_seam_launch_loop(uint64_t fn, uint64_t launcher, uint64_t st
     return 0;
 }
 
+// The decide kernel doing exactly the work of eagle's WHILE setter (its parameters, its cell read
+// before the wait, two stores), to tell the cost of that work from the cost of the second node.
+__global__ void raw_while_decide_like_eagle(cudaGraphConditionalHandle h, const unsigned* count,
+                                            const unsigned* baseline, unsigned* cell, unsigned loop_cap, int init) {
+    unsigned remaining = init ? loop_cap : cell[0];
+    unsigned ran = init ? 0u : cell[1];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+#endif
+    const bool go = remaining > 0 && *count != (baseline ? *baseline : 0u);
+    if (go) {
+        remaining -= 1;
+        ran += 1;
+    }
+    cell[0] = remaining;
+    cell[1] = ran;
+    cudaGraphSetConditional(h, go ? 1u : 0u);
+}
+// The step kernel with eagle's partition triple appended (as run_device launches it).
+__global__ void host_loop_body_triple(unsigned* c, long long, long long, long long) { c[0] -= 1u; }
+
 // A raw conditional WHILE node running `iters` iterations; returns the GPU time of one launch
 // (events) divided by iters. body_kind 0: one kernel that decrements and decides; 1: a decrement
 // kernel then a decide kernel (plain edge); 2: the same two kernels joined by a programmatic edge
-// from the decrement's launch-completion port (what eagle's cuda backend records).
+// from the decrement's launch-completion port (what eagle's cuda backend records); 3: as 2 with the
+// decide kernel doing eagle's setter work; 4: as 3 with the step kernel taking eagle's partition
+// triple too (the same body as eagle's, built by hand).
 extern "C" int peer_while(uint64_t stream, unsigned* d_counter, unsigned iters, int reps, int body_kind,
                           double* us_per_iter) {
     cudaStream_t s = (cudaStream_t)(uintptr_t)stream;
@@ -117,17 +140,28 @@ extern "C" int peer_while(uint64_t stream, unsigned* d_counter, unsigned iters, 
     cudaGraph_t body = cp.conditional.phGraph_out[0];
     void* body_args[] = {&d_counter, &h};
     void* step_args[] = {&d_counter};
+    long long t0 = 0, t1 = 1, t2 = 1;
+    void* step_triple_args[] = {&d_counter, &t0, &t1, &t2};
+    unsigned* cell = nullptr;
+    TRY(cudaMalloc(&cell, 2 * sizeof(unsigned)));
+    TRY(cudaMemset(cell, 0x7f, 2 * sizeof(unsigned)));  // remaining stays > 0 for every run here
+    const unsigned* no_baseline = nullptr;
+    unsigned cap = 0x7f7f7f7fu;
+    int not_init = 0;
+    void* like_eagle_args[] = {&h, &d_counter, &no_baseline, &cell, &cap, &not_init};
     cudaGraphNode_t bn, dn;
     if (body_kind == 0) {
         kp.func = (void*)raw_while_body; kp.kernelParams = body_args;
         TRY(cudaGraphAddKernelNode(&bn, body, nullptr, 0, &kp));
     } else {
-        kp.func = (void*)host_loop_body; kp.kernelParams = step_args;
+        kp.func = body_kind == 4 ? (void*)host_loop_body_triple : (void*)host_loop_body;
+        kp.kernelParams = body_kind == 4 ? step_triple_args : step_args;
         TRY(cudaGraphAddKernelNode(&bn, body, nullptr, 0, &kp));
-        kp.func = (void*)raw_while_decide; kp.kernelParams = body_args;
+        kp.func = body_kind >= 3 ? (void*)raw_while_decide_like_eagle : (void*)raw_while_decide;
+        kp.kernelParams = body_kind >= 3 ? like_eagle_args : body_args;
         TRY(cudaGraphAddKernelNode(&dn, body, nullptr, 0, &kp));
         cudaGraphEdgeData edge = {};
-        if (body_kind == 2) {
+        if (body_kind >= 2) {
             edge.type = cudaGraphDependencyTypeProgrammatic;
             edge.from_port = cudaGraphKernelNodePortLaunchCompletion;
         }
@@ -151,6 +185,7 @@ extern "C" int peer_while(uint64_t stream, unsigned* d_counter, unsigned iters, 
     *us_per_iter = ms[ms.size() / 2] * 1000.0 / iters;
     cudaEventDestroy(a); cudaEventDestroy(b);
     cudaGraphExecDestroy(ex); cudaGraphDestroy(g);
+    cudaFree(cell);
     return 0;
 }
 
