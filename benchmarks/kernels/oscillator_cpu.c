@@ -33,17 +33,7 @@ void osc_steps(void* const* params, int64_t base, int64_t count, int64_t n) {
     const int64_t live = (int64_t)*cnt;
     (void)n;
     int64_t hi = base + count < live ? base + count : live;
-    for (int64_t l = base; l < hi; ++l) {
-        const int32_t i = idx[l];
-        const double w = omega[i], c1 = 2.0 * zeta[i] * w, c2 = w * w;
-        double xi = x[i], vi = v[i];
-        int32_t d = done[i];
-        const int32_t t = target[i];
-        const int32_t stop = (int64_t)t - d < K ? t : (int32_t)(d + K);
-        for (; d < stop; ++d) osc_rk4(&xi, &vi, c1, c2);
-        x[i] = xi; v[i] = vi; done[i] = d;
-        mask[i] = d >= t;
-    }
+    for (int64_t l = base; l < hi; ++l) osc_advance(idx[l], x, v, omega, zeta, done, target, mask, K);
 }
 
 /* The single-kernel reference: each sample integrated from (1, 0) to its own end. */
@@ -54,10 +44,5 @@ void osc_single(void* const* params, int64_t base, int64_t count, int64_t n) {
     const double* zeta = ARG(const double*, 3);
     const int32_t* target = ARG(const int32_t*, 4);
     (void)n;
-    for (int64_t i = base; i < base + count; ++i) {
-        const double w = omega[i], c1 = 2.0 * zeta[i] * w, c2 = w * w;
-        double xi = 1.0, vi = 0.0;
-        for (int32_t s = 0; s < target[i]; ++s) osc_rk4(&xi, &vi, c1, c2);
-        x[i] = xi; v[i] = vi;
-    }
+    for (int64_t i = base; i < base + count; ++i) osc_integrate(i, x, v, omega, zeta, target);
 }

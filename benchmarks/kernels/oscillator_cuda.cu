@@ -22,15 +22,7 @@ extern "C" __global__ void osc_steps(const int32_t* __restrict__ idx, const uint
                                      int64_t base, int64_t count, int64_t n) {
     const int64_t l = LANE();
     if (l >= base + count || l >= (int64_t)*cnt) return;
-    const int32_t i = idx[l];
-    const double w = omega[i], c1 = 2.0 * zeta[i] * w, c2 = w * w;
-    double xi = x[i], vi = v[i];
-    int32_t d = done[i];
-    const int32_t t = target[i];
-    const int32_t stop = (int64_t)t - d < K ? t : (int32_t)(d + K);
-    for (; d < stop; ++d) osc_rk4(&xi, &vi, c1, c2);
-    x[i] = xi; v[i] = vi; done[i] = d;
-    mask[i] = d >= t;
+    osc_advance(idx[l], x, v, omega, zeta, done, target, mask, K);
 }
 
 extern "C" __global__ void osc_single(double* __restrict__ x, double* __restrict__ v,
@@ -39,8 +31,5 @@ extern "C" __global__ void osc_single(double* __restrict__ x, double* __restrict
                                       int64_t base, int64_t count, int64_t n) {
     const int64_t i = LANE();
     if (i >= base + count) return;
-    const double w = omega[i], c1 = 2.0 * zeta[i] * w, c2 = w * w;
-    double xi = 1.0, vi = 0.0;
-    for (int32_t s = 0; s < target[i]; ++s) osc_rk4(&xi, &vi, c1, c2);
-    x[i] = xi; v[i] = vi;
+    osc_integrate(i, x, v, omega, zeta, target);
 }
