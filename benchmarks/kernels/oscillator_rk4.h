@@ -2,7 +2,8 @@
  * which only map lanes to samples around it. x'' = -2 zeta omega x' - omega^2 x, classic RK4,
  * dt = 1e-3, FP64. OSC_FN marks the functions for the including file's language (static inline
  * for C, __device__ for CUDA). Both builds keep every operation separate (-ffp-contract=off,
- * -fmad=false), so cpu and cuda agree bit for bit. Needs <stdint.h>. */
+ * -fmad=false), so cpu and cuda agree bit for bit. The per-sample functions need <stdint.h>;
+ * define OSC_STEP_ONLY to take osc_rk4 alone (the CuPy peer does, where NVRTC has no <stdint.h>). */
 #ifndef OSC_FN
 #define OSC_FN static inline
 #endif
@@ -22,6 +23,7 @@ OSC_FN void osc_rk4(double* px, double* pv, double c1, double c2) {
     *pv = v + h6 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v);
 }
 
+#ifndef OSC_STEP_ONLY
 /* Sample i advances by up to K steps from where it stopped (done[i]) towards its own end
  * (target[i]); mask[i] says whether it has reached it. */
 OSC_FN void osc_advance(int32_t i, double* x, double* v, const double* omega, const double* zeta,
@@ -47,3 +49,4 @@ OSC_FN void osc_integrate(int64_t i, double* x, double* v, const double* omega, 
     x[i] = xi;
     v[i] = vi;
 }
+#endif /* OSC_STEP_ONLY */
