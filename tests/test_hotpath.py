@@ -4,6 +4,7 @@ through cffi (eagle._hotpath.py_bound_call). Both keep one contract; every test 
 import gc
 import os
 import threading
+import weakref
 
 import pytest
 
@@ -102,6 +103,29 @@ def test_a_bound_call_kept_after_its_object_was_collected_calls_nothing(cpu, kin
     sync = s.synchronize
     del s
     gc.collect()  # the stream's finalizer released the handle and disarmed `sync`
+    with pytest.raises(eagle.HandleError, match="garbage-collected"):
+        sync()
+
+
+def test_the_object_is_held_while_its_bound_call_runs(cpu, kind):
+    """The last reference to a stream goes (in a host function) while its synchronize waits: the
+    stream stays alive, so its finalizer cannot release the handle under the call; it goes after."""
+    s = cpu.stream()
+    holder = [s]
+    alive = weakref.ref(s)
+    sync = s.synchronize
+    del s
+    seen = []
+
+    def drop():
+        holder.clear()
+        gc.collect()
+        seen.append(alive() is not None)
+    holder[0].host_func(drop)
+    sync()
+    assert seen == [True]
+    gc.collect()
+    assert alive() is None
     with pytest.raises(eagle.HandleError, match="garbage-collected"):
         sync()
 

@@ -109,7 +109,13 @@ static PyObject* bound_call(PyObject* op, PyObject* args, PyObject* kwargs) {
     }
     if (!self->armed || self->owner != PyThread_get_thread_ident()) return report(self, NOT_CALLED);
     if (times == 0) Py_RETURN_NONE;
+    /* Hold the eagle object while the GIL is released, so that its finalizer (which releases the
+     * handle) cannot run in another thread during the call. Armed implies it is alive. */
+    PyObject* obj = PyWeakref_GetObject(self->failed); /* borrowed */
+    if (!obj || obj == Py_None) return report(self, NOT_CALLED);
+    Py_INCREF(obj);
     const int32_t status = call_released(self->fn, self->handle, times);
+    Py_DECREF(obj);
     if (status != 0) return report(self, status);
     if (self->watch && PyList_Size(self->watch) > 0) return report(self, 0);
     Py_RETURN_NONE;
