@@ -41,27 +41,26 @@ def compact(backend, mask, index_map, count, scratch, *, n=None, drop=False, str
     ``scratch`` holds :func:`compact_scratch_bytes` bytes, zero-filled before its first use; the
     backend may keep state in it between compactions, so give each stream its own and do not reuse
     it for anything else. All buffers must stay alive until the stream has run the compaction."""
+    # Each array's address is looked up once: for device arrays every lookup builds their
+    # __cuda_array_interface__ or DLPack capsule, which costs microseconds a call.
+    if scratch is None:
+        raise EagleValueError("eagle.compact: a scratch buffer is needed; size it with compact_scratch_bytes()")
+    mask, index_map, count, sc = (address_of(a) for a in (mask, index_map, count, scratch))
     n = _n_of(mask, n)
-    sc = address_of(scratch) if scratch is not None else None
-    for arr, what, need in ((mask, "mask", n), (index_map, "index_map", 4 * n), (count, "count", 4)):
-        info = address_of(arr)
+    for info, what, need in ((mask, "mask", n), (index_map, "index_map", 4 * n), (count, "count", 4)):
         if info.nbytes is not None and info.nbytes < need:
             raise EagleValueError(f"eagle.compact: {what} holds {info.nbytes} bytes, {need} are needed for n={n}")
     desc = ffi.new("struct eagle_backend_compact_desc*")
     desc.struct_size = ffi.sizeof(desc[0])
     desc.flags = (MASK_IS_DROP if drop else 0) if flags is None else flags
     desc.device = device
-    desc.mask = _ptr(mask)
-    desc.index_map = _ptr(index_map)
-    desc.count = _ptr(count)
-    desc.scratch = 0 if sc is None else sc.ptr
-    desc.scratch_bytes = 0 if sc is None or sc.nbytes is None else sc.nbytes
+    desc.mask, desc.index_map, desc.count = mask.ptr, index_map.ptr, count.ptr
+    desc.scratch = sc.ptr
+    desc.scratch_bytes = 0 if sc.nbytes is None else sc.nbytes
     desc.n = n
     desc.stream = raw_stream(backend, stream)
     desc.live32, desc.span, desc.fire = _ptr(live32), _ptr(span), _ptr(fire)
     desc.theta = float(theta)
-    if sc is None:
-        raise EagleValueError("eagle.compact: a scratch buffer is needed; size it with compact_scratch_bytes()")
     backend._check("eagle_backend_compact_device", backend._f.compact_device(desc))
 
 
