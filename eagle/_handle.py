@@ -5,7 +5,7 @@ from _thread import get_ident
 
 from . import _hotpath
 from ._seam_ffi import ffi
-from .errors import EagleTypeError, EagleValueError, HandleError
+from .errors import EagleTypeError, HandleError
 
 
 def _release(release_fn, handle, backend, bound_calls):
@@ -69,11 +69,6 @@ class Owner:
         """Raises for a bound call given arguments it does not take (args: a tuple or a dict)."""
         if isinstance(args, dict):
             raise EagleTypeError(f"eagle: {self._what} calls take no keyword arguments, got {sorted(args)}")
-        if symbol == "eagle_backend_launcher_launch" and len(args) == 1:
-            n = args[0]
-            if isinstance(n, int) and not isinstance(n, bool):
-                raise EagleValueError(f"eagle: Launcher.launch(n): n must be >= 0, got {n}")
-            raise EagleTypeError(f"eagle: Launcher.launch(n): n must be an int, got {type(n).__name__}")
         raise EagleTypeError(f"eagle: this {self._what} call takes no arguments "
                              f"({len(args)} given: {symbol} is called on the {self._what}'s handle)")
 

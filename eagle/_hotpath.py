@@ -55,10 +55,12 @@ def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False):
             times = args[0]
         if not armed[0] or owner != get_ident():
             return report_to("_hot_failed", NOT_CALLED)
+        if times == 0:
+            return None
         obj = failed()  # held during the call: its finalizer cannot release the handle meanwhile
         if obj is None:
             return report_to("_hot_failed", NOT_CALLED)
-        status = fn(handle) if times else 0
+        status = fn(handle)
         while status == 0 and times > 1:
             times -= 1
             status = fn(handle)

@@ -4,6 +4,7 @@
 :meth:`GraphBuilder.launcher` instantiates it into a :class:`Launcher` that replays it."""
 from ._handle import Owner
 from ._seam_ffi import ffi
+from .errors import EagleTypeError, EagleValueError
 from .stream import raw_stream
 
 
@@ -78,6 +79,15 @@ class Launcher(Owner):
         self.keepalive = list(keepalive)
         self.launch = self._bind("launcher_launch", counted=True)
         self.synchronize = self._bind("launcher_synchronize", watch=backend._host_errors)
+
+    def _hot_bad_args(self, symbol, args):
+        """``launch(n)`` with an ``n`` that is no int >= 0; else as for every bound call."""
+        if symbol == "eagle_backend_launcher_launch" and isinstance(args, tuple) and len(args) == 1:
+            n = args[0]
+            if isinstance(n, int) and not isinstance(n, bool):
+                raise EagleValueError(f"eagle: Launcher.launch(n): n must be >= 0, got {n}")
+            raise EagleTypeError(f"eagle: Launcher.launch(n): n must be an int, got {type(n).__name__}")
+        super()._hot_bad_args(symbol, args)
 
     def set_stream(self, stream):
         b = self._backend
