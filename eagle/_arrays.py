@@ -57,12 +57,16 @@ class _DLTensor(ctypes.Structure):
                 ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
 
 
+# PyCapsule_GetPointer with its signature, made once: a private prototype, so neither another
+# user of ctypes.pythonapi.PyCapsule_GetPointer nor eagle changes the other's restype/argtypes.
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
 def _from_dlpack(obj):
     capsule = obj.__dlpack__()
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
     # DLManagedTensor begins with its DLTensor; the capsule keeps the tensor alive while held.
-    t = _DLTensor.from_address(get(capsule, b"dltensor"))
+    t = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
     shape = [t.shape[i] for i in range(t.ndim)]
     itemsize = (t.dtype.bits * t.dtype.lanes + 7) // 8
     strides = None if not t.strides else [t.strides[i] * itemsize for i in range(t.ndim)]

@@ -20,6 +20,10 @@ _PREFIX = "eagle_backend_"
 _SUFFIX = {"darwin": ".dylib", "win32": ".dll"}.get(sys.platform, ".so")
 _LIB_PREFIX = "" if sys.platform == "win32" else "lib"
 
+#: Per-symbol entries (short names) that extend a group: they need the group too. Shared with
+#: the checker (eagle/check/_seam.py).
+EXTENDS = {"conditional_begin_case": "conditional", "reorder_device": "filtering"}
+
 #: Calls per seam symbol, counted while tracing is on (``EAGLE_TRACE_CALLS=1`` when a backend
 #: is opened, or ``backend(..., trace=True)``). Keys are full symbol names.
 TRACE_COUNTS = Counter()
@@ -58,7 +62,7 @@ def backends():
                 kind = name[len(_LIB_PREFIX + "eagle_"):-len(_SUFFIX)]
                 found.setdefault(kind, os.path.join(d, name))
     for var, value in os.environ.items():
-        if var.startswith("EAGLE_BACKEND_") and value and var != "EAGLE_BACKEND_TRACE":
+        if var.startswith("EAGLE_BACKEND_") and value:
             found[var[len("EAGLE_BACKEND_"):].lower()] = os.path.abspath(value)
     return found
 
@@ -207,6 +211,9 @@ class Backend(BackendAPI):
         self.kind = kind or reported or os.path.basename(path)
         self.device_types = self._read_device_types()
 
+        def lacks(what):
+            return f"the {self.kind} backend '{path}' does not provide {what}"
+
         groups = set()
         unavailable = {}
         for group, bit in sorted(meta.GROUP_BITS.items(), key=lambda kv: kv[1]):
@@ -217,7 +224,7 @@ class Backend(BackendAPI):
                 groups.add(group)
                 unavailable[group] = ""
             else:
-                reason = f"the {self.kind} backend '{path}' does not provide {group}"
+                reason = lacks(group)
                 if group in left_out:
                     reason += f" ({left_out[group]})"
                 unavailable[group] = reason
@@ -225,28 +232,22 @@ class Backend(BackendAPI):
                     setattr(f, name, _unavailable_fn(reason))
         for sym in meta.PER_SYMBOL:
             name = sym[len(_PREFIX):]
-            group = self._group_of_per_symbol(name)
+            group = EXTENDS.get(name)
             if group is not None and group not in groups:
-                reason = f"the {self.kind} backend '{path}' does not provide {group}"
+                reason = lacks(group)
             elif bind(name) is not None and sym not in left_out:
                 unavailable[sym] = ""
                 continue
             else:
-                reason = f"the {self.kind} backend '{path}' does not provide {sym}"
+                reason = lacks(sym)
             if sym in left_out:
                 reason += f" ({left_out[sym]})"
             unavailable[sym] = reason
             setattr(f, name, _unavailable_fn(reason))
         for name, why in left_out.items():  # options a provided group leaves out
-            unavailable.setdefault(name, f"the {self.kind} backend '{path}' does not provide {name} ({why})")
+            unavailable.setdefault(name, f"{lacks(name)} ({why})")
         self.groups = frozenset(groups)
         self.unavailable = unavailable
-
-    # Per-symbol entries that extend a group need the group too.
-    _EXTENDS = {"conditional_begin_case": "conditional", "reorder_device": "filtering"}
-
-    def _group_of_per_symbol(self, name):
-        return self._EXTENDS.get(name)
 
     def __repr__(self):
         return (f"<eagle.Backend {self.kind} {self.version[0]}.{self.version[1]} '{self.path}' "

@@ -5,9 +5,7 @@ A failed seam call is turned into an exception here, with the backend's
 import threading
 
 from . import errors
-
-_NAMES = {0: "OK", 1: "ERROR", 2: "INVALID_ARGUMENT", 3: "INDEX", 4: "INTEROP", 5: "UNAVAILABLE",
-          6: "CALLBACK_FAILED", 7: "BAD_HANDLE", 8: "UNSUPPORTED"}
+from ._seam_meta import STATUS_NAMES as _NAMES
 
 _EXCEPTION_OF_STATUS = {
     2: errors.EagleValueError,

@@ -241,10 +241,7 @@ class ActiveSet:
         idx = ns.asarray(inv, device=getattr(plane, "device", None)) if _accepts_device(ns) else ns.asarray(inv)
         moved = ns.take(plane, idx, axis=len(plane.shape) - 1)
         s = self._io_stream()
-        try:
-            moved.__dlpack__(stream=s.handle)
-        except Exception:  # noqa: BLE001 - a namespace without stream-aware export: wait for it
-            pass
+        _alloc.order_before(moved, s)
         src = address_of(moved)
         self.backend.copy(address_of(plane).ptr, src.ptr, src.nbytes, stream=s, direction="d2d")
         s.synchronize()

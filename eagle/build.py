@@ -324,7 +324,6 @@ class Graph:
         self.stream = stream if stream is not None else b.stream(device, non_blocking=True)
         self._owned = []     # words the graph owns (cells, toggles), kept alive with it
         self._cells = {}     # id(RepeatWhile) -> its [remaining, ran] cell
-        self._io = None
         self.members = [Member(self, i, st) for i, st in enumerate(steps)]
         self._toggle = toggle
         if self.decides_on_device:
@@ -340,16 +339,11 @@ class Graph:
         self._owned.append(arr)
         return arr
 
-    def _io_stream(self):
-        if self._io is None:
-            self._io = self.stream
-        return self._io
-
     def _write(self, arr, values):
-        _alloc.write(arr, values, np.uint32, self.backend, None if _alloc.is_host(arr) else self._io_stream())
+        _alloc.write(arr, values, np.uint32, self.backend, self.stream)
 
     def _read(self, arr, count=1):
-        return _alloc.read(arr, np.uint32, count, self.backend, None if _alloc.is_host(arr) else self._io_stream())
+        return _alloc.read(arr, np.uint32, count, self.backend, self.stream)
 
     def _cell(self, loop):
         cell = self._cells.get(id(loop))

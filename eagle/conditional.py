@@ -15,9 +15,10 @@ def _addr(x, what):
     if x is None:
         return 0
     info = address_of(x)
-    if info.nbytes is not None and info.nbytes < (8 if what == "counter" else 4):
-        raise EagleValueError(f"eagle: the conditional's {what} word(s) need "
-                         f"{8 if what == 'counter' else 4} bytes, the array has {info.nbytes}")
+    need = 8 if what == "counter" else 4
+    if info.nbytes is not None and info.nbytes < need:
+        raise EagleValueError(f"eagle: the conditional's {what} word(s) need {need} bytes, "
+                              f"the array has {info.nbytes}")
     return info.ptr
 
 
@@ -25,7 +26,7 @@ class Conditional(Owner):
     """One conditional node being recorded. ``begin()`` opens the body and returns its stream;
     ``end()`` closes it. For a SWITCH use ``begin_case(i)`` for each case."""
 
-    __slots__ = ("_origin_raw", "_case_count", "_body")
+    __slots__ = ("_origin_raw",)
     _what = "conditional"
 
     def __init__(self, backend, origin, count, baseline=None, counter=None, loop_cap=0,
@@ -50,15 +51,12 @@ class Conditional(Owner):
         out = ffi.new("eagle_backend_conditional*")
         b._check("eagle_backend_conditional_create", b._f.conditional_create(desc, out))
         self._own(b, out[0], "conditional_release")
-        self._case_count = int(case_count)
-        self._body = None
 
     def _adopt(self, raw):
         cap = self._backend._capturing.get(self._origin_raw)
         if cap is not None:
             cap.adopt_stream(raw)
-        self._body = StreamRef(self._backend, raw)
-        return self._body
+        return StreamRef(self._backend, raw)
 
     def begin(self):
         """Open the body (case 0 of a SWITCH); returns the body's :class:`StreamRef`."""

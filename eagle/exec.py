@@ -7,6 +7,7 @@ the partition triple ``(base, count, n_samples)``."""
 import struct
 
 from ._arrays import address_of
+from ._handle import raw_int
 from ._seam_ffi import ffi
 from .stream import raw_stream
 from .errors import EagleTypeError, EagleValueError
@@ -28,7 +29,7 @@ def _arg_bytes(arg):
     if isinstance(arg, (bytes, bytearray)):
         return bytes(arg)
     if isinstance(arg, ffi.CData):
-        return struct.pack("<Q", int(ffi.cast("uintptr_t", arg)))
+        return struct.pack("<Q", raw_int(arg))
     if hasattr(arg, "dtype") and getattr(arg, "shape", None) == ():
         return arg.tobytes() if hasattr(arg, "tobytes") else bytes(arg)
     return struct.pack("<Q", address_of(arg).ptr)
@@ -37,10 +38,8 @@ def _arg_bytes(arg):
 def kernel_handle(kernel):
     """An int kernel handle from an int, a cffi function pointer, or an object with ``.ptr`` /
     ``.address`` (e.g. numba cfunc) or ctypes function."""
-    if isinstance(kernel, int):
-        return kernel
-    if isinstance(kernel, ffi.CData):
-        return int(ffi.cast("uintptr_t", kernel))
+    if isinstance(kernel, (int, ffi.CData)):
+        return raw_int(kernel)
     for attr in ("address", "ptr", "handle"):
         v = getattr(kernel, attr, None)
         if isinstance(v, int):
@@ -67,7 +66,7 @@ def run(kernel, args, n, *, base=0, count=None, n_samples=None, stream=None, blo
         raise EagleValueError(f"eagle: a kernel takes at most {_MAX_PARAMS} arguments, got {len(args)}")
     blobs = [_arg_bytes(a) for a in args]
     storage = [ffi.from_buffer(bytearray(bl).ljust(max(len(bl), 8), b"\0")) for bl in blobs]
-    params = ffi.new("uint64_t[]", [int(ffi.cast("uintptr_t", s)) for s in storage] or [0])
+    params = ffi.new("uint64_t[]", [raw_int(s) for s in storage] or [0])
     sizes = ffi.new("uint64_t[]", [len(bl) for bl in blobs] or [0])
     desc = ffi.new("struct eagle_backend_launch_desc*")
     desc.struct_size = ffi.sizeof(desc[0])

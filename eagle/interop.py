@@ -8,9 +8,7 @@ STREAM_NONE = -(1 << 63)
 def _code(backend, s):
     if s is None:
         return STREAM_NONE
-    if isinstance(s, int):
-        return s
-    from .stream import raw_stream
+    from .stream import raw_stream  # passes ints through
     return raw_stream(backend, s)
 
 

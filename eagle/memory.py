@@ -3,6 +3,7 @@ import weakref
 
 from ._arrays import address_of
 from ._device_kind import HOST_DEVICE_TYPES
+from ._handle import raw_int
 from ._seam_ffi import ffi
 from ._status import remember_callback_exception
 from .stream import raw_stream
@@ -61,7 +62,7 @@ class PinnedMemory:
     @property
     def __array_interface__(self):
         return {"shape": (self.nbytes,), "typestr": "|u1", "version": 3,
-                "data": (int(ffi.cast("uintptr_t", self.ptr)), False)}
+                "data": (raw_int(self.ptr), False)}
 
 
 def _host_free(free_fn, ptr, backend):

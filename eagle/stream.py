@@ -31,7 +31,8 @@ class StreamRef(Owner):
     @property
     def handle(self):
         """The raw stream value as an int (0 is the kind's default stream)."""
-        self._live()
+        if self._thread != get_ident():  # Owner._live's check, inline: no extra call per use
+            self._refuse()
         return self._raw
 
     def __int__(self):
@@ -85,12 +86,6 @@ class Stream(StreamRef):
         self._own(b, handle, "stream_release")
         self._raw = int(raw[0])
         self.synchronize = self._bind("stream_synchronize", watch=b._host_errors)
-
-    @property
-    def handle(self):
-        if self._thread != get_ident():
-            self._refuse()
-        return self._raw
 
 
 def raw_stream(backend, stream):

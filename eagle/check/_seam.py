@@ -6,6 +6,7 @@ import re
 from collections import Counter
 
 from .. import _seam_meta as meta
+from .._loader import EXTENDS  # per-symbol entries that need a group (their checks need it too)
 from .._seam_ffi import ffi
 from ._registry import CheckFailure, NotSupported, Skip
 
@@ -13,9 +14,6 @@ PREFIX = "eagle_backend_"
 OK = 0
 STATUS = {name[len(PREFIX):]: value for name, value in meta.CONSTANTS.items()
           if name[len(PREFIX):] in meta.STATUS_NAMES.values()}
-
-# Per-symbol entries that only make sense with a group (their checks need that group too).
-EXTENDS = {"conditional_begin_case": "conditional", "reorder_device": "filtering"}
 
 
 def status_name(st):

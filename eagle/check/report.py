@@ -4,7 +4,6 @@ from xml.etree import ElementTree as ET
 
 from ._registry import FAILING, GROUP_ORDER, RESULTS
 
-_COLUMNS = ("pass", "fail", "skip", "not_supported", "crash", "timeout")
 _HEAD = ("pass", "fail", "skip", "n/s", "crash", "timeout")
 
 
@@ -28,7 +27,7 @@ def table(runs, verbose=False):
             rs = [r for r in results if r.group == g]
             c = counts(rs)
             mark = "FAIL" if any(r.result in FAILING for r in rs) else "ok"
-            lines.append(f"  {g:<24}" + "".join(f"{c[k]:>8}" for k in _COLUMNS) + f"   {mark}")
+            lines.append(f"  {g:<24}" + "".join(f"{c[k]:>8}" for k in RESULTS) + f"   {mark}")
             for r in rs:
                 if r.result in FAILING or (verbose and r.result != "pass"):
                     lines.append(f"      {r.result.upper():<8} {r.id}: {r.message}")

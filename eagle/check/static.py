@@ -1,6 +1,7 @@
 """Static checks: what the library file and its handshake promise, with no device needed
 (the unknown-flag checks create objects, so they run where probe() says a device is usable)."""
 import fnmatch
+import functools
 import os
 import threading
 
@@ -28,6 +29,17 @@ GUARD = 0xA5
 
 # ------------------------------------------------------------------------------ ELF
 def _elf(path):
+    """(exports, needed) of the ELF file at ``path``, parsed once per version of the file (keyed by
+    its modification time and size; a Skip is not cached). Callers must not mutate the result."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return _parse_elf(path, None, None)  # let the parser report the path's problem
+    return _parse_elf(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _parse_elf(path, _mtime_ns, _size):
     try:
         from elftools.elf.elffile import ELFFile
         from elftools.common.exceptions import ELFError
@@ -360,7 +372,7 @@ def free_null(s):
     s.raw("free", ffi.NULL)
 
 
-def _release_null(group, release, entry=None):
+def _release_null(group, release):
     @check(f"{group}.release_null", kind="static")
     def fn(s):
         if not s.has(release):
