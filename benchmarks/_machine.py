@@ -1,6 +1,10 @@
-"""The machine line every benchmark prints beside its figures."""
+"""The machine line every benchmark prints beside its figures, the header it opens with, and the
+switch onto eagle's cffi fallback."""
+import contextlib
+import datetime
 import os
 import platform
+import sys
 
 
 def machine():
@@ -13,6 +17,29 @@ def machine():
         pass
     line = (f"{cpu}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, "
             f"Python {platform.python_version()}")
-    import sys
     np = sys.modules.get("numpy")
     return line + (f", numpy {np.__version__}" if np is not None else "")
+
+
+def header(*env, **env_unset):
+    """Print the machine, date and command lines. The command line ends with the environment
+    variables named: `env` show '' when unset, `env_unset` (NAME=text) show their text."""
+    shown = {name: os.environ.get(name, "") for name in env}
+    shown.update({name: os.environ.get(name, text) for name, text in env_unset.items()})
+    print(f"machine: {machine()}")
+    print(f"date:    {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}")
+    print(f"command: {' '.join([os.path.basename(sys.executable)] + sys.argv)}  "
+          f"({', '.join(f'{k}={v}' for k, v in shown.items())})")
+
+
+@contextlib.contextmanager
+def cffi_fallback():
+    """Bound calls made inside take eagle's cffi fallback (eagle._hotpath.py_bound_call), as a
+    build without eagle._hotcall does; the compiled hot path is restored on leaving."""
+    from eagle import _hotpath
+    compiled_type = _hotpath.CompiledBoundCall
+    _hotpath.CompiledBoundCall = None
+    try:
+        yield
+    finally:
+        _hotpath.CompiledBoundCall = compiled_type

@@ -10,12 +10,10 @@
 """
 import argparse
 import ctypes
-import datetime
 import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import timeit
@@ -23,7 +21,7 @@ import timeit
 import numpy as np
 
 import eagle
-from _machine import machine
+from _machine import header
 
 KERNEL_C = r"""
 #include <stdint.h>
@@ -35,6 +33,7 @@ X void tiny(void* const* p, int64_t base, int64_t count, int64_t n) {
     (void)p; (void)base; (void)count; (void)n; }
 """
 OMP_C = r"""
+#include <omp.h>
 #include <stdint.h>
 #define X __attribute__((visibility("default")))
 X void omp_k(double* x, int64_t n) {
@@ -44,11 +43,9 @@ X int omp_threads(void) { int t = 1;
     #pragma omp parallel
     {
     #pragma omp single
-    t = __builtin_omp_get_num_threads_placeholder; }
+    t = omp_get_num_threads(); }
     return t; }
 """
-OMP_C = OMP_C.replace("__builtin_omp_get_num_threads_placeholder", "omp_get_num_threads()")
-OMP_C = "#include <omp.h>\n" + OMP_C
 
 
 def build(src, name, extra):
@@ -74,7 +71,7 @@ def interleave(cases, rounds):
     return out
 
 
-def table(title, res, ref, per=None, unit="ms", scale=1e3):
+def table(title, res, ref, unit="ms", scale=1e3):
     print(f"\n{title}")
     print(f"{'case':<52}{'median ' + unit:>12}{'min ' + unit:>10}{'speed':>9}   (speed: median of '{ref}' / median)")
     base = statistics.median(res[ref])
@@ -98,11 +95,7 @@ def main():
     k_addr = ctypes.cast(klib.k, ctypes.c_void_p).value
     tiny_addr = ctypes.cast(klib.tiny, ctypes.c_void_p).value
 
-    print(f"machine: {machine()}")
-    print(f"date:    {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}")
-    print(f"command: {' '.join([os.path.basename(sys.executable)] + sys.argv)}  "
-          f"(EAGLE_BACKEND_CPU={os.environ.get('EAGLE_BACKEND_CPU', '')}, "
-          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')})")
+    header("EAGLE_BACKEND_CPU", OMP_NUM_THREADS="unset")
     print(f"kernels: {kflags} (run_device kernel); {oflags} (OpenMP loop, {olib.omp_threads()} threads); "
           f"eagle thread pool: {b.device_props().sm_count} cores")
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 
+from _machine import cffi_fallback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -81,12 +82,8 @@ def main():
     graph = b.graph_from_captured(cap.captured)
     launcher = graph.launcher()
     launcher.set_stream(s)
-    compiled_type = _hotpath.CompiledBoundCall  # a second launcher on the cffi fallback (py_bound_call),
-    _hotpath.CompiledBoundCall = None            # as a build without eagle._hotcall has
-    try:
+    with cffi_fallback():  # a second launcher on the cffi fallback (py_bound_call), as without eagle._hotcall
         launcher_ffi = graph.launcher()
-    finally:
-        _hotpath.CompiledBoundCall = compiled_type
     launcher_ffi.set_stream(s)
     print(f"eagle._hotcall: {'built, used by Launcher.launch()' if _hotpath.is_compiled(launcher.launch) else 'NOT built'}")
     seam_fn = int(ffi.cast("uintptr_t", b._f.launcher_launch))
@@ -94,7 +91,6 @@ def main():
     ok(peers.peer_graph_make(ctypes.c_uint64(s.handle)), "peer_graph_make")
     x_cp = cp.zeros(1, cp.float32)
     with cs:
-        g_cp = None
         cs.begin_capture()
         x_cp += 1
         g_cp = cs.end_capture()
@@ -218,7 +214,6 @@ def main():
             "eagle compaction differs from cupy.flatnonzero"
         mask_t = torch.as_tensor(mask, device="cuda").bool() if torch is not None else None
         # The seam call itself with a prepared desc, as the CUB peer is a prepared C call.
-        from eagle._seam_ffi import ffi
         desc = ffi.new("struct eagle_backend_compact_desc*")
         desc.struct_size, desc.device, desc.n, desc.stream = ffi.sizeof(desc[0]), -1, n, s.handle
         desc.mask, desc.index_map, desc.count = mask.data.ptr, idx.data.ptr, count.data.ptr

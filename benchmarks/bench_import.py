@@ -8,27 +8,12 @@ nothing but the package and its exceptions.
     python benchmarks/bench_import.py [--runs 41]
 """
 import argparse
-import datetime
-import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 
-
-def machine():
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (f"{cpu}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}")
+from _machine import header
 
 
 def wall(code, runs):
@@ -57,10 +42,7 @@ def main():
         for k in names:
             samples[k].extend(wall(cases[k], 1))
     med = {k: statistics.median(v) * 1e3 for k, v in samples.items()}
-    print(f"machine: {machine()}")
-    print(f"date:    {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}")
-    print(f"command: {' '.join([os.path.basename(sys.executable)] + sys.argv)}  "
-          f"(EAGLE_BACKEND_CPU={os.environ.get('EAGLE_BACKEND_CPU', '')}, PYTHONPATH={os.environ.get('PYTHONPATH', '')})")
+    header("EAGLE_BACKEND_CPU", "PYTHONPATH")
     print(f"runs:    {args.runs} fresh processes per case, interleaved; median wall clock\n")
     print(f"{'case':<48}{'median ms':>12}{'added ms':>12}")
     for k in cases:

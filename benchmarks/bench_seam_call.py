@@ -8,23 +8,14 @@ build without eagle._hotcall runs it. Goals: wrapper <= 1.5x raw cffi; raw cffi 
 """
 import argparse
 import ctypes
-import datetime
-import os
 import statistics
-import sys
 import timeit
 
 import eagle
 from eagle import _hotpath
-from _machine import machine
 from eagle._seam_ffi import ffi
 
-
-def header(argv):
-    print(f"machine: {machine()}")
-    print(f"date:    {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}")
-    print(f"command: {' '.join([os.path.basename(sys.executable)] + argv)}  "
-          f"(EAGLE_BACKEND_CPU={os.environ.get('EAGLE_BACKEND_CPU', '')})")
+from _machine import cffi_fallback, header
 
 
 def per_call_ns(stmt, env, calls):
@@ -42,12 +33,8 @@ def main():
     s = b.stream()
     s.synchronize()
     compiled = _hotpath.is_compiled(s.synchronize)
-    compiled_type = _hotpath.CompiledBoundCall
-    _hotpath.CompiledBoundCall = None
-    try:
+    with cffi_fallback():
         s_fallback = b.stream()  # the same wrapper on its cffi fallback (py_bound_call)
-    finally:
-        _hotpath.CompiledBoundCall = compiled_type
     s_fallback.synchronize()
     handle = s._h
     raw_fn = b._f.stream_synchronize
@@ -73,7 +60,7 @@ def main():
         for k in names:
             samples[k].append(per_call_ns(cases[k], env, args.calls))
     med = {k: statistics.median(v) for k, v in samples.items()}
-    header(sys.argv)
+    header("EAGLE_BACKEND_CPU")
     print(f"eagle._hotcall: {'built, used by Stream.synchronize()' if compiled else 'NOT built: the wrapper row is the cffi fallback'}")
     print(f"rounds:  {args.rounds} x {args.calls} calls per case, interleaved (rotating order); "
           "median ns per call, timeit loop (no extra frame)\n")

@@ -8,11 +8,36 @@ if ROOT not in sys.path:
     sys.path.append(ROOT)  # build_tools, for tests that generate from the header
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/stubs
 
+PIN = os.path.join(ROOT, "tests", "expected_backend_symbols.txt")
+
+
+def pinned_symbols():
+    """The seam symbols of the pin tests/expected_backend_symbols.txt, in file order."""
+    with open(PIN) as fh:
+        return [ln.strip() for ln in fh if ln.strip() and not ln.startswith("#")]
+
 
 @pytest.fixture(scope="session")
 def cpu():
     import eagle
     return eagle.backend("cpu")
+
+
+@pytest.fixture(scope="session")
+def cpu_backend_path():
+    """Path of the cpu backend library as eagle resolves it; skips when there is none."""
+    try:
+        from eagle._loader import _resolve
+        return _resolve("cpu")[1]
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"no cpu backend: {e}")
+
+
+@pytest.fixture(scope="module")
+def model():
+    """The seam model of eagle_backend.h (build_tools.model), loaded once per test module."""
+    from build_tools import model as seam_model
+    return seam_model.load(os.path.join(ROOT, "eagle_backend.h"))
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import ctypes
 import functools
 import os
 import shutil
-import struct
 import subprocess
 import tempfile
 
@@ -24,8 +23,6 @@ X void add1(P p, int64_t base, int64_t count, int64_t n) { (void)n; double* x = 
 X void addv(P p, int64_t base, int64_t count, int64_t n) {
     (void)n; double* x = *(double**)p[0]; double v = *(const double*)p[1]; LANES x[i] += v; }
 X void mul2(P p, int64_t base, int64_t count, int64_t n) { (void)n; double* x = *(double**)p[0]; LANES x[i] *= 2.0; }
-X void scale(P p, int64_t base, int64_t count, int64_t n) {
-    (void)n; double* x = *(double**)p[0]; LANES x[i] = x[i] * 1.0000001 + 1.0; }
 /* every lane: hits[i] += 1, seen_n[i] = n_samples, seen_base[i] = tile base, seen_count[i] = tile count */
 X void mark(P p, int64_t base, int64_t count, int64_t n) {
     int64_t* hits = *(int64_t**)p[0]; int64_t* ns = *(int64_t**)p[1];
@@ -34,7 +31,6 @@ X void mark(P p, int64_t base, int64_t count, int64_t n) {
 /* one-lane word kernels (run with n = 1) */
 X void dec_u32(P p, int64_t base, int64_t count, int64_t n) { (void)base; (void)count; (void)n; uint32_t* c = *(uint32_t**)p[0]; c[0] -= 1u; }
 X void inc_u32(P p, int64_t base, int64_t count, int64_t n) { (void)n; (void)base; uint32_t* c = *(uint32_t**)p[0]; __atomic_fetch_add(c, (uint32_t)count, __ATOMIC_RELAXED); }
-X void set_u32(P p, int64_t base, int64_t count, int64_t n) { (void)base; (void)count; (void)n; uint32_t* c = *(uint32_t**)p[0]; c[0] = (uint32_t)*(const int64_t*)p[1]; }
 /* argument passing: out[0..4] = (int64 a, double b, int32 c, uint8 d, 16-byte blob sum) */
 X void args(P p, int64_t base, int64_t count, int64_t n) {
     (void)base; (void)count; (void)n; double* out = *(double**)p[0];

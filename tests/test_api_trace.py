@@ -1,19 +1,12 @@
 """A tour of the whole API through a traced cpu backend calls every pinned seam symbol."""
 import gc
-import os
 
 import numpy as np
 
 import eagle
 from eagle import _loader
+from conftest import pinned_symbols
 from test_api_kernels import kaddr
-
-PIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "expected_backend_symbols.txt")
-
-
-def _pinned_symbols():
-    with open(PIN) as fh:
-        return [ln.strip() for ln in fh if ln.strip() and not ln.startswith("#")]
 
 
 def _tour(b):
@@ -104,6 +97,6 @@ def test_tour_calls_every_pinned_symbol():
     assert traced is not cpu and traced._traced
     _tour(traced)
     counts = _loader.TRACE_COUNTS
-    missing = [sym for sym in _pinned_symbols() if counts[sym] < 1]
+    missing = [sym for sym in pinned_symbols() if counts[sym] < 1]
     assert not missing, f"never called through the traced backend: {missing}"
-    assert len(_pinned_symbols()) >= 58
+    assert len(pinned_symbols()) >= 58

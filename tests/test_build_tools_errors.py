@@ -6,13 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from build_tools import layout, model as seam_model
+from build_tools.errors import SeamError
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))
-
-from build_tools import layout, model as seam_model  # noqa: E402
-from build_tools.errors import SeamError  # noqa: E402
-
 HEADER_TEXT = (ROOT / "eagle_backend.h").read_text()
 BEFORE_CPLUSPLUS_END = "#ifdef __cplusplus\n} /* extern"
 AFTER_DEFINES = "#define EAGLE_BACKEND_MEMCPY_H2H 4\n"

@@ -8,19 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from build_tools import cdef, layout
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))
-
-from build_tools import cdef, layout, model as seam_model  # noqa: E402
-
-HEADER = ROOT / "eagle_backend.h"
 PROBE = ROOT / "tests" / "c" / "layout_probe.c"
-
-
-@pytest.fixture(scope="module")
-def model():
-    return seam_model.load(HEADER)
 
 
 @pytest.fixture(scope="module")

@@ -1,24 +1,13 @@
 """The model of eagle_backend.h, and the round trip header -> model -> cdef -> reparse."""
 
-import sys
 from pathlib import Path
 
-import pytest
+from build_tools import cdef, model as seam_model, parse
+from build_tools.errors import SeamError
+from build_tools.model import Array, Builtin, FunctionType, Pointer, StructType, TypedefName
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))
-
-from build_tools import cdef, model as seam_model, parse  # noqa: E402
-from build_tools.errors import SeamError  # noqa: E402
-from build_tools.model import Array, Builtin, FunctionType, Pointer, StructType, TypedefName  # noqa: E402
-
 HEADER = ROOT / "eagle_backend.h"
-
-
-@pytest.fixture(scope="module")
-def model():
-    return seam_model.load(HEADER)
 
 
 def test_round_trip_model_cdef_reparse_is_the_same_model(model):

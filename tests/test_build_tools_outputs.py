@@ -10,22 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from build_tools import cdef, layout, model as seam_model
+from build_tools.model import FunctionType
+from conftest import pinned_symbols
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))
-
-from build_tools import cdef, layout, model as seam_model  # noqa: E402
-from build_tools.model import FunctionType  # noqa: E402
-
-HEADER = ROOT / "eagle_backend.h"
-PIN = ROOT / "tests" / "expected_backend_symbols.txt"
 META_NAMES = {"VERSION_MAJOR", "VERSION_MINOR", "VERSION", "CONSTANTS", "GROUP_BITS", "RESERVED_BITS_MASK",
               "SYMBOLS", "REQUIRED", "GROUP_SYMBOLS", "PER_SYMBOL", "STATUS_NAMES", "STRUCT_SIZES"}
-
-
-@pytest.fixture(scope="module")
-def model():
-    return seam_model.load(HEADER)
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +24,6 @@ def generated(tmp_path_factory):
     out = tmp_path_factory.mktemp("generated")
     subprocess.run([sys.executable, "-m", "build_tools", "generate", "--out-dir", str(out)], cwd=ROOT, check=True)
     return out
-
-
-def _pinned_names():
-    return [line for line in PIN.read_text().splitlines() if line and not line.startswith("#")]
 
 
 def test_generate_writes_the_four_artefacts(generated):
@@ -94,7 +81,7 @@ def test_meta_defines_exactly_the_contract(generated, model):
     assert m["RESERVED_BITS_MASK"] == (2**64 - 1) & ~(0x1FFF & ~(1 << 8))
     assert m["SYMBOLS"]["eagle_backend_memcpy"] == ("per-symbol", 6)
     assert m["SYMBOLS"]["eagle_backend_fork_size"] == ("fork", 0)
-    assert sorted(m["SYMBOLS"], key=str.encode) == _pinned_names()
+    assert sorted(m["SYMBOLS"], key=str.encode) == pinned_symbols()
     assert len(m["REQUIRED"]) == 7 and m["REQUIRED"][0] == "eagle_backend_version"
     assert m["GROUP_SYMBOLS"]["conditional"] == (
         "eagle_backend_conditional_create", "eagle_backend_conditional_begin", "eagle_backend_conditional_body_stream",
@@ -109,7 +96,7 @@ def test_version_script_lists_exactly_the_pinned_symbols(generated):
     body = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     m = re.fullmatch(r"\s*EAGLE_BACKEND_1\s*\{\s*global:\s*(.*?)\s*local:\s*\*;\s*\};\s*", body, re.S)
     assert m, text
-    assert [s.strip() for s in m.group(1).split(";") if s.strip()] == _pinned_names()
+    assert [s.strip() for s in m.group(1).split(";") if s.strip()] == pinned_symbols()
 
 
 def test_version_script_exports_the_seam_and_hides_the_rest(generated, model, tmp_path):
@@ -130,7 +117,7 @@ def test_version_script_exports_the_seam_and_hides_the_rest(generated, model, tm
     subprocess.run([cc, "-std=c99", "-shared", "-fPIC", "-I", str(ROOT), str(source), "-o", str(lib),
                     f"-Wl,--version-script={generated / 'eagle_backend.map'}"], check=True)
     handle = ctypes.CDLL(str(lib))
-    for name in _pinned_names():
+    for name in pinned_symbols():
         assert hasattr(handle, name), name
     assert not hasattr(handle, "eagle_private_helper")
     seam = _load_ffi(generated).dlopen(str(lib))

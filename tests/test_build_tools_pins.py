@@ -6,14 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from build_tools import model as seam_model
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))
-
-from build_tools import model as seam_model  # noqa: E402
-
 HEADER = ROOT / "eagle_backend.h"
 PIN = ROOT / "tests" / "expected_backend_symbols.txt"
 HEADER_TEXT = HEADER.read_text()

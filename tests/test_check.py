@@ -12,22 +12,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = {"pass", "fail", "skip", "not_supported", "crash", "timeout"}
 
 
-def _cpu_backend():
-    try:
-        from eagle._loader import _resolve
-        return _resolve("cpu")[1]
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"no cpu backend: {e}")
-
-
 def _run(*args):
     return subprocess.run([sys.executable, "-m", "eagle.check", *args], capture_output=True,
                           text=True, timeout=600, cwd=REPO)
 
 
 @pytest.fixture(scope="module")
-def cpu_json(tmp_path_factory):
-    _cpu_backend()
+def cpu_json(tmp_path_factory, cpu_backend_path):
     junit = tmp_path_factory.mktemp("junit") / "check.xml"
     proc = _run("cpu", "--json", "--junit", str(junit))
     return proc, json.loads(proc.stdout), junit
@@ -78,8 +69,7 @@ def test_junit_lists_every_check(cpu_json):
     assert int(suite.get("failures")) == 0
 
 
-def test_table_has_one_line_per_group_and_exit_status_zero():
-    _cpu_backend()
+def test_table_has_one_line_per_group_and_exit_status_zero(cpu_backend_path):
     proc = _run("cpu", "--group", "stream", "--group", "fork")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()

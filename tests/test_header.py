@@ -2,14 +2,11 @@
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))
 
 MOCK = ROOT / "tests" / "c" / "header_compiles.c"
 STRICT = ["-Wall", "-Wextra", "-Werror", "-pedantic"]
