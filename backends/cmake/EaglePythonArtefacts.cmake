@@ -6,7 +6,8 @@ include_guard(GLOBAL)
 
 set(_eagle_py_out "${CMAKE_BINARY_DIR}/python")
 set(_eagle_py_files "${_eagle_py_out}/_seam_ffi.py" "${_eagle_py_out}/_seam_meta.py")
-file(GLOB _eagle_build_tools_sources CONFIGURE_DEPENDS "${EAGLE_SOURCE_ROOT}/build_tools/*.py")
+# EAGLE_HEADER, Python_EXECUTABLE and _eagle_build_tools_sources (the CONFIGURE_DEPENDS glob of
+# build_tools/*.py) come from EagleBackend.cmake, included before this file in the same scope.
 add_custom_command(
   OUTPUT ${_eagle_py_files}
   COMMAND ${CMAKE_COMMAND} -E make_directory "${_eagle_py_out}"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -104,6 +105,28 @@ inline void check_sample_count(int64_t n, const char* name) {
     if (n < 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, std::string(name) + " is negative");
     if (n > INT32_MAX)
         fail(EAGLE_BACKEND_UNSUPPORTED, std::string(name) + " is " + std::to_string(n) + "; the limit is 2^31-1");
+}
+
+// Unknown flag bits are UNSUPPORTED, never ignored: `name` (e.g. "desc->flags") and the unknown
+// bits in hex are in the message.
+inline void check_flags(uint32_t flags, uint32_t known, const char* name) {
+    if (flags & ~known)
+        fail(EAGLE_BACKEND_UNSUPPORTED, std::string(name) + " has unknown bits 0x" + [&] {
+            char buf[16];
+            std::snprintf(buf, sizeof buf, "%x", flags & ~known);
+            return std::string(buf);
+        }());
+}
+
+// The partition triple of run_device: INVALID_ARGUMENT unless 0 <= base, 0 <= count,
+// 0 <= n_samples and base + count <= n_samples (base + count checked without signed overflow).
+// `what` names where the triple came from (e.g. "desc").
+inline void check_partition(int64_t base, int64_t count, int64_t n_samples, const char* what) {
+    if (base < 0 || count < 0 || n_samples < 0 || base > INT64_MAX - count || n_samples < base + count)
+        fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+             std::string(what) + " has a bad partition: base " + std::to_string(base) + ", count " +
+                 std::to_string(count) + ", n_samples " + std::to_string(n_samples) +
+                 " (needs 0 <= base, 0 <= count, base + count <= n_samples)");
 }
 
 // Reads an input desc by the struct_size rule: copies min(caller, ours) bytes, zero-fills the rest.

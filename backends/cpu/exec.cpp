@@ -81,11 +81,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_run_device(const eagle_backend_l
             if (!d.params[i])
                 fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->params[" + std::to_string(i) + "] is 0");
         }
-        if (d.base < 0 || d.count < 0 || d.n_samples < 0 || d.base > INT64_MAX - d.count ||
-            d.n_samples < d.base + d.count)
-            fail(EAGLE_BACKEND_INVALID_ARGUMENT,
-                 "bad partition: base " + std::to_string(d.base) + ", count " + std::to_string(d.count) +
-                     ", n_samples " + std::to_string(d.n_samples) + " (needs 0 <= base, 0 <= count, base + count <= n_samples)");
+        check_partition(d.base, d.count, d.n_samples, "desc");
         if (d.count > 0 && !d.function) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->function is 0");
         auto s = resolve_stream(d.stream, "desc->stream");
         if (d.count == 0) {

@@ -47,6 +47,14 @@ int64_t count_nonzero(const uint8_t* m, int64_t lo, int64_t hi) {
     return k;
 }
 
+// counts[c] := how many indices of chunk c are kept (mask byte nonzero; zero when drop is set).
+void count_kept(const Chunks& ch, const uint8_t* m, bool drop, uint64_t* counts) {
+    for_chunks(ch, [&](int64_t c) {
+        const int64_t nz = count_nonzero(m, ch.lo(c), ch.hi(c));
+        counts[c] = static_cast<uint64_t>(drop ? (ch.hi(c) - ch.lo(c)) - nz : nz);
+    });
+}
+
 template <size_t N>
 struct Elem {
     unsigned char b[N];
@@ -94,10 +102,7 @@ void CompactNode::run(const RunSettings*) const {
     int32_t* out = at<int32_t>(d_.index_map);
     uint64_t* counts = at<uint64_t>(d_.scratch);
     const Chunks ch(n);
-    for_chunks(ch, [&](int64_t c) {
-        const int64_t nz = count_nonzero(m, ch.lo(c), ch.hi(c));
-        counts[c] = static_cast<uint64_t>(drop ? (ch.hi(c) - ch.lo(c)) - nz : nz);
-    });
+    count_kept(ch, m, drop, counts);
     uint64_t total = 0;
     for (int64_t c = 0; c < ch.count; ++c) {
         const uint64_t k = counts[c];
@@ -151,10 +156,7 @@ void ReorderNode::run(const RunSettings*) const {
     int32_t* dest = reinterpret_cast<int32_t*>(scratch + kCountsBytes);
     unsigned char* tmp = scratch + kCountsBytes + align64(4 * n);
     const Chunks ch(s);
-    for_chunks(ch, [&](int64_t c) {
-        const int64_t nz = count_nonzero(m, ch.lo(c), ch.hi(c));
-        counts[c] = static_cast<uint64_t>(drop ? (ch.hi(c) - ch.lo(c)) - nz : nz);
-    });
+    count_kept(ch, m, drop, counts);
     uint64_t kept = 0;
     for (int64_t c = 0; c < ch.count; ++c) kept += counts[c];
     uint64_t keep_off = 0, drop_off = kept;

@@ -53,16 +53,9 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_launch(eagle_backend_la
     return guarded("eagle_backend_launcher_launch", [&] {
         auto l = lookup<Launcher>(launcher, "launcher");
         auto s = l->target();
-        auto node = std::make_shared<ChildNode>(l->graph, l->settings);
-        {
-            std::lock_guard<std::recursive_mutex> lock(capture_mutex());
-            if (auto cap = active_capture(*s)) {  // launched into a capture: a child-graph node
-                record(*s, *cap, std::move(node));
-                return;
-            }
-        }
-        const uint64_t seq = enqueue_eager(*s, [node] { node->run(nullptr); });
-        l->note_launch(s, seq);
+        // Launched into a capture, it is recorded as a child-graph node (seq 0); else replayed eagerly.
+        const uint64_t seq = submit(*s, std::make_shared<ChildNode>(l->graph, l->settings));
+        if (seq) l->note_launch(s, seq);
     });
 }
 

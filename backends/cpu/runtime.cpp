@@ -108,15 +108,15 @@ void record(Stream& s, CaptureState& cap, std::shared_ptr<const Node> node) {
     s.tail.assign(1, idx);
 }
 
-void submit(Stream& s, std::shared_ptr<const Node> node) {
+uint64_t submit(Stream& s, std::shared_ptr<const Node> node) {
     {
         std::lock_guard<std::recursive_mutex> lock(capture_mutex());
         if (auto cap = active_capture(s)) {
             record(s, *cap, std::move(node));
-            return;
+            return 0;
         }
     }
-    enqueue_eager(s, [node] { node->run(nullptr); });
+    return enqueue_eager(s, [node] { node->run(nullptr); });
 }
 
 // ---------------------------------------------------------------- streams

@@ -134,8 +134,9 @@ void retire_stream(const std::shared_ptr<Stream>& s) noexcept;
 // belongs to a capture that has ended or to a closed conditional body. Call with capture_mutex held.
 std::shared_ptr<CaptureState> active_capture(Stream& s);
 
-// Records `node` on a capturing stream, or enqueues it on the stream's queue.
-void submit(Stream& s, std::shared_ptr<const Node> node);
+// Records `node` on a capturing stream (returns 0), or enqueues it on the stream's queue (returns
+// its sequence number there, >= 1).
+uint64_t submit(Stream& s, std::shared_ptr<const Node> node);
 // Appends a recorded node at the stream's tail (capture_mutex held, capture active).
 void record(Stream& s, CaptureState& cap, std::shared_ptr<const Node> node);
 // Enqueues eager work with the default-stream ordering rules (blocking streams and the default
@@ -149,16 +150,6 @@ inline void check_device(int32_t device, const char* name) {
     if (device != -1 && device != 0)
         fail(EAGLE_BACKEND_INDEX, std::string(name) + " is " + std::to_string(device) +
                                       "; the cpu backend has only device 0 (or -1)");
-}
-
-// Unknown flag bits are UNSUPPORTED, never ignored.
-inline void check_flags(uint32_t flags, uint32_t known, const char* name) {
-    if (flags & ~known)
-        fail(EAGLE_BACKEND_UNSUPPORTED, std::string(name) + " has unknown bits 0x" + [&] {
-            char buf[16];
-            std::snprintf(buf, sizeof buf, "%x", flags & ~known);
-            return std::string(buf);
-        }());
 }
 
 // Fence objects: pooled markers a waiting stream holds while it waits.

@@ -212,7 +212,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_create(const struct 
     return guarded("eagle_backend_conditional_create", [&] {
         auto d = read_desc(desc, "desc");
         require(out, "out");
-        if (d.flags) fail(EAGLE_BACKEND_UNSUPPORTED, "unknown conditional flags " + std::to_string(d.flags));
+        check_flags(d.flags, 0, "conditional desc->flags");
         if (!d.count_ptr) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "count_ptr is 0");
         if (!d.origin) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "origin 0 (the legacy stream) is never being captured");
         auto c = std::make_unique<Conditional>();

@@ -9,7 +9,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_capturer_create(const struct eag
     return guarded("eagle_backend_capturer_create", [&] {
         auto d = read_desc(desc, "desc");
         require(out, "out");
-        if (d.flags) fail(EAGLE_BACKEND_UNSUPPORTED, "unknown capturer flags " + std::to_string(d.flags));
+        check_flags(d.flags, 0, "capturer desc->flags");
         if (d.stream == 0)
             fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the legacy default stream (0) cannot be captured; use a created stream");
         auto c = std::make_unique<Capturer>();

@@ -13,13 +13,11 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_run_device(const struct eagle_ba
         auto d = read_desc(desc, "desc");
         require(launched, "launched");
         *launched = 0;
-        if (d.flags) fail(EAGLE_BACKEND_UNSUPPORTED, "unknown launch flags " + std::to_string(d.flags));
+        check_flags(d.flags, 0, "launch desc->flags");
         if (d.nparams < 0 || d.nparams > 64)
             fail(EAGLE_BACKEND_INVALID_ARGUMENT, "nparams " + std::to_string(d.nparams) + " (0..64)");
         if (d.nparams > 0 && !d.params) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "params is NULL with nparams > 0");
-        if (d.base < 0 || d.count < 0 || d.n_samples < d.base + d.count)
-            fail(EAGLE_BACKEND_INVALID_ARGUMENT, "bad partition base=" + std::to_string(d.base) + " count=" +
-                                                     std::to_string(d.count) + " n_samples=" + std::to_string(d.n_samples));
+        check_partition(d.base, d.count, d.n_samples, "desc");
         if (!d.function) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "function is 0");
         if (d.count == 0) return;
         const uint32_t block = d.block ? d.block : 256;

@@ -297,8 +297,7 @@ void check_launch(const char* what) { check(gpuGetLastError(), what); }
 EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_backend_compact_desc* desc) {
     return guarded("eagle_backend_compact_device", [&] {
         auto d = read_desc(desc, "desc");
-        if (d.flags & ~EAGLE_BACKEND_COMPACT_MASK_IS_DROP)
-            fail(EAGLE_BACKEND_UNSUPPORTED, "unknown compact flags " + std::to_string(d.flags));
+        check_flags(d.flags, EAGLE_BACKEND_COMPACT_MASK_IS_DROP, "compact desc->flags");
         check_sample_count(d.n, "desc->n");
         const uint32_t tiles = static_cast<uint32_t>((d.n + kTile - 1) / kTile);
         const size_t need = 256 + align256(static_cast<size_t>(tiles) * 8);
@@ -339,8 +338,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
 EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_backend_reorder_desc* desc) {
     return guarded("eagle_backend_reorder_device", [&] {
         auto d = read_desc(desc, "desc");
-        if (d.flags & ~EAGLE_BACKEND_COMPACT_MASK_IS_DROP)
-            fail(EAGLE_BACKEND_UNSUPPORTED, "unknown reorder flags " + std::to_string(d.flags));
+        check_flags(d.flags, EAGLE_BACKEND_COMPACT_MASK_IS_DROP, "reorder desc->flags");
         check_sample_count(d.n, "desc->n");
         if (d.plane_count > 64) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "plane_count > 64");
         if (d.plane_count > 0) require(d.planes, "planes");

@@ -28,7 +28,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fork_create(const struct eagle_b
     return guarded("eagle_backend_fork_create", [&] {
         auto d = read_desc(desc, "desc");
         require(out, "out");
-        if (d.flags) fail(EAGLE_BACKEND_UNSUPPORTED, "unknown fork flags " + std::to_string(d.flags));
+        check_flags(d.flags, 0, "fork desc->flags");
         if (d.branch_count < 1 || d.branch_count > 4096)
             fail(EAGLE_BACKEND_INVALID_ARGUMENT, "branch_count " + std::to_string(d.branch_count) + " (1..4096)");
         auto f = std::make_unique<Fork>();

@@ -31,7 +31,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_create(const struct eagle_
     return guarded("eagle_backend_graph_create", [&] {
         auto d = read_desc(desc, "desc");
         require(out, "out");
-        if (d.flags) fail(EAGLE_BACKEND_UNSUPPORTED, "unknown graph flags " + std::to_string(d.flags));
+        check_flags(d.flags, 0, "graph desc->flags");
         auto g = std::make_unique<Graph>();
         g->device = resolve_device(d.device, 0, false);
         g->device_given = d.device >= 0;

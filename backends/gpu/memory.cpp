@@ -30,7 +30,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_host_alloc(uint64_t bytes, uint3
     return guarded("eagle_backend_host_alloc", [&] {
         require(out, "out");
         *out = nullptr;
-        if (flags) fail(EAGLE_BACKEND_UNSUPPORTED, "unknown host_alloc flags " + std::to_string(flags));
+        check_flags(flags, 0, "host_alloc flags");
         if (bytes == 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "bytes is 0");
         require_device();
         void* p = nullptr;

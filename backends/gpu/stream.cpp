@@ -9,8 +9,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_create(const struct eagle
     return guarded("eagle_backend_stream_create", [&] {
         auto d = read_desc(desc, "desc");
         require(out, "out");
-        if (d.flags & ~EAGLE_BACKEND_STREAM_NON_BLOCKING)
-            fail(EAGLE_BACKEND_UNSUPPORTED, "unknown stream flags " + std::to_string(d.flags));
+        check_flags(d.flags, EAGLE_BACKEND_STREAM_NON_BLOCKING, "stream desc->flags");
         const int dev = resolve_device(d.device, 0, false);
         DeviceGuard guard(dev);
         auto st = std::make_unique<Stream>();
