@@ -7,9 +7,11 @@
  * generated from it by `python -m build_tools`.
  *
  * Machine-readable markers. A comment of the form
- *     @eagle group=<name> since=<minor>
+ *     @eagle group=<name> since=<minor> [extends=<group>]
  * placed before a function declaration gives that function its capability group (or `required`,
  * or `per-symbol` for a symbol bound one by one) and the minor version of the seam that added it.
+ * `extends=<group>` marks a per-symbol entry that works on that capability group's handles or
+ * descriptors: eagle uses it only when the backend provides the group too.
  * Every function carries exactly one marker; the generator refuses a function without one.
  *
  * General rules (they apply to every declaration below):
@@ -461,7 +463,7 @@ eagle_backend_status eagle_backend_conditional_is_loop(eagle_backend_conditional
  * Closes the open body and the node; work on origin from now on follows the node. */
 eagle_backend_status eagle_backend_conditional_end(eagle_backend_conditional conditional);
 
-/* @eagle group=per-symbol since=4
+/* @eagle group=per-symbol since=4 extends=conditional
  * SWITCH only: closes the open case body, if any, and opens case `index`; its raw body stream goes
  * to *body_stream. Each case may be opened once; cases never opened are empty. INDEX when
  * index >= case_count; INVALID_ARGUMENT for an IF or WHILE or a case already opened. */
@@ -589,7 +591,7 @@ eagle_backend_status eagle_backend_event_pool_created(int64_t* created);
  * address with n > 0 or too little scratch. */
 eagle_backend_status eagle_backend_compact_device(struct eagle_backend_compact_desc* desc);
 
-/* @eagle group=per-symbol since=2
+/* @eagle group=per-symbol since=2 extends=filtering
  * Enqueues a stable reorder of the planes (see the desc). UNSUPPORTED for n >= 2^31 or an element
  * size not in {1, 2, 4, 8, 16}. */
 eagle_backend_status eagle_backend_reorder_device(struct eagle_backend_reorder_desc* desc);

@@ -77,6 +77,9 @@ class Function:
     group: str
     since: int
     line: int = field(default=0, compare=False)
+    #: A per-symbol entry that works on a capability group's handles names that group: it is
+    #: usable only when the group is provided too (header marker ``extends=<group>``).
+    extends: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,7 @@ class _Visitor:
         if marker is None:
             raise self._error(node, f"function {name} has no @eagle group marker")
         self.functions[name] = Function(name, ftype.returns, ftype.params, marker.group, marker.since,
-                                        node.coord.line)
+                                        node.coord.line, marker.extends)
 
     def _struct(self, node: c_ast.Struct) -> None:
         """A struct definition: named, non-empty, fields of understood complete types."""
@@ -373,6 +373,11 @@ class _Visitor:
             if marker.since > minor:
                 raise SeamError(self.path, marker.line,
                                 f"marker since={marker.since} is beyond EAGLE_BACKEND_VERSION_MINOR {minor}")
+            if marker.extends is not None and (marker.group != GROUP_PER_SYMBOL
+                                               or marker.extends not in self.groups[1:-1]):
+                raise SeamError(self.path, marker.line,
+                                f"extends={marker.extends} needs group=per-symbol and a capability group "
+                                f"(known: {', '.join(self.groups[1:-1])})")
             if (marker.group == GROUP_PER_SYMBOL) != (marker.since > 0):
                 raise SeamError(self.path, marker.line,
                                 "a symbol added after 1.0 (since > 0) is per-symbol, and a per-symbol one has since > 0")

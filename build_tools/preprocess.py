@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .errors import SeamError
 
-_MARKER = re.compile(r"@eagle\s+group=([A-Za-z0-9_-]+)\s+since=(\d+)\s*$")
+_MARKER = re.compile(r"@eagle\s+group=([A-Za-z0-9_-]+)\s+since=(\d+)(?:\s+extends=([A-Za-z0-9_]+))?\s*$")
 _DIRECTIVE = re.compile(r"\s*#\s*(\w*)\s*(.*?)\s*$", re.DOTALL)
 _DEFINE = re.compile(r"([A-Za-z_]\w*)(\(?)\s*(.*)$", re.DOTALL)
 _CPLUSPLUS_LINES = ('extern "C" {', "}")
@@ -24,6 +24,7 @@ class Marker:
     group: str
     since: int
     line: int
+    extends: str | None = None  # per-symbol entries only: the capability group they need too
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,9 @@ def _marker(body: str, line: int, path: str) -> Marker | None:
     m = _MARKER.match(first)
     if not m:
         raise SeamError(path, opener_line,
-                        f"malformed marker {first!r} (expected '@eagle group=<group> since=<minor>')")
-    return Marker(m.group(1), int(m.group(2)), opener_line)
+                        f"malformed marker {first!r} (expected '@eagle group=<group> since=<minor>"
+                        " [extends=<group>]')")
+    return Marker(m.group(1), int(m.group(2)), opener_line, m.group(3))
 
 
 class _Directives:

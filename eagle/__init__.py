@@ -2,50 +2,77 @@
 
 Record the stepping loop of a batch of samples once, with the loop decided on the device,
 and replay it. eagle talks to a device kind through a backend library ``libeagle_<kind>.so``
-that implements the plain-C seam ``eagle_backend.h``.
+that implements the plain-C seam ``eagle_backend.h``. The layers of this package are described
+in eagle/README.md.
 
 Importing eagle loads nothing but this module and its exceptions; the rest is imported on
 first use."""
-from .errors import (BackendLoadError, BackendUnavailable, EagleError, HandleError, InteropError,
-                     Unsupported)
+from .errors import (BackendLoadError, BackendUnavailable, CompileError, EagleError, EagleKeyError,
+                     EagleTypeError, EagleValueError, HandleError, InteropError, Unsupported)
 
 __version__ = "0.1.0"
+
+#: Where the generated modules and backends come from when this is a source checkout without them
+#: (None for an installed eagle): the installed copy of eagle they are borrowed from.
+BORROWED_FROM = None
 
 
 def _find_generated_modules():
     """Running from a source checkout (its eagle/ first on sys.path), the generated modules and
-    backends live in the installed copy: add that directory to this package's path."""
+    backends live in an installed copy: add that directory to this package's path, and say so
+    (a warning naming it). The installed copy must have been generated from this checkout's
+    eagle_backend.h (compared by SHA-256), else the import fails naming both."""
+    import hashlib
     import os
     import sys
+    import warnings
+    global BORROWED_FROM
     here = os.path.dirname(os.path.abspath(__file__))
     if os.path.exists(os.path.join(here, "_seam_ffi.py")):
         return
     for entry in sys.path:
         cand = os.path.join(os.path.abspath(entry or "."), "eagle")
-        if cand != here and os.path.exists(os.path.join(cand, "_seam_ffi.py")):
-            __path__.append(cand)
-            return
+        if cand == here or not os.path.exists(os.path.join(cand, "_seam_meta.py")):
+            continue
+        header = os.path.join(os.path.dirname(here), "eagle_backend.h")
+        if os.path.exists(header):
+            with open(header, "rb") as f:
+                mine = hashlib.sha256(f.read()).hexdigest()
+            with open(os.path.join(cand, "_seam_meta.py"), encoding="utf-8") as f:
+                theirs = next((line.split("=", 1)[1].strip().strip("'\"") for line in f
+                               if line.startswith("HEADER_SHA256")), None)
+            if theirs != mine:
+                raise ImportError(f"eagle: this source checkout ({here}) has no generated modules, and "
+                                  f"the installed eagle at {cand} was generated from another "
+                                  "eagle_backend.h; reinstall it from this checkout (pip install .)")
+        __path__.append(cand)
+        BORROWED_FROM = cand
+        warnings.warn(f"eagle: running from the source checkout {here} with the generated modules and "
+                      f"backends of the installed eagle at {cand}", RuntimeWarning, stacklevel=3)
+        return
 
 
 _find_generated_modules()
 
 _LAZY = {
-    "backend": "._loader", "backends": "._loader", "Backend": "._loader",
+    "backend": "._backend", "backends": "._backend", "Backend": "._backend",
     "Stream": ".stream", "StreamRef": ".stream",
     "Capture": ".capture", "Captured": ".capture",
     "Fork": ".fork", "Conditional": ".conditional",
-    "GraphBuilder": ".graph", "Launcher": ".graph",
-    "run": ".exec", "DeviceProps": ".device",
-    "copy": ".memory", "pinned": ".memory", "host_func": ".memory",
+    "GraphBuilder": ".launcher", "Launcher": ".launcher",
+    "DeviceProps": ".device",
+    "copy": ".api", "run": ".api", "compact": ".api", "pinned": ".api", "host_func": ".api",
+    "fence": ".api",
     "STREAM_NONE": ".interop",
     "ActiveSet": ".activeset",
-    "Graph": ".build", "repeat_while": ".build", "skippable": ".build", "switch": ".build",
-    "concurrent": ".build",
+    "Graph": ".graph",
+    "repeat_while": ".constructs", "skippable": ".constructs", "switch": ".constructs",
+    "concurrent": ".constructs",
     "kind_of_array": "._device_kind",
 }
 
-__all__ = ["BackendLoadError", "BackendUnavailable", "EagleError", "HandleError", "InteropError",
-           "Unsupported", *_LAZY]
+__all__ = ["BackendLoadError", "BackendUnavailable", "CompileError", "EagleError", "EagleKeyError",
+           "EagleTypeError", "EagleValueError", "HandleError", "InteropError", "Unsupported", *_LAZY]
 
 
 def __getattr__(name):
@@ -60,11 +87,3 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
-
-
-def fence(producer, consumer, *, backend="cpu", device_type=None, device_id=0):
-    """Order ``consumer`` after the work enqueued so far on ``producer`` without blocking the
-    host. Streams are DLPack stream codes (or eagle streams); None means "no stream given"."""
-    from ._loader import backend as _backend
-    from .interop import fence as _fence
-    return _fence(_backend(backend), producer, consumer, device_type, device_id)

@@ -1,7 +1,11 @@
 """Where an array lives picks its backend: DLPack device type -> eagle kind.
 
+This table is the only place in eagle's core that names kinds.
+
 The codes are DLPack's ``DLDeviceType``. Only this table names device types; the rest of
 eagle works with kinds."""
+
+from .errors import EagleTypeError, EagleValueError
 
 KIND_OF_DEVICE_TYPE = {
     1: "cpu",    # kDLCPU
@@ -19,13 +23,23 @@ GPU_KINDS = frozenset({"cuda", "hip", "metal"})
 #: Device types whose memory the host can read directly.
 HOST_DEVICE_TYPES = frozenset({1, 3, 11})
 
+#: Device types of backends whose streams speak the CUDA stream protocol (``__cuda_stream__``).
+CUDA_STREAM_PROTOCOL_TYPES = frozenset({2, 3, 13, 10, 11})
+
+
+def describe_device(device) -> str:
+    """``cuda:0 (DLPack device 2, 0)`` for a ``(device_type, device_id)`` pair."""
+    t, i = device
+    kind = KIND_OF_DEVICE_TYPE.get(int(t))
+    return f"{kind}:{i} (DLPack device {t}, {i})" if kind else f"DLPack device ({t}, {i})"
+
 
 def kind_of_device_type(device_type: int) -> str:
     """The eagle kind that serves DLPack ``device_type``; ValueError naming it otherwise."""
     try:
         return KIND_OF_DEVICE_TYPE[int(device_type)]
     except KeyError:
-        raise ValueError(f"eagle: no backend kind serves DLPack device type {device_type}") from None
+        raise EagleValueError(f"eagle: no backend kind serves DLPack device type {device_type}") from None
 
 
 def kind_of_array(array) -> str:
@@ -33,7 +47,7 @@ def kind_of_array(array) -> str:
     try:
         dev = array.__dlpack_device__
     except AttributeError:
-        raise TypeError(f"eagle: {type(array).__name__} has no __dlpack_device__; "
+        raise EagleTypeError(f"eagle: {type(array).__name__} has no __dlpack_device__; "
                         "pass an array that supports DLPack") from None
     device_type, _ = dev()
     return kind_of_device_type(device_type)

@@ -1,28 +1,33 @@
-"""Finding, opening and checking backend libraries.
+"""Finding, opening and checking backend libraries (the ground floor: see eagle/README.md).
 
 A backend of kind ``K`` is ``libeagle_K.so`` beside the installed package (the directory that
 holds the generated ``_seam_ffi`` module), or the exact file named by ``$EAGLE_BACKEND_K``.
 Opening runs the handshake of DESIGN.md §5 and refuses, naming the problem, any library that
-breaks its promises."""
+breaks its promises.
+
+:class:`Library` is one opened library: its bound seam functions, its capabilities, and the
+per-library state seam objects share. Its seam calls come in two forms: ``lib.call.<name>(...)``
+raises the mapped eagle exception (naming the symbol once) on a nonzero status; ``lib._f.<name>``
+is the raw cffi function, for the few places that read a status themselves. This module imports
+nothing above the ground floor: :class:`eagle.Backend` (eagle/_backend.py) adds the factories."""
 import os
 import sys
 import threading
 from collections import Counter
 
 from . import _seam_meta as meta
-from ._backend_api import BackendAPI
 from ._device_kind import GPU_KINDS
 from ._seam_ffi import ffi
 from ._status import exception_for
-from .errors import BackendLoadError, BackendUnavailable
+from .errors import BackendLoadError, BackendUnavailable, EagleTypeError, EagleValueError
 
 _PREFIX = "eagle_backend_"
 _SUFFIX = {"darwin": ".dylib", "win32": ".dll"}.get(sys.platform, ".so")
 _LIB_PREFIX = "" if sys.platform == "win32" else "lib"
 
-#: Per-symbol entries (short names) that extend a group: they need the group too. Shared with
-#: the checker (eagle/check/_seam.py).
-EXTENDS = {"conditional_begin_case": "conditional", "reorder_device": "filtering"}
+#: Per-symbol entries (short names) that extend a group: they need the group too. From the header's
+#: ``extends=`` markers; shared with the checker (eagle/check/_seam.py).
+EXTENDS = {sym[len("eagle_backend_"):]: group for sym, group in meta.EXTENDS.items()}
 
 #: Calls per seam symbol, counted while tracing is on (``EAGLE_TRACE_CALLS=1`` when a backend
 #: is opened, or ``backend(..., trace=True)``). Keys are full symbol names.
@@ -102,28 +107,45 @@ def _resolve(name):
                              f"and ${var})")
 
 
-def backend(name="cpu", *, trace=None):
-    """Open (once per path) and return the :class:`Backend` named by a kind, ``'gpu'`` or a path.
+def open_library(name, cls, *, trace=None):
+    """Open (once per path and tracing) the library named by a kind, ``'gpu'`` or a path, as an
+    instance of ``cls`` (a :class:`Library` subclass).
 
     Raises :class:`eagle.BackendLoadError` when the library is refused and
     :class:`eagle.BackendUnavailable` when no such backend is installed."""
-    if isinstance(name, Backend):
-        return name
-    kind, path, how = _resolve(str(name))
+    if not isinstance(name, (str, os.PathLike)):
+        raise EagleTypeError(f"eagle: a backend is named by a kind ('cpu', 'cuda', 'gpu', ...), a path or "
+                             f"an eagle.Backend, not a {type(name).__name__}")
+    kind, path, how = _resolve(os.fspath(name))
     if trace is None:
         trace = os.environ.get("EAGLE_TRACE_CALLS") == "1"
     key = (path, bool(trace))
     with _lock:
-        b = _opened.get(key)
-        if b is None:
-            b = Backend(path, kind, how, trace=bool(trace))
-            _opened[key] = b
-        return b
+        lib = _opened.get(key)
+        if lib is None:
+            lib = cls(path, kind, how, trace=bool(trace))
+            _opened[key] = lib
+        return lib
 
 
 class _Functions:
     """The bound seam functions of one backend, one attribute per short name
     (``stream_create`` for ``eagle_backend_stream_create``)."""
+
+
+def _raising(lib, full, fn):
+    """``fn`` (a seam function returning a status) as a call that raises on a nonzero status."""
+    def call(*args):
+        status = fn(*args)
+        if status:
+            raise lib._exception(full, status)
+    call.__name__ = call.__qualname__ = full
+    return call
+
+
+def _returns_status(fn):
+    """True when the bound cffi function returns eagle_backend_status (int32_t)."""
+    return ffi.typeof(fn).result.cname == "int32_t"
 
 
 def _unavailable_fn(message):
@@ -140,8 +162,8 @@ def _traced(name, fn):
     return counted
 
 
-class Backend(BackendAPI):
-    """One opened backend library. Get it from :func:`eagle.backend`.
+class Library:
+    """One opened backend library. Get it (as an :class:`eagle.Backend`) from :func:`eagle.backend`.
 
     Attributes
     ----------
@@ -163,13 +185,16 @@ class Backend(BackendAPI):
 
     def __init__(self, path, kind, how, trace=False):
         self.path = path
-        self._init_state()
+        self._capturing = {}        # raw stream -> Capture recording it (fork branches, bodies too)
+        self._host_errors = []      # exceptions raised by host functions, re-raised at synchronize
+        self._pending_calls = set() # eager host functions not yet run (kept alive until they run)
         try:
             self._lib = ffi.dlopen(path)
         except OSError as e:
             raise BackendLoadError(f"eagle: cannot load the backend library {how}: {e}") from None
         lib = self._lib
         f = self._f = _Functions()
+        call = self.call = _Functions()
         self._traced = trace
 
         def bind(name, required_because=None):
@@ -181,9 +206,12 @@ class Backend(BackendAPI):
                     raise BackendLoadError(f"eagle: the backend '{path}' does not export {full}, "
                                            f"which {required_because}") from None
                 return None
+            raises = _returns_status(fn)
             if trace:
                 fn = _traced(full, fn)
             setattr(f, name, fn)
+            if raises:
+                setattr(call, name, _raising(self, full, fn))
             return fn
 
         version = bind("version", "every backend must export")()
@@ -197,7 +225,7 @@ class Backend(BackendAPI):
             bind(sym[len(_PREFIX):], "every backend must export")
 
         caps = ffi.new("uint64_t*")
-        self._check("eagle_backend_capabilities", f.capabilities(caps))
+        call.capabilities(caps)
         bits = int(caps[0])
         self.capability_bits = bits
         left_out = self._read_left_out_note()
@@ -230,6 +258,7 @@ class Backend(BackendAPI):
                 unavailable[group] = reason
                 for name in names:
                     setattr(f, name, _unavailable_fn(reason))
+                    setattr(call, name, _unavailable_fn(reason))
         for sym in meta.PER_SYMBOL:
             name = sym[len(_PREFIX):]
             group = EXTENDS.get(name)
@@ -244,10 +273,19 @@ class Backend(BackendAPI):
                 reason += f" ({left_out[sym]})"
             unavailable[sym] = reason
             setattr(f, name, _unavailable_fn(reason))
+            setattr(call, name, _unavailable_fn(reason))
         for name, why in left_out.items():  # options a provided group leaves out
             unavailable.setdefault(name, f"{lacks(name)} ({why})")
         self.groups = frozenset(groups)
         self.unavailable = unavailable
+
+    def _forget_capture(self, capture):
+        for raw in [r for r, c in self._capturing.items() if c is capture]:
+            del self._capturing[raw]
+
+    def _raise_host_error(self):
+        exc = self._host_errors.pop(0)
+        raise exc
 
     def __repr__(self):
         return (f"<eagle.Backend {self.kind} {self.version[0]}.{self.version[1]} '{self.path}' "
@@ -260,8 +298,12 @@ class Backend(BackendAPI):
             raise self._exception(symbol, status)
 
     def _exception(self, symbol, status):
-        msg = ffi.string(self._f.last_error()).decode("utf-8", "replace")
-        return exception_for(symbol, int(status), msg)
+        return exception_for(symbol, int(status), self.last_error())
+
+    def last_error(self):
+        """This thread's last error message of the library ('' when it left none or NULL)."""
+        raw = self._f.last_error()
+        return "" if raw == ffi.NULL else ffi.string(raw).decode("utf-8", "replace")
 
     def provides(self, entry):
         """True when the group (``'fork'``) or per-symbol entry (``'eagle_backend_memcpy'``) is there."""
@@ -273,14 +315,14 @@ class Backend(BackendAPI):
         if reason:
             raise BackendUnavailable(reason)
         if reason is None:
-            raise KeyError(f"eagle: '{entry}' is neither a group nor a per-symbol entry of the seam")
+            raise EagleValueError(f"eagle: '{entry}' is neither a group nor a per-symbol entry of the seam")
 
     # -- handshake reads --------------------------------------------------------------------
     def _read_build_info(self):
         info = ffi.new("struct eagle_backend_build_info*")
         size = ffi.sizeof("struct eagle_backend_build_info")
         info.struct_size = size
-        self._check("eagle_backend_build_info", self._f.build_info(info))
+        self.call.build_info(info)
         written = int(info.struct_size)
         if written > size:
             raise BackendLoadError(f"eagle: the backend '{self.path}' claims to have written {written} "
@@ -298,7 +340,7 @@ class Backend(BackendAPI):
 
     def _read_left_out_note(self):
         """The `name: reason` lines capabilities() leaves in last_error (see the header)."""
-        note = ffi.string(self._f.last_error()).decode("utf-8", "replace")
+        note = self.last_error()
         out = {}
         for line in note.splitlines():
             name, sep, why = line.partition(":")
@@ -310,19 +352,19 @@ class Backend(BackendAPI):
 
     def _read_device_types(self):
         count = ffi.new("int32_t*")
-        self._check("eagle_backend_device_types", self._f.device_types(ffi.NULL, 0, count))
+        self.call.device_types(ffi.NULL, 0, count)
         n = int(count[0])
         if n < 0 or n > 256:
             raise BackendLoadError(f"eagle: the backend '{self.path}' reports {n} device types")
         types = ffi.new("int32_t[]", max(n, 1))
-        self._check("eagle_backend_device_types", self._f.device_types(types, n, count))
+        self.call.device_types(types, n, count)
         return tuple(int(types[i]) for i in range(min(n, int(count[0]))))
 
     # -- device -------------------------------------------------------------------------------
     def probe(self):
         """Raise :class:`eagle.BackendUnavailable` with the backend's own message when no device
         of its kind is usable; return None otherwise."""
-        self._check("eagle_backend_probe", self._f.probe())
+        self.call.probe()
 
     def is_usable(self):
         """True when :meth:`probe` succeeds."""

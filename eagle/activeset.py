@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _alloc
 from ._arrays import address_of
+from ._resolve import resolve
 from .errors import EagleError, EagleTypeError, EagleValueError
 
 _THETA_RANGE = (0.25, 0.75)
@@ -90,18 +91,22 @@ class ActiveSet:
     """
 
     def __init__(self, mask, reorder=None, *, planes=(), backend=None, stream=None):
-        from ._device_kind import kind_of_device_type
-        from ._loader import backend as _backend
+        if isinstance(mask, int) or not hasattr(mask, "shape"):
+            raise EagleTypeError(f"eagle.ActiveSet: the mask must be an array (uint8, one byte per sample), "
+                                 f"got a {type(mask).__name__}")
+        planes = list(planes)
+        for i, p in enumerate(planes):
+            if isinstance(p, (int, list, tuple)) or not hasattr(p, "shape"):
+                raise EagleTypeError(f"eagle.ActiveSet: plane {i} must be an array, got a {type(p).__name__}")
+        b, _ = resolve([mask, *planes], backend=backend, streams=(stream,), what="eagle.ActiveSet",
+                       noun="array")
+        self.backend = b
         info = address_of(mask)
         if info.nbytes is None:
             raise EagleTypeError("eagle.ActiveSet: the mask must be an array (uint8, one byte per sample)")
         if getattr(mask, "dtype", None) is not None and np.dtype(str(mask.dtype).split(".")[-1]).itemsize != 1:
             raise EagleTypeError(f"eagle.ActiveSet: the mask must hold 1-byte items, got {mask.dtype}")
         self.n = n = info.nbytes
-        if backend is None:
-            from ._arrays import dlpack_device
-            backend = kind_of_device_type(dlpack_device(mask)[0])
-        self.backend = b = _backend(backend)
         b.require("filtering")
         self.mask = mask
         self._stream = stream

@@ -4,7 +4,7 @@
 which :meth:`Backend.graph_from_captured` turns into a replayable graph."""
 from ._handle import Owner
 from ._seam_ffi import ffi
-from .stream import raw_stream
+from ._stream_arg import raw_stream
 
 
 class Captured(Owner):
@@ -21,8 +21,7 @@ class Captured(Owner):
     def is_valid(self):
         """True when the recording holds at least one node (it can become a graph)."""
         out = ffi.new("int32_t*")
-        self._backend._check("eagle_backend_captured_is_valid",
-                             self._backend._f.captured_is_valid(self._live(), out))
+        self._backend.call.captured_is_valid(self._live(), out)
         return bool(out[0])
 
 
@@ -41,7 +40,7 @@ class Capture(Owner):
         desc.device = device
         desc.stream = self._raw
         out = ffi.new("eagle_backend_capturer*")
-        b._check("eagle_backend_capturer_create", b._f.capturer_create(desc, out))
+        b.call.capturer_create(desc, out)
         self._own(b, out[0], "capturer_release")
         self.stream = stream
         self.captured = None
@@ -50,7 +49,7 @@ class Capture(Owner):
     def begin(self):
         """Start recording the stream's work."""
         b = self._backend
-        b._check("eagle_backend_capturer_begin", b._f.capturer_begin(self._live()))
+        b.call.capturer_begin(self._live())
         b._capturing[self._raw] = self
 
     def end(self):

@@ -7,7 +7,8 @@ case ``*count`` selects."""
 from ._arrays import address_of
 from ._handle import Owner
 from ._seam_ffi import ffi
-from .stream import StreamRef, raw_stream
+from ._stream_arg import raw_stream
+from .stream import StreamRef
 from .errors import EagleValueError
 
 
@@ -49,7 +50,7 @@ class Conditional(Owner):
         desc.counter_ptr = _addr(counter, "counter")
         desc.case_count = int(case_count)
         out = ffi.new("eagle_backend_conditional*")
-        b._check("eagle_backend_conditional_create", b._f.conditional_create(desc, out))
+        b.call.conditional_create(desc, out)
         self._own(b, out[0], "conditional_release")
 
     def _adopt(self, raw):
@@ -62,36 +63,34 @@ class Conditional(Owner):
         """Open the body (case 0 of a SWITCH); returns the body's :class:`StreamRef`."""
         b = self._backend
         out = ffi.new("uint64_t*")
-        b._check("eagle_backend_conditional_begin", b._f.conditional_begin(self._live(), out))
+        b.call.conditional_begin(self._live(), out)
         return self._adopt(out[0])
 
     def begin_case(self, index):
         """SWITCH: close the open case body and open case ``index``; returns its stream."""
         b = self._backend
         out = ffi.new("uint64_t*")
-        b._check("eagle_backend_conditional_begin_case",
-                 b._f.conditional_begin_case(self._live(), int(index), out))
+        b.call.conditional_begin_case(self._live(), int(index), out)
         return self._adopt(out[0])
 
     @property
     def body_stream(self):
         b = self._backend
         out = ffi.new("uint64_t*")
-        b._check("eagle_backend_conditional_body_stream",
-                 b._f.conditional_body_stream(self._live(), out))
+        b.call.conditional_body_stream(self._live(), out)
         return StreamRef(b, out[0])
 
     @property
     def is_loop(self):
         b = self._backend
         out = ffi.new("int32_t*")
-        b._check("eagle_backend_conditional_is_loop", b._f.conditional_is_loop(self._live(), out))
+        b.call.conditional_is_loop(self._live(), out)
         return bool(out[0])
 
     def end(self):
         """Close the body and the node; the origin's later work follows the node."""
         b = self._backend
-        b._check("eagle_backend_conditional_end", b._f.conditional_end(self._live()))
+        b.call.conditional_end(self._live())
 
     def __enter__(self):
         return self.begin()

@@ -2,6 +2,7 @@
 import dataclasses
 
 from ._seam_ffi import ffi
+from .errors import BackendLoadError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,10 +33,10 @@ def device_props(backend, device=0):
     props = ffi.new("struct eagle_backend_device_props*")
     size = ffi.sizeof(props[0])
     props.struct_size = size
-    backend._check("eagle_backend_device_props", backend._f.device_props(int(device), props))
+    backend.call.device_props(int(device), props)
     written = int(props.struct_size)
     if written > size:
-        raise ValueError(f"eagle_backend_device_props: the backend wrote back struct_size {written}, "
+        raise BackendLoadError(f"eagle_backend_device_props: the backend wrote back struct_size {written}, "
                          f"more than the caller's {size}")
     values = {}
     for field, f in ffi.typeof(props[0]).fields:

@@ -34,5 +34,20 @@ class EagleIndexError(EagleError, IndexError):
     """An index is out of range (raised for the seam's INDEX)."""
 
 
+class EagleKeyError(EagleError, KeyError):
+    """A name or key eagle was asked for does not exist (a graph member, a kernel)."""
+
+    def __str__(self):  # KeyError quotes its message; eagle's messages are sentences
+        return str(self.args[0]) if self.args else ""
+
+
+class CompileError(EagleError, RuntimeError):
+    """A backend's compiler refused a kernel source; ``log`` holds the compiler's output."""
+
+    def __init__(self, message, log=""):
+        super().__init__(message)
+        self.log = log
+
+
 class HandleError(EagleError, RuntimeError):
     """A handle was used after close, after a consuming call, or from another thread."""

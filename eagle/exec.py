@@ -9,7 +9,7 @@ import struct
 from ._arrays import address_of
 from ._handle import raw_int
 from ._seam_ffi import ffi
-from .stream import raw_stream
+from ._stream_arg import raw_stream
 from .errors import EagleTypeError, EagleValueError
 
 _MAX_PARAMS = 64
@@ -51,13 +51,12 @@ def kernel_handle(kernel):
         raise EagleTypeError(f"eagle: cannot use a {type(kernel).__name__} as a kernel handle") from None
 
 
-def run(kernel, args, n, *, base=0, count=None, n_samples=None, stream=None, block=0, device=-1,
-        backend=None):
-    """Launch ``kernel`` once over lanes ``[base, base + count)`` of a run of ``n`` samples.
+def run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=None, block=0, device=-1):
+    """Launch ``kernel`` once over lanes ``[base, base + count)`` of a run of ``n`` samples on
+    ``backend``.
 
     Returns True when a launch was enqueued, False for an empty partition."""
-    from ._loader import backend as _backend
-    b = _backend(backend or "cpu")
+    b = backend
     n = int(n)
     count = n - int(base) if count is None else int(count)
     n_samples = n if n_samples is None else int(n_samples)
@@ -81,5 +80,5 @@ def run(kernel, args, n, *, base=0, count=None, n_samples=None, stream=None, blo
     desc.n_samples = n_samples
     desc.stream = raw_stream(b, stream)
     launched = ffi.new("int32_t*")
-    b._check("eagle_backend_run_device", b._f.run_device(desc, launched))
+    b.call.run_device(desc, launched)
     return bool(launched[0])

@@ -2,12 +2,13 @@
 
 Both are enqueue-only and capturable: they take device addresses (or arrays) and a
 scratch buffer, never allocate, never synchronise. :class:`eagle.ActiveSet` builds on them."""
+from . import _seam_meta as meta
 from ._arrays import address_of
 from ._seam_ffi import ffi
-from .stream import raw_stream
+from ._stream_arg import raw_stream
 from .errors import EagleValueError
 
-MASK_IS_DROP = 1
+MASK_IS_DROP = meta.CONSTANTS["EAGLE_BACKEND_COMPACT_MASK_IS_DROP"]
 
 
 def _ptr(x):
@@ -30,7 +31,7 @@ def compact_scratch_bytes(backend, n, *, device=-1, stream=None):
     desc.device = device
     desc.n = int(n)
     desc.stream = raw_stream(backend, stream)
-    backend._check("eagle_backend_compact_device", backend._f.compact_device(desc))
+    backend.call.compact_device(desc)
     return int(desc.scratch_bytes)
 
 
@@ -61,7 +62,7 @@ def compact(backend, mask, index_map, count, scratch, *, n=None, drop=False, str
     desc.stream = raw_stream(backend, stream)
     desc.live32, desc.span, desc.fire = _ptr(live32), _ptr(span), _ptr(fire)
     desc.theta = float(theta)
-    backend._check("eagle_backend_compact_device", backend._f.compact_device(desc))
+    backend.call.compact_device(desc)
 
 
 def _reorder_desc(backend, planes, mask, perm, inv, span, fire, scratch, n, drop, stream, device, flags):
@@ -97,7 +98,7 @@ def reorder_scratch_bytes(backend, n, *, planes=(), device=-1, stream=None):
     """Scratch bytes a reorder of ``n`` samples of ``planes`` needs (it may depend on the planes)."""
     desc, _keep = _reorder_desc(backend, list(planes), None, None, None, None, None, None, n, False, stream,
                                 device, None)
-    backend._check("eagle_backend_reorder_device", backend._f.reorder_device(desc))
+    backend.call.reorder_device(desc)
     return int(desc.scratch_bytes)
 
 
@@ -112,4 +113,4 @@ def reorder(backend, planes, mask, perm, inv, span, scratch, *, n=None, fire=Non
         raise EagleValueError("eagle.reorder: a scratch buffer is needed; size it with reorder_scratch_bytes()")
     desc, _keep = _reorder_desc(backend, list(planes), mask, perm, inv, span, fire, scratch, n, drop,
                                 stream, device, flags)
-    backend._check("eagle_backend_reorder_device", backend._f.reorder_device(desc))
+    backend.call.reorder_device(desc)

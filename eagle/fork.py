@@ -2,7 +2,8 @@
 origin waits for at the join. Works eagerly and under capture."""
 from ._handle import Owner
 from ._seam_ffi import ffi
-from .stream import StreamRef, raw_stream
+from ._stream_arg import raw_stream
+from .stream import StreamRef
 from .errors import EagleValueError
 
 
@@ -26,13 +27,13 @@ class Fork(Owner):
         desc.origin = self._origin_raw
         desc.branch_count = int(branch_count)
         out = ffi.new("eagle_backend_fork*")
-        b._check("eagle_backend_fork_create", b._f.fork_create(desc, out))
+        b.call.fork_create(desc, out)
         self._own(b, out[0], "fork_release")
         self._branches = None
 
     def fork(self):
         b = self._backend
-        b._check("eagle_backend_fork_fork", b._f.fork_fork(self._live()))
+        b.call.fork_fork(self._live())
         cap = b._capturing.get(self._origin_raw)
         if cap is not None:
             for br in self.branches:
@@ -40,13 +41,13 @@ class Fork(Owner):
 
     def join(self):
         b = self._backend
-        b._check("eagle_backend_fork_join", b._f.fork_join(self._live()))
+        b.call.fork_join(self._live())
 
     def branch(self, i):
         """Branch ``i`` as a :class:`StreamRef` (IndexError when out of range)."""
         b = self._backend
         out = ffi.new("uint64_t*")
-        b._check("eagle_backend_fork_branch", b._f.fork_branch(self._live(), int(i), out))
+        b.call.fork_branch(self._live(), int(i), out)
         return StreamRef(b, out[0])
 
     @property
@@ -59,20 +60,20 @@ class Fork(Owner):
     def origin(self):
         b = self._backend
         out = ffi.new("uint64_t*")
-        b._check("eagle_backend_fork_origin", b._f.fork_origin(self._live(), out))
+        b.call.fork_origin(self._live(), out)
         return StreamRef(b, out[0])
 
     @property
     def forked(self):
         b = self._backend
         out = ffi.new("int32_t*")
-        b._check("eagle_backend_fork_forked", b._f.fork_forked(self._live(), out))
+        b.call.fork_forked(self._live(), out)
         return bool(out[0])
 
     def __len__(self):
         b = self._backend
         out = ffi.new("uint64_t*")
-        b._check("eagle_backend_fork_size", b._f.fork_size(self._live(), out))
+        b.call.fork_size(self._live(), out)
         return int(out[0])
 
     def __enter__(self):

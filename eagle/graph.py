@@ -1,132 +1,252 @@
-"""Graphs and launchers: recorded work made replayable.
+"""``eagle.Graph``: a program of steps recorded once and replayed again and again.
 
-:class:`GraphBuilder` holds a graph (from one capture, or built node by node from several);
-:meth:`GraphBuilder.launcher` instantiates it into a :class:`Launcher` that replays it."""
-from ._handle import Owner
-from ._seam_ffi import ffi
-from .errors import EagleTypeError, EagleValueError
-from .stream import raw_stream
+Decisions on the device or on the host. Where the backend provides what the program's constructs
+need (``conditional``; ``conditional_begin_case`` for a SWITCH) the whole program is one recorded
+graph and :attr:`Graph.decides_on_device` is True (eagle/_record.py). Otherwise the runs of plain
+steps are recorded as pieces, and the host replays them, reading the guard words (after
+synchronizing) to decide (eagle/_interpret.py).
+
+Toggling members. The top-level steps are the graph's *members*; ``graph.disable(m)`` and
+``graph.enable(m)`` switch one off and on for later launches without rebuilding:
+a plain callable member whose recorded nodes are all toggleable is switched by node enabling in
+the launcher ("node"); a construct member (or any member where the backend cannot attribute
+nodes) is wrapped at build time in an IF on a guard word the graph owns, which the host flips
+("guard"; one IF node per replay, omitted with ``toggle=False``); on the host-decided path the
+host simply skips it ("host")."""
+import numpy as np
+
+from . import _alloc, _render
+from ._interpret import Compiler, Interpreter, pieces
+from ._record import Recorder
+from ._resolve import resolve
+from .constructs import as_steps, guard_arrays, needs_of, step_name
+from .errors import EagleKeyError, EagleTypeError, EagleValueError, Unsupported
 
 
-class GraphBuilder(Owner):
-    """A graph of recorded work. Consumes the :class:`Captured` objects given to it."""
+class Member:
+    """One top-level step of a :class:`Graph`, switchable with :attr:`enabled`."""
 
-    __slots__ = ("keepalive",)
-    _what = "graph"
+    __slots__ = ("index", "name", "step", "how", "nodes", "word", "_enabled", "_graph")
 
-    def __init__(self, backend, handle, keepalive=()):
-        self._own(backend, handle, "graph_release")
-        self.keepalive = list(keepalive)
-
-    @classmethod
-    def empty(cls, backend, device=-1):
-        desc = ffi.new("struct eagle_backend_graph_desc*")
-        desc.struct_size = ffi.sizeof(desc[0])
-        desc.device = device
-        out = ffi.new("eagle_backend_graph*")
-        backend._check("eagle_backend_graph_create", backend._f.graph_create(desc, out))
-        return cls(backend, out[0])
-
-    @classmethod
-    def from_captured(cls, captured):
-        b = captured._backend
-        out = ffi.new("eagle_backend_graph*")
-        b._check("eagle_backend_graph_from_captured", b._f.graph_from_captured(captured._live(), out))
-        captured._consumed("graph_from_captured")
-        return cls(b, out[0], captured.keepalive)
-
-    def add(self, captured):
-        """Append ``captured`` as one node after the last (consumes it)."""
-        b = self._backend
-        b._check("eagle_backend_graph_add_node", b._f.graph_add_node(self._live(), captured._live()))
-        captured._consumed("GraphBuilder.add")
-        self.keepalive.extend(captured.keepalive)
-
-    def set_stream(self, stream):
-        """The stream launchers made from now on launch on."""
-        b = self._backend
-        b._check("eagle_backend_graph_stream", b._f.graph_stream(self._live(), raw_stream(b, stream)))
+    def __init__(self, graph, index, step):
+        self._graph, self.index, self.step = graph, index, step
+        self.name = step_name(step)
+        self.how = None      # 'node', 'guard', 'host', or None (cannot toggle)
+        self.nodes = []
+        self.word = None
+        self._enabled = True
 
     @property
-    def last_node(self):
-        """Index of the last node added, -1 when none."""
-        b = self._backend
-        out = ffi.new("int64_t*")
-        b._check("eagle_backend_graph_last_node", b._f.graph_last_node(self._live(), out))
-        return int(out[0])
+    def enabled(self):
+        return self._enabled
 
-    def launcher(self):
-        """An executable instance of the graph as it is now."""
-        b = self._backend
-        out = ffi.new("eagle_backend_launcher*")
-        b._check("eagle_backend_graph_launcher", b._f.graph_launcher(self._live(), out))
-        return Launcher(b, out[0], self.keepalive)
+    @enabled.setter
+    def enabled(self, on):
+        self._graph._set_enabled(self, bool(on))
+
+    def __repr__(self):
+        return f"<eagle.Member [{self.index}] {self.name} {'on' if self._enabled else 'off'} ({self.how})>"
 
 
-class Launcher(Owner):
-    """Replays a graph.
+class Graph:
+    """A recorded program of steps. Make one with :meth:`Graph.build`.
 
-    ``launch(n=1)`` enqueues ``n`` replays and returns without waiting (the first failing replay
-    raises); ``synchronize()`` waits for them and raises what a host function in the graph raised,
-    if any. Both are bound calls (eagle/_hotpath.py): no Python frame between the caller and the
-    backend, and ``launch(n)`` makes its n replays in one call."""
+    ``launch(n)`` enqueues n replays, ``enqueue()`` one, ``synchronize()`` waits. On the
+    host-decided path a launch blocks at every decision (it reads guard words)."""
 
-    __slots__ = ("keepalive", "launch", "synchronize")
-    _what = "launcher"
+    def __init__(self):
+        raise EagleTypeError("eagle.Graph: use eagle.Graph.build(steps, planes=...)")
 
-    def __init__(self, backend, handle, keepalive):
-        self._own(backend, handle, "launcher_release")
-        self.keepalive = list(keepalive)
-        self.launch = self._bind("launcher_launch", counted=True)
-        self.synchronize = self._bind("launcher_synchronize", watch=backend._host_errors)
+    @classmethod
+    def build(cls, steps, *, planes=None, backend=None, device=-1, stream=None, toggle=True,
+              on_device=None):
+        """Record ``steps`` once and return a :class:`Graph`.
 
-    def _hot_bad_args(self, symbol, args):
-        """``launch(n)`` with an ``n`` that is no int >= 0; else as for every bound call."""
-        if symbol == "eagle_backend_launcher_launch" and isinstance(args, tuple) and len(args) == 1:
-            n = args[0]
-            if isinstance(n, int) and not isinstance(n, bool):
-                raise EagleValueError(f"eagle: Launcher.launch(n): n must be >= 0, got {n}")
-            raise EagleTypeError(f"eagle: Launcher.launch(n): n must be an int, got {type(n).__name__}")
-        super()._hot_bad_args(symbol, args)
+        Parameters
+        ----------
+        steps : step or sequence of steps
+            Callables ``f(stream)`` and eagle constructs; the top-level ones are the members.
+        planes : sequence of arrays, optional
+            The arrays the steps work on: their DLPack device picks the backend when
+            ``backend`` is None (all must agree), and owned words are allocated beside them.
+        backend : Backend, kind or 'gpu', optional
+        device : int
+            -1: the planes' device.
+        stream : eagle Stream, optional
+            Where the graph records and launches (default: a new stream of the backend).
+        toggle : bool
+            Wrap construct members in an owned guard IF so they can be switched off.
+        on_device : bool, optional
+            None: decide on the device where the backend can. False forces the host-decided
+            path (True where the backend cannot is an error).
+        """
+        self = object.__new__(cls)
+        steps = as_steps(steps)
+        planes = list(planes or [])
+        refs = planes or guard_arrays(steps)
+        if not refs and backend is None and getattr(stream, "_raw_for", None) is None:
+            raise EagleValueError("eagle.Graph.build: give planes= (arrays the steps work on) or backend= "
+                                  "so eagle knows which device to record for")
+        b, where_id = resolve(refs if backend is None else planes, backend=backend, streams=(stream,),
+                              what="eagle.Graph.build", noun="plane")
+        self.backend, self._like = b, (refs[0] if refs else None)
+        if device == -1 and where_id is not None and not _alloc.is_host(self._like):
+            device = where_id
+        self.device = device
+        self.steps, self.planes = steps, planes
+        # The program is recorded whole only where the backend decides on the device (conditional)
+        # and provides every entry its constructs need; fork is needed on both paths.
+        missing = [e for e in dict.fromkeys(["conditional", *needs_of(steps)])
+                   if e != "fork" and not b.provides(e)]
+        can = not missing
+        if on_device and not can:
+            raise Unsupported(f"eagle.Graph.build: on_device=True, but the {b.kind} backend '{b.path}' "
+                              f"does not provide {missing[0]}")
+        self.decides_on_device = can if on_device is None else bool(on_device)
+        self.stream = stream if stream is not None else b.stream(device, non_blocking=True)
+        self._owned = []     # words the graph owns (cells, toggles), kept alive with it
+        self._cells = {}     # id(RepeatWhile) -> its [remaining, ran] cell
+        self.members = [Member(self, i, st) for i, st in enumerate(steps)]
+        self._toggle = toggle
+        recorder = Recorder(self)
+        if self.decides_on_device:
+            self._launcher = recorder.record_program()
+            self._program = []
+        else:
+            self._launcher = None
+            compiler = Compiler(self, recorder)
+            self._program = [compiler.compile([m.step]) for m in self.members]
+            for m in self.members:
+                m.how = "host"
+        return self
 
-    def set_stream(self, stream):
-        b = self._backend
-        b._check("eagle_backend_launcher_stream", b._f.launcher_stream(self._live(), raw_stream(b, stream)))
+    # -- owned words ----------------------------------------------------------------------------
+    def _word(self, values, dtype="uint32"):
+        arr = _alloc.zeros(len(values), dtype, self._like)
+        self._write(arr, values)
+        self._owned.append(arr)
+        return arr
 
-    def set_logical_size(self, size):
-        """Run whole-run kernel nodes over ``size`` lanes from now on (``-1`` restores)."""
-        b = self._backend
-        b._check("eagle_backend_launcher_set_logical_size",
-                 b._f.launcher_set_logical_size(self._live(), int(size)))
+    def _write(self, arr, values):
+        _alloc.write(arr, values, np.uint32, self.backend, self.stream)
+
+    def _read(self, arr, count=1):
+        return _alloc.read(arr, np.uint32, count, self.backend, self.stream)
+
+    def _cell(self, loop):
+        cell = self._cells.get(id(loop))
+        if cell is None:
+            cell = self._cells[id(loop)] = self._word([0, 0])
+        return cell
+
+    def ran(self, loop):
+        """Iterations the WHILE ``loop`` (a repeat_while step of this graph) ran in the last launch."""
+        return int(self._read(self._cell(loop), 2)[1])
+
+    # -- launching ---------------------------------------------------------------------------------
+    def launch(self, n=1):
+        """Enqueue ``n`` replays (on the host-decided path each blocks at its decisions)."""
+        if self.decides_on_device:
+            self._launcher.launch(n)
+            return
+        interp = Interpreter(self)
+        for _ in range(n):
+            for m, program in zip(self.members, self._program):
+                if m._enabled:
+                    interp.run(program)
+
+    def enqueue(self):
+        """Enqueue one replay and return (without waiting, where decisions are on the device)."""
+        self.launch(1)
+
+    def synchronize(self):
+        """Wait for every replay enqueued so far."""
+        if self._launcher is not None:
+            self._launcher.synchronize()
+        else:
+            self.stream.synchronize()
+
+    def __call__(self):
+        """Launch once and wait."""
+        self.launch(1)
+        self.synchronize()
 
     @property
     def kernel_node_count(self):
-        b = self._backend
-        out = ffi.new("int64_t*")
-        b._check("eagle_backend_launcher_kernel_node_count",
-                 b._f.launcher_kernel_node_count(self._live(), out))
-        return int(out[0])
+        """Kernel nodes in the recorded graph (all pieces on the host-decided path)."""
+        if self._launcher is not None:
+            return self._launcher.kernel_node_count
+        return sum(p.launcher.kernel_node_count for prog in self._program for p in pieces(prog)
+                   if p.launcher is not None)
 
-    def set_node_enabled(self, node, enabled=True):
-        """Switch a node (from :func:`snapshot_nodes`) on or off for later replays."""
-        b = self._backend
-        b._check("eagle_backend_launcher_set_node_enabled",
-                 b._f.launcher_set_node_enabled(self._live(), int(node), 1 if enabled else 0))
+    # -- members -------------------------------------------------------------------------------------
+    def member(self, which):
+        """A member by index, name or the step object itself."""
+        if isinstance(which, Member):
+            return which
+        if isinstance(which, int):
+            return self.members[which]
+        for m in self.members:
+            if m.step is which or m.name == which:
+                return m
+        raise EagleKeyError(f"eagle.Graph: no member {which!r} (members: {[m.name for m in self.members]})")
 
+    def enable(self, which, on=True):
+        """Switch member ``which`` on (or off with ``on=False``) for later launches."""
+        self._set_enabled(self.member(which), on)
 
-def snapshot_nodes(backend, stream):
-    """The raw nodes recorded so far by the capture on ``stream``, in record order."""
-    nodes = ffi.new("uint64_t**")
-    count = ffi.new("int64_t*")
-    backend._check("eagle_backend_capture_snapshot_nodes",
-                   backend._f.capture_snapshot_nodes(raw_stream(backend, stream), nodes, count))
-    try:
-        return [int(nodes[0][i]) for i in range(int(count[0]))]
-    finally:
-        backend._f.free(nodes[0])
+    def disable(self, which):
+        """Switch member ``which`` off for later launches (no rebuild)."""
+        self._set_enabled(self.member(which), False)
 
+    def _set_enabled(self, m, on):
+        if m.how == "node":
+            self._launcher.synchronize()
+            for node in m.nodes:
+                self._launcher.set_node_enabled(node, on)
+        elif m.how == "guard":
+            self._launcher.synchronize()
+            self._write(m.word, [1 if on else 0])
+        elif m.how == "host":
+            pass
+        else:
+            raise Unsupported(f"eagle.Graph: member {m.name!r} cannot be switched off: "
+                              + ("it was built with toggle=False" if not self._toggle else
+                                 "the backend cannot toggle the nodes it recorded")
+                              + "; wrap it in eagle.skippable(step, guard) with a guard word you own")
+        m._enabled = on
 
-def is_node_toggleable(backend, node):
-    out = ffi.new("int32_t*")
-    backend._check("eagle_backend_is_node_toggleable", backend._f.is_node_toggleable(int(node), out))
-    return bool(out[0])
+    # -- printing --------------------------------------------------------------------------------------
+    @property
+    def where(self):
+        """'on the device' or 'on the host': where the decisions are taken."""
+        return "on the device" if self.decides_on_device else "on the host"
+
+    def to_text(self):
+        """The recorded program as an indented tree."""
+        return _render.to_text(self)
+
+    __str__ = to_text
+
+    def to_dot(self):
+        """The recorded program as a Graphviz DOT digraph (members in order, bodies as clusters)."""
+        return _render.to_dot(self)
+
+    def __repr__(self):
+        return f"<eagle.Graph {self.backend.kind} {len(self.members)} member(s), decisions {self.where}>"
+
+    def close(self):
+        """Release the launcher(s) now (the stream is released with the graph)."""
+        if self._launcher is not None:
+            self._launcher.close()
+        for prog in self._program:
+            for p in pieces(prog):
+                if p.launcher is not None:
+                    p.launcher.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

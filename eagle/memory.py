@@ -1,25 +1,29 @@
-"""Copies, page-locked host memory and host functions, in stream order (seam minor 6)."""
+"""Copies, page-locked host memory and host functions, in stream order (seam minor 6).
+
+Seam objects: every function takes the :class:`eagle.Backend` to work on as its first argument;
+``eagle.copy`` and friends (eagle/api.py) decide it from the arrays."""
 import weakref
 
+from . import _seam_meta as meta
 from ._arrays import address_of
 from ._device_kind import HOST_DEVICE_TYPES
 from ._handle import raw_int
 from ._seam_ffi import ffi
 from ._status import remember_callback_exception
-from .stream import raw_stream
+from ._stream_arg import raw_stream
 from .errors import EagleTypeError, EagleValueError
 
-H2D, D2H, D2D, H2H = 1, 2, 3, 4
+_C = meta.CONSTANTS
+H2D, D2H, D2D, H2H = (_C[f"EAGLE_BACKEND_MEMCPY_{d}"] for d in ("H2D", "D2H", "D2D", "H2H"))
 
 
-def copy(dst, src, nbytes=None, *, stream=None, backend=None, direction=None):
+def copy(backend, dst, src, nbytes=None, *, stream=None, direction=None):
     """Copy ``nbytes`` (default: the whole of ``src``) from ``src`` to ``dst`` in stream order.
 
     ``dst``/``src`` are arrays (their DLPack device gives the direction) or int addresses (then
     pass ``direction``: ``'h2d'``, ``'d2h'``, ``'d2d'``, ``'h2h'``). A size mismatch is refused:
     nothing is ever truncated silently."""
-    from ._loader import backend as _backend
-    b = _backend(backend or "cpu")
+    b = backend
     b.require("eagle_backend_memcpy")
     d, s = address_of(dst), address_of(src)
     if nbytes is None:
@@ -42,7 +46,7 @@ def copy(dst, src, nbytes=None, *, stream=None, backend=None, direction=None):
             code = {"h2d": H2D, "d2h": D2H, "d2d": D2D, "h2h": H2H}[str(direction).lower()]
         except KeyError:
             raise EagleValueError(f"eagle.copy: direction must be h2d, d2h, d2d or h2h, got {direction!r}") from None
-    b._check("eagle_backend_memcpy", b._f.memcpy(d.ptr, s.ptr, nbytes, code, raw_stream(b, stream)))
+    b.call.memcpy(d.ptr, s.ptr, nbytes, code, raw_stream(b, stream))
 
 
 class PinnedMemory:
@@ -54,7 +58,7 @@ class PinnedMemory:
         backend.require("eagle_backend_host_alloc")
         backend.require("eagle_backend_host_free")
         out = ffi.new("void**")
-        backend._check("eagle_backend_host_alloc", backend._f.host_alloc(int(nbytes), 0, out))
+        backend.call.host_alloc(int(nbytes), 0, out)
         self.ptr = out[0]
         self.nbytes = int(nbytes)
         self._finalizer = weakref.finalize(self, _host_free, backend._f.host_free, out[0], backend)
@@ -69,11 +73,10 @@ def _host_free(free_fn, ptr, backend):
     free_fn(ptr)
 
 
-def pinned(shape, dtype="float64", *, backend=None):
+def pinned(backend, shape, dtype="float64"):
     """A numpy array over page-locked host memory that frees itself with its last view."""
     import numpy as np
-    from ._loader import backend as _backend
-    b = _backend(backend or "cpu")
+    b = backend
     dtype = np.dtype(dtype)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     count = 1
@@ -110,12 +113,11 @@ def _trampoline(user_data):
             call.backend._pending_calls.discard(call)
 
 
-def host_func(fn, *, stream=None, backend=None):
+def host_func(backend, fn, *, stream=None):
     """Run the Python callable ``fn()`` in stream order (a host node when the stream is captured).
 
     An exception ``fn`` raises is re-raised by the next ``synchronize()`` on that backend."""
-    from ._loader import backend as _backend
-    b = _backend(backend or "cpu")
+    b = backend
     b.require("eagle_backend_host_func")
     if not callable(fn):
         raise EagleTypeError(f"eagle.host_func: {fn!r} is not callable")

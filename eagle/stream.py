@@ -1,11 +1,18 @@
 """Streams: in-order queues of work on one device.
 
 :class:`StreamRef` names a raw stream (a fork branch, a conditional body, a foreign
-library's stream) without owning it; :class:`Stream` owns one made by the backend."""
+library's stream) without owning it; :class:`Stream` owns one made by the backend.
+
+Both speak the CUDA stream protocol (``__cuda_stream__``) on backends whose memory is a CUDA or
+HIP device's, so CuPy, torch and cuda.core can enqueue on eagle's streams too."""
 from _thread import get_ident
 
+from . import exec as _exec
+from . import memory as _memory
+from ._device_kind import CUDA_STREAM_PROTOCOL_TYPES
 from ._handle import Owner, raw_int
 from ._seam_ffi import ffi
+from ._stream_arg import raw_stream
 from .errors import EagleTypeError, EagleValueError, HandleError
 
 
@@ -24,9 +31,28 @@ class StreamRef(Owner):
 
     @classmethod
     def from_handle(cls, backend, raw):
-        """Borrow a raw stream value (e.g. a ``cudaStream_t`` from another library)."""
-        from ._loader import backend as _backend
-        return cls(_backend(backend), raw)
+        """Borrow a raw stream value of ``backend`` (an :class:`eagle.Backend`), e.g. a
+        ``cudaStream_t`` from another library, or anything ``stream=`` accepts."""
+        return cls(backend, raw_stream(backend, raw))
+
+    def _raw_for(self, backend):
+        """The raw value, for work on ``backend`` (refused for another backend's stream)."""
+        if self._backend is not backend:
+            raise EagleValueError(f"eagle: the stream belongs to the {self._backend.kind} backend "
+                                  f"'{self._backend.path}', not to the {backend.kind} backend "
+                                  f"'{backend.path}'")
+        return self.handle
+
+    @property
+    def __cuda_stream__(self):
+        """The CUDA stream protocol: ``stream.__cuda_stream__() -> (0, raw)``. Only on backends
+        that serve CUDA or HIP memory (AttributeError elsewhere)."""
+        if not CUDA_STREAM_PROTOCOL_TYPES.intersection(self._backend.device_types):
+            raise AttributeError(f"the {self._backend.kind} backend's streams are no CUDA streams")
+        return self._cuda_stream
+
+    def _cuda_stream(self):
+        return (0, self.handle)
 
     @property
     def handle(self):
@@ -44,18 +70,15 @@ class StreamRef(Owner):
     # -- work on this stream (thin forwards to the functions that do it) ------------------------
     def run(self, kernel, args, n, **kw):
         """Launch ``kernel`` over ``n`` lanes on this stream; see :func:`eagle.run`."""
-        from .exec import run
-        return run(kernel, args, n, stream=self, backend=self._backend, **kw)
+        return _exec.run(self._backend, kernel, args, n, stream=self, **kw)
 
-    def copy(self, dst, src, nbytes=None):
+    def copy(self, dst, src, nbytes=None, *, direction=None):
         """Copy in stream order; see :func:`eagle.copy`."""
-        from .memory import copy
-        return copy(dst, src, nbytes, stream=self, backend=self._backend)
+        return _memory.copy(self._backend, dst, src, nbytes, stream=self, direction=direction)
 
     def host_func(self, fn):
         """Run the Python callable ``fn()`` in stream order; see :func:`eagle.host_func`."""
-        from .memory import host_func
-        return host_func(fn, stream=self, backend=self._backend)
+        return _memory.host_func(self._backend, fn, stream=self)
 
 
 class Stream(StreamRef):
@@ -76,35 +99,18 @@ class Stream(StreamRef):
         desc.flags = (1 if non_blocking else 0) if flags is None else flags
         desc.device = device
         out = ffi.new("eagle_backend_stream*")
-        b._check("eagle_backend_stream_create", b._f.stream_create(desc, out))
+        b.call.stream_create(desc, out)
         handle = out[0]
         raw = ffi.new("uint64_t*")
-        status = b._f.stream_ptr(handle, raw)
-        if status:
+        try:
+            b.call.stream_ptr(handle, raw)
+        except BaseException:
             b._f.stream_release(handle)
-            b._check("eagle_backend_stream_ptr", status)
+            raise
         self._own(b, handle, "stream_release")
         self._raw = int(raw[0])
         self.synchronize = self._bind("stream_synchronize", watch=b._host_errors)
 
-
-def raw_stream(backend, stream):
-    """The raw value of ``stream`` (a Stream, StreamRef, raw int or None for the default stream),
-    checking that it belongs to ``backend``."""
-    if stream is None:
-        return 0
-    if isinstance(stream, int):
-        return stream
-    if isinstance(stream, StreamRef):
-        if stream._backend is not backend:
-            raise EagleValueError(f"eagle: the stream belongs to the {stream._backend.kind} backend "
-                             f"'{stream._backend.path}', not to the {backend.kind} backend "
-                             f"'{backend.path}'")
-        return stream.handle
-    raw = getattr(stream, "ptr", None)  # a foreign stream object exposing its raw value
-    if isinstance(raw, int):
-        return raw
-    raise EagleTypeError(f"eagle: expected an eagle stream or a raw stream int, got {type(stream).__name__}")
 
 
 __all__ = ["Stream", "StreamRef", "raw_stream", "raw_int", "HandleError"]

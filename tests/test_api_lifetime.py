@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import eagle
-from eagle._loader import Backend
+from eagle._backend import Backend
 from test_api_kernels import kaddr
 
 

@@ -346,7 +346,7 @@ def test_bad_steps_and_arguments_are_refused(K):
     x = np.zeros(N)
     with pytest.raises(TypeError, match="step must be callable"):
         eagle.Graph.build([42], planes=[x])
-    with pytest.raises(ValueError, match="max_iters must be >= 1"):
+    with pytest.raises(ValueError, match="max_iters must be in 1 .. 2"):
         eagle.repeat_while(add(K, x, 1), u32(1), 0)
     with pytest.raises(ValueError, match="at least one case"):
         eagle.switch(u32(0), [])

@@ -132,6 +132,13 @@ def _defect(case: str) -> tuple[str, int, str]:
             text, line = _replace(" * Frees memory from host_alloc. NULL-safe. */",
                                   " * Frees memory from host_alloc. NULL-safe.\n * @eagle group=per-symbol since=6 */")
             return text, line + 1, "must open its comment"
+        case "extends on a group symbol":
+            text, line = _replace("/* @eagle group=conditional since=0\n * Closes the open body",
+                                  "/* @eagle group=conditional since=0 extends=fork\n * Closes the open body")
+            return text, line, "extends=fork needs group=per-symbol"
+        case "extends naming no group":
+            text, line = _replace("since=4 extends=conditional", "since=4 extends=conditionals")
+            return text, line, "extends=conditionals needs group=per-symbol and a capability group"
     raise AssertionError(case)
 
 
@@ -143,7 +150,7 @@ CASES = [
     "define that is a string", "define naming no define", "define that overflows its C type",
     "define without a value", "struct passed by value", "struct returned by value", "unsupported directive",
     "other include", "a variable", "an enum", "a capability bit without symbols",
-    "a marker in the middle of a comment",
+    "a marker in the middle of a comment", "extends on a group symbol", "extends naming no group",
 ]
 
 

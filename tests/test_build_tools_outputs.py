@@ -16,7 +16,8 @@ from conftest import pinned_symbols
 
 ROOT = Path(__file__).resolve().parent.parent
 META_NAMES = {"VERSION_MAJOR", "VERSION_MINOR", "VERSION", "CONSTANTS", "GROUP_BITS", "RESERVED_BITS_MASK",
-              "SYMBOLS", "REQUIRED", "GROUP_SYMBOLS", "PER_SYMBOL", "STATUS_NAMES", "STRUCT_SIZES"}
+              "SYMBOLS", "REQUIRED", "GROUP_SYMBOLS", "PER_SYMBOL", "STATUS_NAMES", "STRUCT_SIZES",
+              "EXTENDS", "HEADER_SHA256"}
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +75,10 @@ def test_meta_defines_exactly_the_contract(generated, model):
     assert set(namespace) == META_NAMES
     m = namespace
     assert (m["VERSION_MAJOR"], m["VERSION_MINOR"], m["VERSION"]) == (1, 6, 0x10006)
+    # which per-symbol entry needs which group comes from the header's extends= markers
+    assert m["EXTENDS"] == {"eagle_backend_conditional_begin_case": "conditional",
+                            "eagle_backend_reorder_device": "filtering"}
+    assert len(m["HEADER_SHA256"]) == 64
     assert m["CONSTANTS"]["EAGLE_BACKEND_OK"] == 0
     assert m["CONSTANTS"]["EAGLE_BACKEND_STREAM_NONE"] == -(2**63)
     assert len(m["CONSTANTS"]) == len(model.constants)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import eagle
-from eagle._loader import Backend
+from eagle._backend import Backend
 from test_api_kernels import kaddr
 
 EXAMPLES = int(os.environ.get("EAGLE_FUZZ_EXAMPLES", "50"))

@@ -1,0 +1,77 @@
+"""The one resolver: which backend a public call that takes arrays works on.
+
+Rules, in order:
+
+1. ``backend=`` (a kind, ``'gpu'``, a path or an :class:`eagle.Backend`) overrides, but the
+   arrays must still live where that backend serves (refused naming both otherwise).
+2. Otherwise the arrays name it by their DLPack device (``__dlpack_device__``; numpy arrays are
+   host memory). All device arrays must live on one device, else :class:`eagle.EagleValueError`
+   names both devices. An eagle stream given as ``stream=`` names its backend too.
+3. Only when every argument lives on the host (or there is none) is the answer the kind that
+   serves host memory.
+
+``host_ok``: host arrays may sit beside device arrays (a copy between host and device); elsewhere
+(kernel arguments, planes) host and device arrays together are refused, since a kernel on one
+cannot read the other's memory."""
+from ._arrays import dlpack_device
+from ._device_kind import HOST_DEVICE_TYPES, describe_device, kind_of_device_type
+from ._stream_arg import backend_of_stream
+from ._backend import backend as open_backend
+from .errors import EagleTypeError, EagleValueError
+
+_HOST = (1, 0)
+
+
+def devices_of(arrays, what, noun="argument"):
+    """[(index, (device_type, device_id))] of every array in ``arrays`` (ints are skipped: raw
+    addresses say nothing about where they live)."""
+    out = []
+    for i, a in enumerate(arrays):
+        if a is None or isinstance(a, int):
+            continue
+        try:
+            out.append((i, dlpack_device(a)))
+        except EagleTypeError as e:
+            raise EagleTypeError(f"{what}: {noun} {i}: {e}") from None
+    return out
+
+
+def device_of(arrays, what, host_ok=False, noun="argument"):
+    """The one device the arrays live on, ``(device_type, device_id)``; the host when none is
+    given. Refuses arrays on two devices, naming both."""
+    devs = devices_of(arrays, what, noun)
+    on_device = [(i, d) for i, d in devs if d[0] not in HOST_DEVICE_TYPES] if host_ok else devs
+    for (i, d), (j, e) in zip(on_device, on_device[1:]):
+        if d != e:
+            raise EagleValueError(f"{what}: the arrays live on different devices: {noun} {i} on "
+                                  f"{describe_device(d)}, {noun} {j} on {describe_device(e)}; "
+                                  "put them on one device")
+    if on_device:
+        return on_device[0][1]
+    return devs[0][1] if devs else None
+
+
+def resolve(arrays=(), *, backend=None, streams=(), what="eagle", host_ok=False, noun="argument"):
+    """``(Backend, device)`` for a call on ``arrays``: see the module docstring.
+
+    ``device`` is the arrays' device id (None when no array names one)."""
+    where = device_of(arrays, what, host_ok, noun)
+    named = [b for b in (backend_of_stream(s) for s in streams) if b is not None]
+    if backend is not None:
+        b = open_backend(backend)
+    elif named:
+        b = named[0]
+    else:
+        b = open_backend(kind_of_device_type((where or _HOST)[0]))
+    for other in named:
+        if other is not b:
+            raise EagleValueError(f"{what}: the stream belongs to the {other.kind} backend '{other.path}', "
+                                  f"the call works on the {b.kind} backend '{b.path}'")
+    if where is not None and where[0] not in b.device_types:
+        if not (host_ok and where[0] in HOST_DEVICE_TYPES):
+            raise EagleValueError(f"{what}: the arrays live on {describe_device(where)}, which the {b.kind} "
+                                  f"backend '{b.path}' does not serve (it serves DLPack device types "
+                                  f"{list(b.device_types)}); pass backend=None to infer it")
+    return b, (None if where is None else where[1])
+
+

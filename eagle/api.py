@@ -1,0 +1,86 @@
+"""eagle's module-level calls on arrays: ``eagle.copy``, ``eagle.run``, ``eagle.compact``,
+``eagle.pinned``, ``eagle.host_func``, ``eagle.fence``.
+
+Each decides its backend with the one resolver (eagle/_resolve.py) from where its arrays live
+(and the eagle stream it is given), overridden by ``backend=``; none defaults to a kind. Then it
+hands the :class:`eagle.Backend` to the seam object that does the work."""
+from . import exec as _exec
+from . import filtering as _filtering
+from . import interop as _interop
+from . import memory as _memory
+from ._device_kind import kind_of_device_type
+from ._resolve import resolve
+from ._backend import backend as open_backend
+
+
+def copy(dst, src, nbytes=None, *, stream=None, backend=None, direction=None):
+    """Copy ``nbytes`` (default: the whole of ``src``) from ``src`` to ``dst`` in stream order.
+
+    Parameters
+    ----------
+    dst, src : arrays or int addresses
+        Arrays say where they live (DLPack device), which gives the backend and the direction;
+        with an int address pass ``direction`` (``'h2d'``, ``'d2h'``, ``'d2d'``, ``'h2h'``).
+    nbytes : int, optional
+        Bytes to copy; both sides must hold at least that many (nothing is truncated silently).
+    stream : stream, optional
+        An eagle stream, a raw stream int or a foreign stream (``__cuda_stream__``); default:
+        the kind's default stream.
+    backend : kind, 'gpu', path or Backend, optional
+        Overrides what the arrays say.
+
+    The copy keeps ``dst`` and ``src`` alive until it has run.
+    """
+    b, _ = resolve((dst, src), backend=backend, streams=(stream,), what="eagle.copy", host_ok=True)
+    return _memory.copy(b, dst, src, nbytes, stream=stream, direction=direction)
+
+
+def run(kernel, args, n, *, backend=None, stream=None, **kw):
+    """Launch ``kernel`` once over lanes ``[base, base + count)`` of a run of ``n`` samples.
+
+    The backend is the kernel's own (a kernel compiled by a backend carries it), else the one the
+    array arguments live on, else ``backend=``. Keyword arguments: ``base``, ``count``,
+    ``n_samples``, ``block``, ``device``. Returns True when a launch was enqueued, False for an
+    empty partition."""
+    owner = getattr(kernel, "backend", None)
+    if backend is None and owner is not None and not isinstance(owner, str):
+        backend = owner
+    b, _ = resolve(list(args) if isinstance(args, (list, tuple)) else [], backend=backend,
+                   streams=(stream,), what="eagle.run")
+    return _exec.run(b, kernel, args, n, stream=stream, **kw)
+
+
+def compact(mask, index_map, count, scratch, *, backend=None, stream=None, **kw):
+    """Enqueue ``index_map[:count] = flatnonzero(mask)`` (``drop=True``: of ``mask == 0``) on the
+    backend the arrays live on; see :func:`eagle.filtering.compact`."""
+    b, _ = resolve((mask, index_map, count, scratch), backend=backend, streams=(stream,),
+                   what="eagle.compact")
+    return _filtering.compact(b, mask, index_map, count, scratch, stream=stream, **kw)
+
+
+def pinned(shape, dtype="float64", *, backend=None):
+    """A numpy array over page-locked host memory of ``backend`` that frees itself with its last
+    view. With no backend, the backend that serves host memory allocates it (no arrays name one);
+    pass the GPU backend whose copies should be fast."""
+    b, _ = resolve((), backend=backend, what="eagle.pinned")
+    return _memory.pinned(b, shape, dtype)
+
+
+def host_func(fn, *, stream=None, backend=None):
+    """Run the Python callable ``fn()`` in the order of ``stream`` (a host node when the stream is
+    being captured). The backend is the eagle stream's own, else ``backend=``.
+
+    An exception ``fn`` raises is re-raised by the next ``synchronize()`` of that stream."""
+    b, _ = resolve((), backend=backend, streams=(stream,), what="eagle.host_func")
+    return _memory.host_func(b, fn, stream=stream)
+
+
+def fence(producer, consumer, *, backend=None, device_type=None, device_id=0):
+    """Order ``consumer`` after the work enqueued so far on ``producer`` without blocking the
+    host. Streams are DLPack stream codes, eagle streams or foreign streams; None means "no
+    stream given". The backend is the eagle streams' own, else the kind serving ``device_type``,
+    else ``backend=``."""
+    if backend is None and device_type is not None:
+        backend = open_backend(kind_of_device_type(device_type))
+    b, _ = resolve((), backend=backend, streams=(producer, consumer), what="eagle.fence")
+    return _interop.fence(b, producer, consumer, device_type, device_id)
