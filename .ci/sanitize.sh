@@ -20,10 +20,10 @@ SITE=$BUILD/site
 mkdir -p "$SITE/eagle"
 cp "$BUILD"/python/_seam_ffi.py "$BUILD"/python/_seam_meta.py "$SITE/eagle/"
 # eagle._hotcall too (the compiled hot call path), built with the same sanitizers.
-cp "$BUILD"/python/_hotcall.abi3.so "$SITE/eagle/"
+mkdir -p "$SITE/eagle/_hotcall" && cp "$BUILD"/python/_hotcall/_compiled.abi3.so "$SITE/eagle/_hotcall/"
 
 if [ "$#" -eq 0 ]; then
-  set -- tests/test_api_*.py tests/test_cpu_*.py tests/test_fuzz*.py tests/test_loader.py tests/test_hotpath.py
+  set -- tests/test_api_*.py tests/test_cpu_*.py tests/test_fuzz*.py tests/test_loader.py tests/test_hotcall.py
 fi
 
 LOGS=$(mktemp -d /tmp/eagle-sanitize.XXXXXX)

@@ -34,12 +34,12 @@ def header(*env, **env_unset):
 
 @contextlib.contextmanager
 def cffi_fallback():
-    """Bound calls made inside take eagle's cffi fallback (eagle._hotpath.py_bound_call), as a
+    """Bound calls made inside take eagle's cffi fallback (eagle._hotcall.py_bound_call), as a
     build without eagle._hotcall does; the compiled hot path is restored on leaving."""
-    from eagle import _hotpath
-    compiled_type = _hotpath.CompiledBoundCall
-    _hotpath.CompiledBoundCall = None
+    from eagle import _hotcall
+    compiled_type = _hotcall.CompiledBoundCall
+    _hotcall.CompiledBoundCall = None
     try:
         yield
     finally:
-        _hotpath.CompiledBoundCall = compiled_type
+        _hotcall.CompiledBoundCall = compiled_type

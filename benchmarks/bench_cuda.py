@@ -51,7 +51,7 @@ def main():
 
     import cupy as cp
     import eagle
-    from eagle import _hotpath
+    from eagle import _hotcall
     from eagle._seam_ffi import ffi
     try:
         import torch
@@ -85,7 +85,7 @@ def main():
     with cffi_fallback():  # a second launcher on the cffi fallback (py_bound_call), as without eagle._hotcall
         launcher_ffi = graph.launcher()
     launcher_ffi.set_stream(s)
-    print(f"eagle._hotcall: {'built, used by Launcher.launch()' if _hotpath.is_compiled(launcher.launch) else 'NOT built'}")
+    print(f"eagle._hotcall: {'built, used by Launcher.launch()' if _hotcall.is_compiled(launcher.launch) else 'NOT built'}")
     seam_fn = int(ffi.cast("uintptr_t", b._f.launcher_launch))
     seam_launcher = int(ffi.cast("uintptr_t", launcher._h))
     ok(peers.peer_graph_make(ctypes.c_uint64(s.handle)), "peer_graph_make")

@@ -1,7 +1,7 @@
 """One seam call three ways, interleaved in one run: eagle's wrapper (Stream.synchronize on an
 idle cpu stream, through the compiled hot path eagle._hotcall when built), the raw cffi call
 (backend._f.stream_synchronize(handle)) and the same C function through ctypes (ctypes.CDLL on the
-same .so). Also eagle's wrapper forced onto its cffi fallback (eagle._hotpath.py_bound_call), as a
+same .so). Also eagle's wrapper forced onto its cffi fallback (eagle._hotcall.py_bound_call), as a
 build without eagle._hotcall runs it. Goals: wrapper <= 1.5x raw cffi; raw cffi <= ctypes.
 
     python benchmarks/bench_seam_call.py [--calls 20000] [--rounds 41]
@@ -12,7 +12,7 @@ import statistics
 import timeit
 
 import eagle
-from eagle import _hotpath
+from eagle import _hotcall
 from eagle._seam_ffi import ffi
 
 from _machine import cffi_fallback, header
@@ -32,7 +32,7 @@ def main():
     b = eagle.backend("cpu")
     s = b.stream()
     s.synchronize()
-    compiled = _hotpath.is_compiled(s.synchronize)
+    compiled = _hotcall.is_compiled(s.synchronize)
     with cffi_fallback():
         s_fallback = b.stream()  # the same wrapper on its cffi fallback (py_bound_call)
     s_fallback.synchronize()

@@ -22,7 +22,7 @@ for stage in "$@"; do
         && { [ -e /tmp/site/eagle/_hotcall.abi3.so ] || ! [ -e .whl/_hotcall.abi3.so ] \
              || { echo "CPython headers missing here: using the carried stable-ABI .whl/_hotcall.abi3.so"; \
                   cp .whl/_hotcall.abi3.so /tmp/site/eagle/; }; } \
-        && python3 -c "import eagle, eagle._hotpath as h; print(eagle.backends()); b = eagle.backend('cuda'); b.probe(); print(b, b.build_info); print('eagle._hotcall:', h.CompiledBoundCall)"
+        && python3 -c "import eagle, eagle._hotcall as h; print(eagle.backends()); b = eagle.backend('cuda'); b.probe(); print(b, b.build_info); print('eagle._hotcall:', h.CompiledBoundCall)"
       } 2>&1 | tee "$OUT/setup.log" || { echo "setup failed"; exit 1; } ;;
     tests)
       python3 -m pytest -q -p no:cacheprovider -rs tests -k "not multigpu" 2>&1 | tee "$OUT/pytest_h200.log"

@@ -3,7 +3,7 @@ collection by a finalizer that keeps the backend library loaded, thread-affine u
 import weakref
 from _thread import get_ident
 
-from . import _hotpath
+from . import _hotcall
 from ._seam_ffi import ffi
 from .errors import EagleTypeError, HandleError
 
@@ -39,9 +39,9 @@ class Owner:
                                                handle, backend, self._bound)
 
     def _bind(self, name, watch=None, counted=False):
-        """A bound call (eagle._hotpath) of ``eagle_backend_<name>`` on this live handle; it is
+        """A bound call (eagle._hotcall) of ``eagle_backend_<name>`` on this live handle; it is
         disarmed when the handle goes (closed, consumed or collected)."""
-        bound = _hotpath.bind(self, name, watch, counted)
+        bound = _hotcall.bind(self, name, watch, counted)
         self._bound.append(bound)
         return bound
 
@@ -56,7 +56,7 @@ class Owner:
         return self._h
 
     def _hot_failed(self, symbol, status):
-        """Raises for a bound call (eagle._hotpath) that could not succeed quietly: nothing called
+        """Raises for a bound call (eagle._hotcall) that could not succeed quietly: nothing called
         (the wrong thread, a closed or consumed handle), a failing status, or (status 0) a pending
         host-function error."""
         if self._thread != get_ident():

@@ -68,7 +68,7 @@ class Launcher(Owner):
 
     ``launch(n=1)`` enqueues ``n`` replays and returns without waiting (the first failing replay
     raises); ``synchronize()`` waits for them and raises what a host function in the graph raised,
-    if any. Both are bound calls (eagle/_hotpath.py): no Python frame between the caller and the
+    if any. Both are bound calls (eagle/_hotcall/__init__.py): no Python frame between the caller and the
     backend, and ``launch(n)`` makes its n replays in one call."""
 
     __slots__ = ("keepalive", "launch", "synchronize")

@@ -88,7 +88,7 @@ class Stream(StreamRef):
 
     ``synchronize()`` blocks until every piece of work enqueued on this stream has finished, then
     raises the exception a host function enqueued on this backend raised, if any. It is a bound
-    call (eagle/_hotpath.py): no Python frame between the caller and the backend."""
+    call (eagle/_hotcall/__init__.py): no Python frame between the caller and the backend."""
 
     __slots__ = ("synchronize",)
 

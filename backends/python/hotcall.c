@@ -1,4 +1,4 @@
-/* eagle._hotcall -- the compiled hot call path of eagle's Python API (see eagle/_hotpath.py).
+/* eagle._hotcall -- the compiled hot call path of eagle's Python API (see eagle/_hotcall/__init__.py).
  *
  * The seam calls a replay loop makes on every step (eagle_backend_stream_synchronize,
  * eagle_backend_launcher_launch, eagle_backend_launcher_synchronize) all have the shape
@@ -111,9 +111,12 @@ static PyObject* bound_call(PyObject* op, PyObject* args, PyObject* kwargs) {
     if (times == 0) Py_RETURN_NONE;
     /* Hold the eagle object while the GIL is released, so that its finalizer (which releases the
      * handle) cannot run in another thread during the call. Armed implies it is alive. */
-    PyObject* obj = PyWeakref_GetObject(self->failed); /* borrowed */
-    if (!obj || obj == Py_None) return report(self, NOT_CALLED);
-    Py_INCREF(obj);
+    PyObject* obj = PyObject_CallNoArgs(self->failed); /* new reference: the referent or None */
+    if (!obj) return NULL;
+    if (obj == Py_None) {
+        Py_DECREF(obj);
+        return report(self, NOT_CALLED);
+    }
     const int32_t status = call_released(self->fn, self->handle, times);
     Py_DECREF(obj);
     if (status != 0) return report(self, status);
@@ -129,16 +132,16 @@ static PyObject* bound_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
                                      &watch, &counted))
         return NULL;
     if (!PyWeakref_Check(failed)) {
-        PyErr_SetString(PyExc_TypeError, "eagle._hotcall.BoundCall: failed must be a weak reference");
+        PyErr_SetString(PyExc_TypeError, "eagle._hotcall._compiled.BoundCall: failed must be a weak reference");
         return NULL;
     }
     if (watch != Py_None && !PyList_Check(watch)) {
-        PyErr_SetString(PyExc_TypeError, "eagle._hotcall.BoundCall: watch must be a list or None");
+        PyErr_SetString(PyExc_TypeError, "eagle._hotcall._compiled.BoundCall: watch must be a list or None");
         return NULL;
     }
     void* f = PyLong_AsVoidPtr(fn);
     if (!f) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "eagle._hotcall.BoundCall: fn is 0");
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "eagle._hotcall._compiled.BoundCall: fn is 0");
         return NULL;
     }
     void* h = PyLong_AsVoidPtr(handle);
@@ -184,7 +187,7 @@ static PyObject* bound_disarm(PyObject* op, PyObject* unused) {
 
 static PyObject* bound_repr(PyObject* op) {
     BoundCall* self = (BoundCall*)op;
-    return PyUnicode_FromFormat("<eagle._hotcall.BoundCall %U%s>", self->symbol, self->armed ? "" : " (disarmed)");
+    return PyUnicode_FromFormat("<eagle._hotcall._compiled.BoundCall %U%s>", self->symbol, self->armed ? "" : " (disarmed)");
 }
 
 static PyMethodDef bound_methods[] = {
@@ -198,22 +201,22 @@ static PyType_Slot bound_slots[] = {
     {Py_tp_call, (void*)bound_call},
     {Py_tp_repr, (void*)bound_repr},
     {Py_tp_methods, bound_methods},
-    {Py_tp_doc, (void*)"One seam call bound to a handle and its owner thread (see eagle/_hotpath.py)."},
+    {Py_tp_doc, (void*)"One seam call bound to a handle and its owner thread (see eagle/_hotcall/__init__.py)."},
     {0, NULL},
 };
 
 static PyType_Spec bound_spec = {
-    "eagle._hotcall.BoundCall", sizeof(BoundCall), 0, Py_TPFLAGS_DEFAULT, bound_slots,
+    "eagle._hotcall._compiled.BoundCall", sizeof(BoundCall), 0, Py_TPFLAGS_DEFAULT, bound_slots,
 };
 
 /* ------------------------------------------------------------------------------------ module */
 
 static struct PyModuleDef hot_module = {
-    PyModuleDef_HEAD_INIT, "_hotcall", "eagle's compiled hot call path (see eagle/_hotpath.py).", -1,
+    PyModuleDef_HEAD_INIT, "_compiled", "eagle's compiled hot call path (see eagle/_hotcall/__init__.py).", -1,
     NULL, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__hotcall(void) {
+PyMODINIT_FUNC PyInit__compiled(void) {
     PyObject* m = PyModule_Create(&hot_module);
     if (!m) return NULL;
     PyObject* type = PyType_FromSpec(&bound_spec);

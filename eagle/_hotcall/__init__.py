@@ -12,23 +12,29 @@ every later call go there; the owner calls it when its handle is closed or consu
 
 Two implementations keep that contract:
 
-- ``eagle._hotcall.BoundCall`` (C, stable ABI), built with the wheel when CPython's headers are
-  there. It saves the Python frame, the thread check in Python and cffi's own call cost.
+- ``eagle._hotcall._compiled.BoundCall`` (C, stable ABI; backends/python/hotcall.c), built with
+  the wheel (a build without CPython's headers fails unless ``-DEAGLE_HOTCALL=OFF`` is set). It
+  saves the Python frame, the thread check in Python and cffi's own call cost.
 - :func:`py_bound_call`, which calls through cffi: for builds without the extension and for traced
   backends (``eagle.backend(..., trace=True)`` counts calls in Python wrappers).
 
 :func:`bind` picks one.
 """
+import os
 import weakref
 from _thread import get_ident
 
-from ._seam_ffi import ffi
-from .errors import HandleError
+from .. import BORROWED_FROM
+from .._seam_ffi import ffi
+from ..errors import HandleError
+
+if BORROWED_FROM:  # a source checkout: the compiled half lives in the installed copy
+    __path__.append(os.path.join(BORROWED_FROM, "_hotcall"))
 
 try:
-    from ._hotcall import NOT_CALLED
-    from ._hotcall import BoundCall as CompiledBoundCall
-except ImportError:  # built without CPython's headers: every call goes through cffi
+    from ._compiled import NOT_CALLED
+    from ._compiled import BoundCall as CompiledBoundCall
+except ImportError:  # built with EAGLE_HOTCALL=OFF: every call goes through cffi
     CompiledBoundCall = None
     NOT_CALLED = 1 << 40
 
@@ -78,7 +84,7 @@ def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False):
 
 
 def is_compiled(bound):
-    """True when ``bound`` is the compiled eagle._hotcall.BoundCall."""
+    """True when ``bound`` is the compiled eagle._hotcall._compiled.BoundCall."""
     return CompiledBoundCall is not None and isinstance(bound, CompiledBoundCall)
 
 

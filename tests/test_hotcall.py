@@ -1,6 +1,6 @@
-"""eagle's hot call path (eagle/_hotpath.py): Stream.synchronize and Launcher.launch/.synchronize
+"""eagle's hot call path (eagle/_hotcall/__init__.py): Stream.synchronize and Launcher.launch/.synchronize
 are bound calls, compiled (eagle._hotcall.BoundCall) or, without the extension, a closure calling
-through cffi (eagle._hotpath.py_bound_call). Both keep one contract; every test here runs against each of them."""
+through cffi (eagle._hotcall.py_bound_call). Both keep one contract; every test here runs against each of them."""
 import gc
 import os
 import threading
@@ -9,7 +9,7 @@ import weakref
 import pytest
 
 import eagle
-from eagle import _hotpath
+from eagle import _hotcall
 from eagle._loader import TRACE_COUNTS
 
 
@@ -17,10 +17,10 @@ from eagle._loader import TRACE_COUNTS
 def kind(request, monkeypatch):
     """Objects made inside the test get this kind of bound call."""
     if request.param == "compiled":
-        if _hotpath.CompiledBoundCall is None:
+        if _hotcall.CompiledBoundCall is None:
             pytest.skip("eagle._hotcall was not built (no CPython headers at build time)")
     else:
-        monkeypatch.setattr(_hotpath, "CompiledBoundCall", None)
+        monkeypatch.setattr(_hotcall, "CompiledBoundCall", None)
     return request.param
 
 
@@ -36,7 +36,7 @@ def test_objects_get_the_chosen_kind(cpu, kind):
     s = cpu.stream()
     launcher = _counting_launcher(cpu, s, [])
     for bound in (s.synchronize, launcher.launch, launcher.synchronize):
-        assert _hotpath.is_compiled(bound) == (kind == "compiled")
+        assert _hotcall.is_compiled(bound) == (kind == "compiled")
 
 
 def test_launch_n_replays_then_synchronize(cpu, kind):
@@ -167,7 +167,7 @@ def test_a_failing_status_is_raised_with_the_backends_message(cpu, kind):
 def test_a_traced_backend_counts_hot_calls(cpu):
     traced = eagle.backend(cpu.path, trace=True)
     s = traced.stream()
-    assert not _hotpath.is_compiled(s.synchronize)
+    assert not _hotcall.is_compiled(s.synchronize)
     before = TRACE_COUNTS["eagle_backend_stream_synchronize"]
     s.synchronize()
     assert TRACE_COUNTS["eagle_backend_stream_synchronize"] == before + 1
@@ -176,5 +176,5 @@ def test_a_traced_backend_counts_hot_calls(cpu):
 @pytest.mark.skipif(os.environ.get("EAGLE_EXPECT_HOTCALL") != "1",
                     reason="EAGLE_EXPECT_HOTCALL=1 is set where the build must include eagle._hotcall (CI)")
 def test_the_installed_build_has_the_compiled_call():
-    assert _hotpath.CompiledBoundCall is not None
-    assert _hotpath.is_compiled(eagle.backend("cpu").stream().synchronize)
+    assert _hotcall.CompiledBoundCall is not None
+    assert _hotcall.is_compiled(eagle.backend("cpu").stream().synchronize)
