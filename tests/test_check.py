@@ -56,7 +56,7 @@ def test_every_seam_symbol_is_called_by_a_behavioural_check_on_cpu(cpu_json):
 
 def test_every_group_of_the_seam_has_checks():
     import eagle._seam_meta as meta
-    from eagle.check._registry import all_checks
+    from eagle.check._all import all_checks
     groups = {c.group for c in all_checks()}
     wanted = set(meta.GROUP_BITS) | {s[len("eagle_backend_"):] for s in meta.PER_SYMBOL} | {"required"}
     assert wanted <= groups

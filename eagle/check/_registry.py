@@ -75,10 +75,3 @@ def check(check_id, *, kind="behaviour", needs=()):
         REGISTRY[check_id] = Check(check_id, fn, kind, tuple(needs), (fn.__doc__ or "").strip())
         return fn
     return register
-
-
-def all_checks():
-    """Every registered check, groups in GROUP_ORDER, checks in registration order."""
-    from . import behaviour, static  # noqa: F401  (registration happens on import)
-    order = {g: i for i, g in enumerate(GROUP_ORDER)}
-    return sorted(REGISTRY.values(), key=lambda c: order[c.group])

@@ -10,7 +10,8 @@ import sys
 import tempfile
 import time
 
-from ._registry import GROUP_ORDER, Result, all_checks
+from ._all import all_checks
+from ._registry import GROUP_ORDER, Result
 
 
 def _signal_name(rc):

@@ -18,7 +18,8 @@ def _emit(obj):
 
 
 def run(path, ids):
-    from ._registry import REGISTRY, CheckFailure, NotSupported, Skip, all_checks
+    from ._all import all_checks
+    from ._registry import REGISTRY, CheckFailure, NotSupported, Skip
     from ._seam import Session
 
     all_checks()
