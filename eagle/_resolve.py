@@ -69,6 +69,9 @@ def resolve(arrays=(), *, backend=None, streams=(), what="eagle", host_ok=False,
                                   f"the call works on the {b.kind} backend '{b.path}'")
     if where is not None and where[0] not in b.device_types:
         if not (host_ok and where[0] in HOST_DEVICE_TYPES):
+            if backend is None:
+                raise EagleValueError(f"{what}: the stream belongs to the {b.kind} backend '{b.path}', "
+                                      f"which does not serve where the arrays live: {describe_device(where)}")
             raise EagleValueError(f"{what}: the arrays live on {describe_device(where)}, which the {b.kind} "
                                   f"backend '{b.path}' does not serve (it serves DLPack device types "
                                   f"{list(b.device_types)}); pass backend=None to infer it")

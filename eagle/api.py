@@ -8,9 +8,37 @@ from . import exec as _exec
 from . import filtering as _filtering
 from . import interop as _interop
 from . import memory as _memory
+import threading
+
+from ._backend import backend as open_backend
 from ._device_kind import kind_of_device_type
 from ._resolve import resolve
-from ._backend import backend as open_backend
+
+_own = threading.local()
+
+
+def own_stream(backend):
+    """eagle's own stream of ``backend`` for this thread: where a call given no stream runs its
+    work before it waits for it. A blocking stream, so on kinds with a legacy default stream it
+    is ordered after the work other libraries enqueued there."""
+    streams = getattr(_own, "streams", None)
+    if streams is None:
+        streams = _own.streams = {}
+    s = streams.get(id(backend))
+    if s is None:
+        s = streams[id(backend)] = backend.stream()
+    return s
+
+
+def blocking(backend, stream, enqueue):
+    """``enqueue(stream)`` on ``stream``; with no stream, on :func:`own_stream`, then wait for it.
+    Returns what ``enqueue`` returned."""
+    if stream is not None:
+        return enqueue(stream)
+    s = own_stream(backend)
+    out = enqueue(s)
+    s.synchronize()
+    return out
 
 
 def copy(dst, src, nbytes=None, *, stream=None, backend=None, direction=None):
@@ -24,15 +52,16 @@ def copy(dst, src, nbytes=None, *, stream=None, backend=None, direction=None):
     nbytes : int, optional
         Bytes to copy; both sides must hold at least that many (nothing is truncated silently).
     stream : stream, optional
-        An eagle stream, a raw stream int or a foreign stream (``__cuda_stream__``); default:
-        the kind's default stream.
+        An eagle stream, a raw stream int or a foreign stream (``__cuda_stream__``): the copy is
+        enqueued there and the call returns at once. With no stream, eagle copies on a stream
+        of its own and returns when the copy is done.
     backend : kind, 'gpu', path or Backend, optional
         Overrides what the arrays say.
 
     The copy keeps ``dst`` and ``src`` alive until it has run.
     """
     b, _ = resolve((dst, src), backend=backend, streams=(stream,), what="eagle.copy", host_ok=True)
-    return _memory.copy(b, dst, src, nbytes, stream=stream, direction=direction)
+    return blocking(b, stream, lambda s: _memory.copy(b, dst, src, nbytes, stream=s, direction=direction))
 
 
 def run(kernel, args, n, *, backend=None, stream=None, **kw):
@@ -40,22 +69,24 @@ def run(kernel, args, n, *, backend=None, stream=None, **kw):
 
     The backend is the kernel's own (a kernel compiled by a backend carries it), else the one the
     array arguments live on, else ``backend=``. Keyword arguments: ``base``, ``count``,
-    ``n_samples``, ``block``, ``device``. Returns True when a launch was enqueued, False for an
-    empty partition."""
+    ``n_samples``, ``block``, ``device``. With ``stream`` the launch is enqueued there; with no
+    stream eagle launches on a stream of its own and returns when the kernel is done. Returns True
+    when a launch was made, False for an empty partition."""
     owner = getattr(kernel, "backend", None)
     if backend is None and owner is not None and not isinstance(owner, str):
         backend = owner
     b, _ = resolve(list(args) if isinstance(args, (list, tuple)) else [], backend=backend,
                    streams=(stream,), what="eagle.run")
-    return _exec.run(b, kernel, args, n, stream=stream, **kw)
+    return blocking(b, stream, lambda s: _exec.run(b, kernel, args, n, stream=s, **kw))
 
 
 def compact(mask, index_map, count, scratch, *, backend=None, stream=None, **kw):
-    """Enqueue ``index_map[:count] = flatnonzero(mask)`` (``drop=True``: of ``mask == 0``) on the
-    backend the arrays live on; see :func:`eagle.filtering.compact`."""
+    """``index_map[:count] = flatnonzero(mask)`` (``drop=True``: of ``mask == 0``) on the backend
+    the arrays live on; see :func:`eagle.filtering.compact`. Enqueued on ``stream``; with no
+    stream, done on a stream of eagle's own before the call returns."""
     b, _ = resolve((mask, index_map, count, scratch), backend=backend, streams=(stream,),
                    what="eagle.compact")
-    return _filtering.compact(b, mask, index_map, count, scratch, stream=stream, **kw)
+    return blocking(b, stream, lambda s: _filtering.compact(b, mask, index_map, count, scratch, stream=s, **kw))
 
 
 def pinned(shape, dtype="float64", *, backend=None):

@@ -1,0 +1,166 @@
+"""The resolver on the GPU (issue 13): every public call that takes arrays, with no backend=, on
+CuPy, torch and JAX arrays reaches the cuda backend and gives the right result; host and device
+arrays together are refused where a kernel would read both; CuPy and torch streams passed as
+``stream=`` order eagle's work after theirs. Skipped (naming why) without a usable cuda backend
+or without the array library."""
+import os
+
+import numpy as np
+import pytest
+
+import eagle
+from conftest import kernel_ptr
+
+pytestmark = pytest.mark.gpu
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX: allocate as needed
+cp = pytest.importorskip("cupy", reason="the GPU array tests compile their kernels with CuPy")
+
+ADD_ONE = r"""
+extern "C" __global__ void add_one(double* x, long long base, long long count, long long n) {
+    long long i = base + (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < base + count) x[i] += 1.0;
+}
+extern "C" __global__ void spin_then_set(double* x, long long base, long long count, long long n) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        long long t0 = clock64(); while (clock64() - t0 < 200000000LL) {}
+        x[0] = 42.0;
+    }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def kern(cuda):
+    mod = cp.RawModule(code=ADD_ONE)
+    return {n: kernel_ptr(mod.get_function(n)) for n in ("add_one", "spin_then_set")}
+
+
+class Lib:
+    """One array library: make device arrays from numpy, and read them back."""
+
+    def __init__(self, name):
+        self.name = name
+        if name == "cupy":
+            self.mod = cp
+        elif name == "torch":
+            self.mod = pytest.importorskip("torch", reason="torch is not installed")
+            if not self.mod.cuda.is_available():
+                pytest.skip("torch has no CUDA device")
+        else:
+            self.mod = pytest.importorskip("jax", reason="jax is not installed")
+            if not any(d.platform == "gpu" for d in self.mod.devices()):
+                pytest.skip("jax has no GPU device")
+
+    def array(self, host):
+        if self.name == "cupy":
+            return cp.asarray(host)
+        if self.name == "torch":
+            return self.mod.as_tensor(host, device="cuda")
+        return self.mod.device_put(host, self.mod.devices("gpu")[0])
+
+    def numpy(self, arr):
+        if self.name == "cupy":
+            return cp.asnumpy(arr)
+        if self.name == "torch":
+            return arr.cpu().numpy()
+        return np.asarray(arr)
+
+    def sync(self):
+        if self.name == "cupy":
+            cp.cuda.runtime.deviceSynchronize()
+        elif self.name == "torch":
+            self.mod.cuda.synchronize()
+
+
+LIBS = ["cupy", "torch", "jax"]
+
+
+@pytest.fixture(params=LIBS)
+def lib(request, cuda):
+    return Lib(request.param)
+
+
+def test_copy_device_to_device_host_and_back(lib):
+    src = lib.array(np.arange(1000.0))
+    mid = cp.zeros(1000)  # a writable device destination (JAX arrays are immutable)
+    lib.sync()
+    eagle.copy(mid, src)
+    assert cp.asnumpy(mid).tolist() == list(range(1000))
+    host = np.zeros(1000)
+    eagle.copy(host, src)  # D2H: numpy beside a device array is allowed for copies
+    assert host.tolist() == list(range(1000))
+    eagle.copy(mid, np.full(1000, 7.0))  # H2D
+    assert float(cp.asnumpy(mid).sum()) == 7000.0
+
+
+@pytest.mark.parametrize("name", ["cupy", "torch"])
+def test_run_reaches_cuda_and_gives_the_right_result(cuda, kern, name):
+    lib = Lib(name)
+    x = lib.array(np.zeros(4096))
+    lib.sync()
+    assert eagle.run(kern["add_one"], [x], 4096, block=256)
+    assert lib.numpy(x).tolist() == [1.0] * 4096
+
+
+def test_compact_reaches_cuda(lib, cuda):
+    rng = np.random.default_rng(1)
+    m = (rng.random(10000) < 0.4).astype(np.uint8)
+    mask = lib.array(m)
+    index_map, count = cp.zeros(10000, cp.int32), cp.zeros(1, cp.uint32)
+    scratch = cp.zeros(max(cuda.compact_scratch_bytes(10000), 1), cp.uint8)
+    lib.sync()
+    eagle.compact(mask, index_map, count, scratch)
+    k = int(cp.asnumpy(count)[0])
+    assert cp.asnumpy(index_map)[:k].tolist() == np.flatnonzero(m).tolist()
+
+
+@pytest.mark.parametrize("name", ["cupy", "torch"])
+def test_graph_build_and_activeset_reach_cuda(cuda, kern, name):
+    lib = Lib(name)
+    x = lib.array(np.zeros(512))
+    lib.sync()
+    g = eagle.Graph.build([lambda s: s.run(kern["add_one"], [x], 512, block=128)], planes=[x])
+    assert g.backend is cuda and g.decides_on_device
+    g.launch(3)
+    g.synchronize()
+    assert lib.numpy(x).tolist() == [3.0] * 512
+    aset = eagle.ActiveSet(lib.array(np.zeros(512, np.uint8)))
+    assert aset.backend is cuda
+
+
+def test_host_and_device_arrays_together_are_refused_naming_both(cuda, kern):
+    with pytest.raises(eagle.EagleValueError, match=r"cpu:0 .*cuda:0|cuda:0 .*cpu:0"):
+        eagle.run(kern["add_one"], [np.zeros(4), cp.zeros(4)], 4)
+    with pytest.raises(eagle.EagleValueError, match=r"cpu:0 .*cuda:0|cuda:0 .*cpu:0"):
+        eagle.Graph.build([lambda s: None], planes=[np.zeros(4), cp.zeros(4)])
+
+
+def test_eagle_streams_speak_the_cuda_stream_protocol(cuda):
+    s = cuda.stream(non_blocking=True)
+    version, handle = s.__cuda_stream__()
+    assert handle == s.handle and handle != 0
+    ext = cp.cuda.ExternalStream(handle)
+    with ext:
+        y = cp.arange(10.0) * 2
+    ext.synchronize()
+    assert float(y.sum()) == 90.0
+
+
+@pytest.mark.parametrize("name", ["cupy", "torch"])
+def test_a_foreign_stream_orders_eagles_work_after_its_own(cuda, kern, name):
+    """A kernel that spins ~0.1 s then writes x[0] = 42 is enqueued on the library's stream; eagle's
+    copy of x, passed that stream, must see 42."""
+    x = cp.zeros(1)
+    if name == "cupy":
+        stream = cp.cuda.Stream(non_blocking=True)
+    else:
+        torch = pytest.importorskip("torch", reason="torch is not installed")
+        stream = torch.cuda.Stream()
+    raw = stream.ptr if name == "cupy" else stream.cuda_stream
+    with cp.cuda.ExternalStream(raw):
+        cp.RawModule(code=ADD_ONE).get_function("spin_then_set")(
+            (1,), (1,), (x, np.int64(0), np.int64(1), np.int64(1)))
+    host = np.zeros(1)
+    eagle.copy(host, x, stream=stream)  # enqueued after the spinning kernel, on its stream
+    stream.synchronize()
+    assert host[0] == 42.0
