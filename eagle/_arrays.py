@@ -4,17 +4,22 @@
 anything with ``__cuda_array_interface__``, or anything that exports DLPack."""
 import ctypes
 
-from ._device_kind import kind_of_device_type
+from . import _hostmem
+from ._device_kind import HOST_DEVICE_TYPES, kind_of_device_type
 from .errors import EagleTypeError, EagleValueError
 
 
 class ArrayInfo:
-    __slots__ = ("ptr", "nbytes", "device_type", "device_id", "keepalive")
+    """Where an array's memory is: address, size in bytes (None for a raw address), DLPack device,
+    whether it is read-only, and the objects that keep it alive (held while work uses it)."""
 
-    def __init__(self, ptr, nbytes, device_type, device_id, keepalive=None):
+    __slots__ = ("ptr", "nbytes", "device_type", "device_id", "keepalive", "readonly")
+
+    def __init__(self, ptr, nbytes, device_type, device_id, keepalive=None, readonly=False):
         self.ptr, self.nbytes = ptr, nbytes
         self.device_type, self.device_id = device_type, device_id
         self.keepalive = keepalive
+        self.readonly = bool(readonly)
 
     @property
     def kind(self):
@@ -37,10 +42,24 @@ def _contiguous_nbytes(shape, strides, itemsize, what):
 
 def _from_interface(obj, iface, device_type, device_id):
     import numpy as np
-    ptr, readonly = iface["data"]
-    itemsize = np.dtype(iface["typestr"]).itemsize
-    nbytes = _contiguous_nbytes(iface["shape"], iface.get("strides"), itemsize, type(obj).__name__)
-    return ArrayInfo(int(ptr or 0), nbytes, device_type, device_id, obj)
+    what = type(obj).__name__
+    try:
+        ptr, readonly = iface["data"]
+        itemsize = np.dtype(iface["typestr"]).itemsize
+        shape = tuple(int(d) for d in iface["shape"])
+        strides = iface.get("strides")
+        strides = None if strides is None else tuple(int(x) for x in strides)
+        ptr = int(ptr or 0)
+    except (KeyError, TypeError, ValueError) as e:
+        raise EagleTypeError(f"eagle: the array interface of a {what} is malformed ({type(e).__name__}: {e})") from None
+    if any(d < 0 for d in shape) or ptr < 0:
+        raise EagleValueError(f"eagle: the array interface of a {what} has a negative shape or address")
+    nbytes = _contiguous_nbytes(shape, strides, itemsize, what)
+    if not isinstance(obj, np.ndarray) and device_type in HOST_DEVICE_TYPES and nbytes:
+        # a foreign object's claim about host memory is checked against the process's mappings
+        _hostmem.check_range(ptr, nbytes, what)
+        readonly = readonly or not _hostmem.is_writable(ptr, nbytes)
+    return ArrayInfo(ptr, nbytes, device_type, device_id, obj, readonly)
 
 
 class _DLDevice(ctypes.Structure):
@@ -64,6 +83,16 @@ _capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c
 
 
 def _from_dlpack(obj):
+    try:
+        return _read_dlpack(obj)
+    except EagleTypeError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a malformed export is the array's defect, named
+        raise EagleTypeError(f"eagle: cannot read the DLPack export of a {type(obj).__name__} "
+                             f"({type(e).__name__}: {e})") from None
+
+
+def _read_dlpack(obj):
     capsule = obj.__dlpack__()
     # DLManagedTensor begins with its DLTensor; the capsule keeps the tensor alive while held.
     t = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
@@ -79,7 +108,11 @@ def address_of(obj) -> ArrayInfo:
     """Address, size and DLPack device of ``obj``'s memory (which must be contiguous)."""
     if isinstance(obj, ArrayInfo):
         return obj
+    if isinstance(obj, bool):
+        raise EagleTypeError(f"eagle: {obj!r} is no address or array")
     if isinstance(obj, int):
+        if not 0 <= obj < (1 << 64):
+            raise EagleValueError(f"eagle: {obj} is no address (0 .. 2**64-1)")
         return ArrayInfo(obj, None, None, None)
     iface = getattr(obj, "__array_interface__", None)
     if iface is not None:

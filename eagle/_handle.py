@@ -61,8 +61,8 @@ class Owner:
         host-function error."""
         if self._thread != get_ident():
             self._refuse()
-        if status == 0 and self._backend._host_errors:
-            self._backend._raise_host_error()
+        if status == 0 and self._backend.host_errors_of(self._thread):
+            self._backend._raise_host_error(self._thread)
         self._backend._check(symbol, status)
 
     def _hot_bad_args(self, symbol, args):

@@ -186,8 +186,9 @@ class Library:
     def __init__(self, path, kind, how, trace=False):
         self.path = path
         self._capturing = {}        # raw stream -> Capture recording it (fork branches, bodies too)
-        self._host_errors = []      # exceptions raised by host functions, re-raised at synchronize
-        self._pending_calls = set() # eager host functions not yet run (kept alive until they run)
+        self._host_errors = {}      # enqueuing thread -> exceptions its host functions raised
+        self._held = []             # arrays of enqueued work, where no host function can release them
+
         try:
             self._lib = ffi.dlopen(path)
         except OSError as e:
@@ -283,8 +284,16 @@ class Library:
         for raw in [r for r, c in self._capturing.items() if c is capture]:
             del self._capturing[raw]
 
-    def _raise_host_error(self):
-        exc = self._host_errors.pop(0)
+    def host_errors_of(self, thread):
+        """The list of exceptions raised by host functions that ``thread`` enqueued; re-raised by
+        that thread's next synchronize (a bound call watches it)."""
+        errors = self._host_errors.get(thread)
+        if errors is None:
+            errors = self._host_errors.setdefault(thread, [])
+        return errors
+
+    def _raise_host_error(self, thread):
+        exc = self.host_errors_of(thread).pop(0)
         raise exc
 
     def __repr__(self):

@@ -9,12 +9,15 @@ from ._handle import Owner
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
 from .stream import StreamRef
-from .errors import EagleValueError
+from .errors import EagleTypeError, EagleValueError
 
 
 def _addr(x, what):
     if x is None:
         return 0
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", "u") not in "iu":
+        raise EagleTypeError(f"eagle: the conditional's {what} word(s) must be uint32, got an array of {dtype}")
     info = address_of(x)
     need = 8 if what == "counter" else 4
     if info.nbytes is not None and info.nbytes < need:

@@ -6,10 +6,12 @@ The kernel handle is the kind's own: a C function pointer on cpu
 the partition triple ``(base, count, n_samples)``."""
 import struct
 
+from . import _validate
 from ._arrays import address_of
 from ._handle import raw_int
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
+from .memory import hold_until_done
 from .errors import EagleTypeError, EagleValueError
 
 _MAX_PARAMS = 64
@@ -21,6 +23,8 @@ def _arg_bytes(arg):
     if isinstance(arg, bool):
         return struct.pack("<q", int(arg))
     if isinstance(arg, int):
+        if not -(1 << 63) <= arg < (1 << 64):
+            raise EagleValueError(f"eagle.run: the integer argument {arg} does not fit 64 bits")
         if arg < 0:
             return struct.pack("<q", arg)
         return struct.pack("<Q", arg)
@@ -32,23 +36,34 @@ def _arg_bytes(arg):
         return struct.pack("<Q", raw_int(arg))
     if hasattr(arg, "dtype") and getattr(arg, "shape", None) == ():
         return arg.tobytes() if hasattr(arg, "tobytes") else bytes(arg)
-    return struct.pack("<Q", address_of(arg).ptr)
+    if isinstance(arg, (str, list, tuple, dict, set)) or arg is None:
+        raise EagleTypeError(f"eagle.run: a kernel argument cannot be a {type(arg).__name__} ({arg!r:.40}); "
+                             "pass ints, floats, bytes, numpy scalars or arrays")
+    info = address_of(arg)
+    _validate.writable(info, f"eagle.run: the {type(arg).__name__} argument")  # a kernel may write it
+    return struct.pack("<Q", info.ptr)
 
 
 def kernel_handle(kernel):
-    """An int kernel handle from an int, a cffi function pointer, or an object with ``.ptr`` /
-    ``.address`` (e.g. numba cfunc) or ctypes function."""
-    if isinstance(kernel, (int, ffi.CData)):
-        return raw_int(kernel)
-    for attr in ("address", "ptr", "handle"):
-        v = getattr(kernel, attr, None)
-        if isinstance(v, int):
-            return v
-    try:
-        import ctypes
-        return ctypes.cast(kernel, ctypes.c_void_p).value
-    except Exception:
-        raise EagleTypeError(f"eagle: cannot use a {type(kernel).__name__} as a kernel handle") from None
+    """An int kernel handle from an int, a cffi function pointer, an object with an int
+    ``.handle`` / ``.address`` / ``.ptr`` (e.g. numba cfunc), or a ctypes function pointer.
+    Strings, bytes, bools, floats and arrays are refused: their bytes are no kernel."""
+    import ctypes
+    if isinstance(kernel, (bool, float, str, bytes, bytearray)) or kernel is None:
+        raise EagleTypeError(f"eagle.run: a {type(kernel).__name__} ({kernel!r:.40}) is no kernel handle; pass "
+                             "a compiled kernel, a function pointer or its address as an int")
+    if isinstance(kernel, ffi.CData):
+        value = raw_int(kernel)
+    elif isinstance(kernel, int):
+        value = kernel
+    elif isinstance(kernel, ctypes._CFuncPtr):
+        value = ctypes.cast(kernel, ctypes.c_void_p).value or 0
+    else:
+        value = next((v for v in (getattr(kernel, a, None) for a in ("handle", "address", "ptr"))
+                      if isinstance(v, int) and not isinstance(v, bool)), None)
+        if value is None:
+            raise EagleTypeError(f"eagle.run: cannot use a {type(kernel).__name__} as a kernel handle")
+    return _validate.integer(value, "eagle.run: the kernel handle", minimum=0, maximum=(1 << 64) - 1)
 
 
 def run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=None, block=0, device=-1):
@@ -57,9 +72,15 @@ def run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=
 
     Returns True when a launch was enqueued, False for an empty partition."""
     b = backend
-    n = int(n)
-    count = n - int(base) if count is None else int(count)
-    n_samples = n if n_samples is None else int(n_samples)
+    n = _validate.integer(n, "eagle.run: n", minimum=0)
+    base = _validate.integer(base, "eagle.run: base", minimum=0)
+    count = n - base if count is None else _validate.integer(count, "eagle.run: count", minimum=0)
+    n_samples = n if n_samples is None else _validate.integer(n_samples, "eagle.run: n_samples", minimum=0)
+    block = _validate.integer(block, "eagle.run: block", minimum=0, maximum=(1 << 31) - 1)
+    device = _validate.integer(device, "eagle.run: device", minimum=-1, maximum=(1 << 31) - 1)
+    if not isinstance(args, (list, tuple)):
+        raise EagleTypeError(f"eagle.run: args must be a list or tuple of kernel arguments, got a "
+                             f"{type(args).__name__}")
     args = list(args)
     if len(args) > _MAX_PARAMS:
         raise EagleValueError(f"eagle: a kernel takes at most {_MAX_PARAMS} arguments, got {len(args)}")
@@ -78,7 +99,9 @@ def run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=
     desc.base = int(base)
     desc.count = count
     desc.n_samples = n_samples
-    desc.stream = raw_stream(b, stream)
+    raw = desc.stream = raw_stream(b, stream)
     launched = ffi.new("int32_t*")
     b.call.run_device(desc, launched)
+    if launched[0]:
+        hold_until_done(b, raw, (args, storage))
     return bool(launched[0])

@@ -3,9 +3,11 @@
 Both are enqueue-only and capturable: they take device addresses (or arrays) and a
 scratch buffer, never allocate, never synchronise. :class:`eagle.ActiveSet` builds on them."""
 from . import _seam_meta as meta
+from . import _validate
 from ._arrays import address_of
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
+from .memory import hold_until_done
 from .errors import EagleValueError
 
 MASK_IS_DROP = meta.CONSTANTS["EAGLE_BACKEND_COMPACT_MASK_IS_DROP"]
@@ -47,10 +49,11 @@ def compact(backend, mask, index_map, count, scratch, *, n=None, drop=False, str
     if scratch is None:
         raise EagleValueError("eagle.compact: a scratch buffer is needed; size it with compact_scratch_bytes()")
     mask, index_map, count, sc = (address_of(a) for a in (mask, index_map, count, scratch))
-    n = _n_of(mask, n)
+    n = _validate.integer(_n_of(mask, n), "eagle.compact: n", minimum=0)
     for info, what, need in ((mask, "mask", n), (index_map, "index_map", 4 * n), (count, "count", 4)):
-        if info.nbytes is not None and info.nbytes < need:
-            raise EagleValueError(f"eagle.compact: {what} holds {info.nbytes} bytes, {need} are needed for n={n}")
+        _validate.holds(info, need, f"eagle.compact: {what}")
+    for info, what in ((index_map, "index_map"), (count, "count"), (sc, "scratch")):
+        _validate.writable(info, f"eagle.compact: {what}")
     desc = ffi.new("struct eagle_backend_compact_desc*")
     desc.struct_size = ffi.sizeof(desc[0])
     desc.flags = (MASK_IS_DROP if drop else 0) if flags is None else flags
@@ -63,6 +66,7 @@ def compact(backend, mask, index_map, count, scratch, *, n=None, drop=False, str
     desc.live32, desc.span, desc.fire = _ptr(live32), _ptr(span), _ptr(fire)
     desc.theta = float(theta)
     backend.call.compact_device(desc)
+    hold_until_done(backend, desc.stream, (mask.keepalive, index_map.keepalive, count.keepalive, sc.keepalive))
 
 
 def _reorder_desc(backend, planes, mask, perm, inv, span, fire, scratch, n, drop, stream, device, flags):

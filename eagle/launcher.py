@@ -2,6 +2,8 @@
 
 :class:`GraphBuilder` holds a graph (from one capture, or built node by node from several);
 :meth:`GraphBuilder.launcher` instantiates it into a :class:`Launcher` that replays it."""
+from _thread import get_ident
+
 from ._handle import Owner
 from ._seam_ffi import ffi
 from .errors import EagleTypeError, EagleValueError
@@ -78,7 +80,7 @@ class Launcher(Owner):
         self._own(backend, handle, "launcher_release")
         self.keepalive = list(keepalive)
         self.launch = self._bind("launcher_launch", counted=True)
-        self.synchronize = self._bind("launcher_synchronize", watch=backend._host_errors)
+        self.synchronize = self._bind("launcher_synchronize", watch=backend.host_errors_of(get_ident()))
 
     def _hot_bad_args(self, symbol, args):
         """``launch(n)`` with an ``n`` that is no int >= 0; else as for every bound call."""

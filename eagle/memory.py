@@ -4,7 +4,13 @@ Seam objects: every function takes the :class:`eagle.Backend` to work on as its 
 ``eagle.copy`` and friends (eagle/api.py) decide it from the arrays."""
 import weakref
 
+import atexit
+import threading
+import time
+from _thread import get_ident
+
 from . import _seam_meta as meta
+from . import _validate
 from ._arrays import address_of
 from ._device_kind import HOST_DEVICE_TYPES
 from ._handle import raw_int
@@ -30,12 +36,10 @@ def copy(backend, dst, src, nbytes=None, *, stream=None, direction=None):
         if s.nbytes is None:
             raise EagleValueError("eagle.copy: give nbytes when src is a raw address")
         nbytes = s.nbytes
-    nbytes = int(nbytes)
-    if nbytes < 0:
-        raise EagleValueError(f"eagle.copy: nbytes must be >= 0, got {nbytes}")
+    nbytes = _validate.integer(nbytes, "eagle.copy: nbytes", minimum=0)
+    _validate.writable(d, "eagle.copy: dst")
     for info, what in ((d, "dst"), (s, "src")):
-        if info.nbytes is not None and info.nbytes < nbytes:
-            raise EagleValueError(f"eagle.copy: {what} holds {info.nbytes} bytes, the copy needs {nbytes}")
+        _validate.holds(info, nbytes, f"eagle.copy: {what}")
     if direction is None:
         if d.device_type is None or s.device_type is None:
             raise EagleValueError("eagle.copy: give direction= when dst or src is a raw address")
@@ -46,7 +50,9 @@ def copy(backend, dst, src, nbytes=None, *, stream=None, direction=None):
             code = {"h2d": H2D, "d2h": D2H, "d2d": D2D, "h2h": H2H}[str(direction).lower()]
         except KeyError:
             raise EagleValueError(f"eagle.copy: direction must be h2d, d2h, d2d or h2h, got {direction!r}") from None
-    b.call.memcpy(d.ptr, s.ptr, nbytes, code, raw_stream(b, stream))
+    raw = raw_stream(b, stream)
+    b.call.memcpy(d.ptr, s.ptr, nbytes, code, raw)
+    hold_until_done(b, raw, (d.keepalive, s.keepalive))
 
 
 class PinnedMemory:
@@ -77,27 +83,40 @@ def pinned(backend, shape, dtype="float64"):
     """A numpy array over page-locked host memory that frees itself with its last view."""
     import numpy as np
     b = backend
-    dtype = np.dtype(dtype)
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as e:
+        raise EagleTypeError(f"eagle.pinned: {dtype!r} is no dtype ({e})") from None
+    shape = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
+    shape = tuple(_validate.integer(s, f"eagle.pinned: a dimension of shape {shape}", minimum=0) for s in shape)
     count = 1
     for s in shape:
-        if s < 0:
-            raise EagleValueError(f"eagle.pinned: negative dimension in shape {shape}")
         count *= s
-    nbytes = count * dtype.itemsize
+    nbytes = _validate.integer(count * dtype.itemsize, f"eagle.pinned: the size of {shape} x {dtype}",
+                               maximum=(1 << 62))
     mem = PinnedMemory(b, max(nbytes, 1))
     raw = np.asarray(mem)  # holds `mem` as its base
     return raw[:nbytes].view(dtype).reshape(shape)
 
 
 class _HostCall:
-    """One Python callable enqueued as a host function; ``once`` for eager enqueues."""
+    """One Python callable enqueued as a host function. ``errors`` is the enqueuing thread's list
+    (its next synchronize raises what ``fn`` raised); ``once`` for eager enqueues, which stay in
+    :data:`_PENDING` (and so alive, with their backend) until they have run."""
 
-    __slots__ = ("fn", "backend", "once", "cdata")
+    __slots__ = ("fn", "backend", "once", "cdata", "errors")
 
     def __init__(self, fn, backend, once):
         self.fn, self.backend, self.once = fn, backend, once
+        self.errors = backend.host_errors_of(get_ident())
         self.cdata = ffi.new_handle(self)
+
+
+#: Eager host functions not yet run. Module-level, so a queued call keeps its backend (and the
+#: cffi handle the backend will pass back) alive whatever happens to the Backend object.
+_PENDING = set()
+_PENDING_LOCK = threading.Lock()
+_DRAIN_AT_EXIT_S = 30.0
 
 
 @ffi.callback("void(void*)")
@@ -107,28 +126,74 @@ def _trampoline(user_data):
         call.fn()
     except BaseException as e:  # noqa: BLE001 - kept and re-raised at the next synchronize
         remember_callback_exception(e)
-        call.backend._host_errors.append(e)
+        call.errors.append(e)
     finally:
         if call.once:
-            call.backend._pending_calls.discard(call)
+            with _PENDING_LOCK:
+                _PENDING.discard(call)
+
+
+def _drain_at_exit():
+    """Before the interpreter finalizes, wait (GIL released while sleeping) until every queued
+    host function has run: one running after finalization would call into a dead interpreter."""
+    deadline = time.monotonic() + _DRAIN_AT_EXIT_S
+    while _PENDING and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+atexit.register(_drain_at_exit)
+
+
+def _enqueue(b, raw, fn):
+    cap = b._capturing.get(raw)
+    call = _HostCall(fn, b, once=cap is None)
+    if cap is None:
+        with _PENDING_LOCK:
+            _PENDING.add(call)
+    else:
+        cap.keep(call)
+    status = b._f.host_func(raw, _trampoline, call.cdata)
+    if status:
+        with _PENDING_LOCK:
+            _PENDING.discard(call)
+        b._check("eagle_backend_host_func", status)
+
+
+
+class _Held:
+    """References held until the stream has run the work that uses them."""
+
+    __slots__ = ("refs",)
+
+    def __init__(self, refs):
+        self.refs = refs
+
+    def __call__(self):
+        self.refs = None
+
+
+def hold_until_done(backend, raw, refs):
+    """Keep ``refs`` (the arrays enqueued work reads and writes) alive until the stream ``raw``
+    has run that work: in the recording while the stream is captured, else until a host
+    function enqueued behind the work has run. A backend without host functions keeps them
+    with the backend (released only with it)."""
+    cap = backend._capturing.get(raw)
+    if cap is not None:
+        cap.keep(refs)
+        return
+    if backend.provides("eagle_backend_host_func"):
+        _enqueue(backend, raw, _Held(refs))
+    else:
+        backend._held.append(refs)
 
 
 def host_func(backend, fn, *, stream=None):
     """Run the Python callable ``fn()`` in stream order (a host node when the stream is captured).
 
-    An exception ``fn`` raises is re-raised by the next ``synchronize()`` on that backend."""
+    An exception ``fn`` raises is re-raised by the next ``synchronize()`` of a stream or launcher
+    of the thread that enqueued it."""
     b = backend
     b.require("eagle_backend_host_func")
     if not callable(fn):
         raise EagleTypeError(f"eagle.host_func: {fn!r} is not callable")
-    raw = raw_stream(b, stream)
-    cap = b._capturing.get(raw)
-    call = _HostCall(fn, b, once=cap is None)
-    if cap is None:
-        b._pending_calls.add(call)
-    else:
-        cap.keep(call)
-    status = b._f.host_func(raw, _trampoline, call.cdata)
-    if status:
-        b._pending_calls.discard(call)
-        b._check("eagle_backend_host_func", status)
+    _enqueue(b, raw_stream(b, stream), fn)

@@ -109,7 +109,7 @@ class Stream(StreamRef):
             raise
         self._own(b, handle, "stream_release")
         self._raw = int(raw[0])
-        self.synchronize = self._bind("stream_synchronize", watch=b._host_errors)
+        self.synchronize = self._bind("stream_synchronize", watch=b.host_errors_of(get_ident()))
 
 
 
