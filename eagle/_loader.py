@@ -12,6 +12,7 @@ from collections import Counter
 from . import _seam_meta as meta
 from ._backend_api import BackendAPI
 from ._device_kind import GPU_KINDS
+from ._elf_check import refuse_if_broken
 from ._seam_ffi import ffi
 from ._status import exception_for
 from .errors import BackendLoadError, BackendUnavailable
@@ -164,6 +165,7 @@ class Backend(BackendAPI):
     def __init__(self, path, kind, how, trace=False):
         self.path = path
         self._init_state()
+        refuse_if_broken(path, how)  # a truncated file would SIGBUS inside dlopen
         try:
             self._lib = ffi.dlopen(path)
         except OSError as e:
