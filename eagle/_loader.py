@@ -262,8 +262,13 @@ class Backend(BackendAPI):
             raise self._exception(symbol, status)
 
     def _exception(self, symbol, status):
-        msg = ffi.string(self._f.last_error()).decode("utf-8", "replace")
-        return exception_for(symbol, int(status), msg)
+        return exception_for(symbol, int(status), self._last_error())
+
+    def _last_error(self):
+        """This thread's last_error, copied at once; '' when the backend returns NULL (a broken
+        promise of the header, which must not turn a refusal into a crash)."""
+        p = self._f.last_error()
+        return "" if p == ffi.NULL else ffi.string(p).decode("utf-8", "replace")
 
     def provides(self, entry):
         """True when the group (``'fork'``) or per-symbol entry (``'eagle_backend_memcpy'``) is there."""
@@ -300,7 +305,7 @@ class Backend(BackendAPI):
 
     def _read_left_out_note(self):
         """The `name: reason` lines capabilities() leaves in last_error (see the header)."""
-        note = ffi.string(self._f.last_error()).decode("utf-8", "replace")
+        note = self._last_error()
         out = {}
         for line in note.splitlines():
             name, sep, why = line.partition(":")
