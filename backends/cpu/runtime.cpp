@@ -13,10 +13,7 @@ namespace eagle::cpu {
 // ---------------------------------------------------------------- registry
 
 namespace {
-struct Registry {
-    std::mutex mu;
-    std::unordered_map<const void*, std::shared_ptr<Object>> live;
-};
+using Registry = HandleRegistry<std::shared_ptr<Object>>;
 Registry& registry() {
     static Registry* r = new Registry();  // leaked: used by worker threads at exit
     return *r;
@@ -37,40 +34,30 @@ const char* kind_name(Kind k) noexcept {
 }
 
 void register_object(std::shared_ptr<Object> obj) {
-    auto& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
     const void* key = obj.get();
-    r.live[key] = std::move(obj);
+    registry().add(key, std::move(obj));
 }
 
 std::shared_ptr<Object> unregister_object(const void* handle) noexcept {
-    auto& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    auto it = r.live.find(handle);
-    if (it == r.live.end()) return nullptr;
-    auto obj = std::move(it->second);
-    r.live.erase(it);
-    return obj;
+    return registry().take(handle, [](const std::shared_ptr<Object>&) { return true; });
 }
 
 std::shared_ptr<Object> find_object(const void* handle, Kind kind) noexcept {
-    auto& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    auto it = r.live.find(handle);
-    if (it == r.live.end() || it->second->kind() != kind) return nullptr;
-    return it->second;
+    return registry().find(handle, [kind](const std::shared_ptr<Object>& o) { return o->kind() == kind; });
+}
+
+std::shared_ptr<Object> take_object(const void* handle, Kind kind) noexcept {
+    return registry().take(handle, [kind](const std::shared_ptr<Object>& o) { return o->kind() == kind; });
 }
 
 namespace {
 std::vector<std::shared_ptr<Stream>> blocking_user_streams() {
     std::vector<std::shared_ptr<Stream>> out;
-    auto& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    for (auto& [key, obj] : r.live) {
-        if (obj->kind() != Kind::Stream) continue;
+    registry().for_each([&](const void*, const std::shared_ptr<Object>& obj) {
+        if (obj->kind() != Kind::Stream) return;
         auto s = std::static_pointer_cast<Stream>(obj);
         if (s->role == Stream::Role::User && s->blocking) out.push_back(std::move(s));
-    }
+    });
     return out;
 }
 }  // namespace

@@ -18,6 +18,7 @@
 #include "command_context.h"
 #include "exec_graph.h"
 #include "guarded.h"
+#include "handle_registry.h"
 
 namespace eagle::cpu {
 
@@ -36,10 +37,13 @@ private:
     Kind kind_;
 };
 
-// Live handles, keyed by address: use after release or a foreign pointer is BAD_HANDLE.
+// Live handles, keyed by address (eagle::HandleRegistry, shared with the GPU backends): use after
+// release or a foreign pointer is BAD_HANDLE, and no lookup reads the memory a handle points to.
 void register_object(std::shared_ptr<Object> obj);
 std::shared_ptr<Object> unregister_object(const void* handle) noexcept;
 std::shared_ptr<Object> find_object(const void* handle, Kind kind) noexcept;
+// Unregisters a live handle of `kind` and returns it; null (nothing removed) for any other.
+std::shared_ptr<Object> take_object(const void* handle, Kind kind) noexcept;
 
 template <class T>
 std::shared_ptr<T> lookup(const void* handle, const char* name) {
@@ -54,8 +58,8 @@ std::shared_ptr<T> lookup(const void* handle, const char* name) {
 // Unregisters a live handle of T's kind and returns it (null for NULL, foreign or released ones).
 template <class T>
 std::shared_ptr<T> take(const void* handle) noexcept {
-    if (!handle || !find_object(handle, T::kKind)) return nullptr;
-    return std::static_pointer_cast<T>(unregister_object(handle));
+    if (!handle) return nullptr;
+    return std::static_pointer_cast<T>(take_object(handle, T::kKind));
 }
 
 // ---------------------------------------------------------------- capture

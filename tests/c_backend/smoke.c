@@ -1018,6 +1018,7 @@ static void h_sync_own(void* p) {
 }
 static void h_sync_other(void* p) {
     waiter* w = (waiter*)p;
+    if (w->go) wait_flag(w->go, 1);
     if (w->arrived) {
         atomic_fetch_or(w->arrived, 1 << w->me);
         wait_flag(w->arrived, 3);
@@ -1027,11 +1028,13 @@ static void h_sync_other(void* p) {
 }
 static void h_release_other(void* p) {
     waiter* w = (waiter*)p;
+    if (w->go) wait_flag(w->go, 1);
     B.stream_release(w->other);
     atomic_store(&w->done, 1);
 }
 static void h_release_own(void* p) {
     waiter* w = (waiter*)p;
+    if (w->go) wait_flag(w->go, 1);
     B.stream_release(w->own);
     atomic_store(&w->done, 1);
 }
@@ -1076,9 +1079,10 @@ static void test_host_function_waits(void) {
         eagle_backend_stream a = new_stream(EAGLE_BACKEND_STREAM_NON_BLOCKING);
         eagle_backend_stream b = new_stream(EAGLE_BACKEND_STREAM_NON_BLOCKING);
         go = 0;
-        waiter w = {a, b, NULL, &counter, NULL, 0, -1, 0};
+        waiter w = {a, b, &go, &counter, NULL, 0, -1, 0};
         OK(B.host_func(raw_of(a), h_sync_other, &w));
         OK(B.fence(1, 0, (int64_t)raw_of(a), (int64_t)raw_of(b))); /* b waits for a's host function */
+        atomic_store(&go, 1);
         OK(B.stream_synchronize(a));
         CHECK(w.status == EAGLE_BACKEND_INVALID_ARGUMENT);
         OK(B.stream_synchronize(b));
@@ -1106,24 +1110,101 @@ static void test_host_function_waits(void) {
     {
         eagle_backend_stream a = new_stream(EAGLE_BACKEND_STREAM_NON_BLOCKING);
         eagle_backend_stream b = new_stream(EAGLE_BACKEND_STREAM_NON_BLOCKING);
+        const uint64_t ra = raw_of(a), rb = raw_of(b);
         counter = 0;
-        waiter w = {a, b, NULL, &counter, NULL, 0, -1, 0};
-        OK(B.host_func(raw_of(a), h_release_other, &w));
-        OK(B.fence(1, 0, (int64_t)raw_of(a), (int64_t)raw_of(b)));
-        OK(B.host_func(raw_of(b), h_add, (void*)&counter)); /* runs after the release, on b's worker */
+        go = 0;
+        waiter w = {a, b, &go, &counter, NULL, 0, -1, 0};
+        OK(B.host_func(ra, h_release_other, &w));
+        OK(B.fence(1, 0, (int64_t)ra, (int64_t)rb)); /* b waits for a's host function */
+        OK(B.host_func(rb, h_add, (void*)&counter));  /* runs after the release, on b's worker */
+        atomic_store(&go, 1);
         OK(B.stream_synchronize(a));
         CHECK(w.done == 1);
         for (int i = 0; i < 2000 && atomic_load(&counter) != 1; ++i) sleep_ms(1);
         CHECK(atomic_load(&counter) == 1);
         CHECK_ST(B.stream_synchronize(b), EAGLE_BACKEND_BAD_HANDLE);
-        waiter w2 = {a, NULL, NULL, &counter, NULL, 0, -1, 0};
-        OK(B.host_func(raw_of(a), h_release_own, &w2));
-        OK(B.host_func(raw_of(a), h_add, (void*)&counter)); /* behind the release: still runs */
+        go = 0;
+        waiter w2 = {a, NULL, &go, &counter, NULL, 0, -1, 0};
+        OK(B.host_func(ra, h_release_own, &w2));
+        OK(B.host_func(ra, h_add, (void*)&counter)); /* behind the release: still runs */
+        atomic_store(&go, 1);
         for (int i = 0; i < 2000 && atomic_load(&counter) != 2; ++i) sleep_ms(1);
         CHECK(w2.done == 1);
         CHECK(atomic_load(&counter) == 2);
         CHECK_ST(B.stream_synchronize(a), EAGLE_BACKEND_BAD_HANDLE);
     }
+}
+
+/* ------------------------------------------------------------------ released and foreign handles */
+
+/* Every handle type, used after its release, is BAD_HANDLE; so is a handle of another type and a
+ * pointer the backend never handed out, even one whose first bytes look like a live object's. */
+static void test_released_handles(void) {
+    eagle_backend_stream s = new_stream(0);
+    const uint64_t raw = raw_of(s);
+    _Atomic int64_t hits = 0;
+    int32_t i32 = 0;
+    int64_t i64 = 0;
+    uint64_t u = 0;
+
+    eagle_backend_capturer cap = begin_capture(raw);
+    uint32_t guard = 1;
+    struct eagle_backend_conditional_desc cdsc;
+    memset(&cdsc, 0, sizeof cdsc);
+    cdsc.struct_size = sizeof cdsc;
+    cdsc.device = -1;
+    cdsc.origin = raw;
+    cdsc.count_ptr = u64(&guard);
+    eagle_backend_conditional cond = NULL;
+    OK(B.conditional_create(&cdsc, &cond));
+    OK(B.conditional_end(cond));
+    B.conditional_release(cond);
+    CHECK_ST(B.conditional_is_loop(cond, &i32), EAGLE_BACKEND_BAD_HANDLE);
+    CHECK_ST(B.conditional_end(cond), EAGLE_BACKEND_BAD_HANDLE);
+    B.conditional_release(cond); /* twice: harmless */
+    OK(B.host_func(raw, h_add, (void*)&hits));
+    eagle_backend_captured cd = NULL;
+    OK(B.capturer_end(cap, &cd));
+    B.capturer_release(cap);
+    CHECK_ST(B.capturer_begin(cap), EAGLE_BACKEND_BAD_HANDLE);
+    B.capturer_release(cap);
+    B.captured_release(cd);
+    CHECK_ST(B.captured_is_valid(cd, &i32), EAGLE_BACKEND_BAD_HANDLE);
+    eagle_backend_graph g = NULL;
+    CHECK_ST(B.graph_from_captured(cd, &g), EAGLE_BACKEND_BAD_HANDLE);
+    B.captured_release(cd);
+
+    struct eagle_backend_graph_desc gd = {sizeof gd, 0, -1, 0};
+    OK(B.graph_create(&gd, &g));
+    B.graph_release(g);
+    CHECK_ST(B.graph_last_node(g, &i64), EAGLE_BACKEND_BAD_HANDLE);
+    CHECK_ST(B.graph_stream(g, raw), EAGLE_BACKEND_BAD_HANDLE);
+    B.graph_release(g);
+
+    struct eagle_backend_fork_desc fd = {sizeof fd, 0, -1, 0, raw, 2};
+    eagle_backend_fork f = NULL;
+    OK(B.fork_create(&fd, &f));
+    B.fork_release(f);
+    CHECK_ST(B.fork_branch(f, 0, &u), EAGLE_BACKEND_BAD_HANDLE);
+    B.fork_release(f);
+
+    /* a handle of another type */
+    CHECK_ST(B.fork_size((eagle_backend_fork)s, &u), EAGLE_BACKEND_BAD_HANDLE);
+    CHECK_ST(B.graph_last_node((eagle_backend_graph)s, &i64), EAGLE_BACKEND_BAD_HANDLE);
+    CHECK_ST(B.launcher_launch((eagle_backend_launcher)s), EAGLE_BACKEND_BAD_HANDLE);
+    /* pointers it never handed out, filled with every 4-byte pattern a type tag might have */
+    uint32_t fake[64];
+    for (int k = 0; k < 64; ++k) fake[k] = 0x5354524du; /* "STRM" */
+    CHECK_ST(B.stream_ptr((eagle_backend_stream)fake, &u), EAGLE_BACKEND_BAD_HANDLE);
+    CHECK_ST(B.stream_synchronize((eagle_backend_stream)fake), EAGLE_BACKEND_BAD_HANDLE);
+    B.stream_release((eagle_backend_stream)fake);
+    CHECK(fake[0] == 0x5354524du && fake[63] == 0x5354524du); /* a foreign release touches nothing */
+    CHECK_ST(B.fork_size((eagle_backend_fork)fake, &u), EAGLE_BACKEND_BAD_HANDLE);
+    CHECK_ST(B.stream_ptr((eagle_backend_stream)(uintptr_t)0x10, &u), EAGLE_BACKEND_BAD_HANDLE);
+
+    OK(B.stream_synchronize(s));
+    CHECK(hits == 0); /* captured, never replayed */
+    B.stream_release(s);
 }
 
 int main(int argc, char** argv) {
@@ -1145,6 +1226,7 @@ int main(int argc, char** argv) {
     test_reorder();
     test_interop();
     test_host_function_waits();
+    test_released_handles();
     if (failures) {
         printf("smoke: %d check(s) FAILED\n", failures);
         return 1;
