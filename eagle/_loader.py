@@ -17,6 +17,7 @@ from collections import Counter
 
 from . import _seam_meta as meta
 from ._device_kind import GPU_KINDS
+from ._elf_check import refuse_if_broken
 from ._seam_ffi import ffi
 from ._status import exception_for
 from .errors import BackendLoadError, BackendUnavailable, EagleTypeError, EagleValueError
@@ -189,6 +190,7 @@ class Library:
         self._host_errors = {}      # enqueuing thread -> exceptions its host functions raised
         self._held = []             # arrays of enqueued work, where no host function can release them
 
+        refuse_if_broken(path, how)  # a truncated file would SIGBUS inside dlopen
         try:
             self._lib = ffi.dlopen(path)
         except OSError as e:

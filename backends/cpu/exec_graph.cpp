@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cxxabi.h>
 #include <exception>
 #include <mutex>
 #include <unordered_set>
 
+#include "command_context.h"
 #include "thread_pool.h"
 
 namespace eagle::cpu {
@@ -136,6 +138,7 @@ struct Graph::Exec {
     std::condition_variable cv;
     bool done = false;
     std::exception_ptr err;
+    CommandContext ctx;  // the command running the replay; branches on other threads run under it
 };
 
 void Graph::drive(const std::shared_ptr<Exec>& e, uint32_t i) {
@@ -144,6 +147,8 @@ void Graph::drive(const std::shared_ptr<Exec>& e, uint32_t i) {
         if (!e->failed.load(std::memory_order_relaxed)) {
             try {
                 g.run_node(i, e->rs);
+            } catch (const abi::__forced_unwind&) {
+                throw;  // the thread is being ended (pthread_exit): never swallowed
             } catch (...) {
                 std::lock_guard<std::mutex> lock(e->mu);
                 if (!e->err) e->err = std::current_exception();
@@ -157,7 +162,10 @@ void Graph::drive(const std::shared_ptr<Exec>& e, uint32_t i) {
                 if (next == UINT32_MAX)
                     next = s;
                 else
-                    TaskRunner::instance().submit([e, s] { drive(e, s); });
+                    TaskRunner::instance().submit([e, s] {
+                        CommandScope scope(e->ctx);
+                        drive(e, s);
+                    });
             }
         }
         if (e->left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -181,6 +189,7 @@ void Graph::run(const RunSettings* rs) const {
     auto e = std::make_shared<Exec>();
     e->g = this;
     e->rs = rs;
+    e->ctx = current_command();
     e->pending.reset(new std::atomic<uint32_t>[n]);
     for (size_t i = 0; i < n; ++i) e->pending[i].store(indegree_[i], std::memory_order_relaxed);
     e->left.store(n);
@@ -189,7 +198,10 @@ void Graph::run(const RunSettings* rs) const {
         if (indegree_[i] == 0) roots.push_back(i);
     for (size_t r = 1; r < roots.size(); ++r) {
         const uint32_t root = roots[r];
-        TaskRunner::instance().submit([e, root] { drive(e, root); });
+        TaskRunner::instance().submit([e, root] {
+            CommandScope scope(e->ctx);
+            drive(e, root);
+        });
     }
     drive(e, roots[0]);
     std::unique_lock<std::mutex> lock(e->mu);

@@ -123,7 +123,9 @@ EAGLE_EXPORT void eagle_backend_launcher_release(eagle_backend_launcher launcher
     guarded_void([&] {
         auto l = take<Launcher>(launcher);
         if (!l) return;
+        // A replay it cannot wait for (from inside a command ordered before it) keeps its graph
+        // and settings alive itself (ChildNode holds them).
         for (auto& [w, seq] : l->launched)
-            if (auto s = w.lock()) s->wait_for(seq);
+            if (auto s = w.lock()) (void)s->wait_as_caller(seq);
     });
 }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <atomic>
 #include <cstdio>
+#include <cxxabi.h>
 #include <unordered_map>
 
 namespace eagle::cpu {
@@ -12,10 +13,7 @@ namespace eagle::cpu {
 // ---------------------------------------------------------------- registry
 
 namespace {
-struct Registry {
-    std::mutex mu;
-    std::unordered_map<const void*, std::shared_ptr<Object>> live;
-};
+using Registry = HandleRegistry<std::shared_ptr<Object>>;
 Registry& registry() {
     static Registry* r = new Registry();  // leaked: used by worker threads at exit
     return *r;
@@ -36,40 +34,30 @@ const char* kind_name(Kind k) noexcept {
 }
 
 void register_object(std::shared_ptr<Object> obj) {
-    auto& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
     const void* key = obj.get();
-    r.live[key] = std::move(obj);
+    registry().add(key, std::move(obj));
 }
 
 std::shared_ptr<Object> unregister_object(const void* handle) noexcept {
-    auto& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    auto it = r.live.find(handle);
-    if (it == r.live.end()) return nullptr;
-    auto obj = std::move(it->second);
-    r.live.erase(it);
-    return obj;
+    return registry().take(handle, [](const std::shared_ptr<Object>&) { return true; });
 }
 
 std::shared_ptr<Object> find_object(const void* handle, Kind kind) noexcept {
-    auto& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    auto it = r.live.find(handle);
-    if (it == r.live.end() || it->second->kind() != kind) return nullptr;
-    return it->second;
+    return registry().find(handle, [kind](const std::shared_ptr<Object>& o) { return o->kind() == kind; });
+}
+
+std::shared_ptr<Object> take_object(const void* handle, Kind kind) noexcept {
+    return registry().take(handle, [kind](const std::shared_ptr<Object>& o) { return o->kind() == kind; });
 }
 
 namespace {
 std::vector<std::shared_ptr<Stream>> blocking_user_streams() {
     std::vector<std::shared_ptr<Stream>> out;
-    auto& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    for (auto& [key, obj] : r.live) {
-        if (obj->kind() != Kind::Stream) continue;
+    registry().for_each([&](const void*, const std::shared_ptr<Object>& obj) {
+        if (obj->kind() != Kind::Stream) return;
         auto s = std::static_pointer_cast<Stream>(obj);
         if (s->role == Stream::Role::User && s->blocking) out.push_back(std::move(s));
-    }
+    });
     return out;
 }
 }  // namespace
@@ -119,6 +107,27 @@ uint64_t submit(Stream& s, std::shared_ptr<const Node> node) {
     return enqueue_eager(s, [node] { node->run(nullptr); });
 }
 
+// ---------------------------------------------------------------- command context
+
+namespace {
+thread_local CommandContext t_command;
+// Set by the library's static destruction (the process is exiting): queued commands are dropped.
+std::atomic<bool> g_exiting{false};
+struct ExitFlag {
+    ~ExitFlag() { g_exiting.store(true); }
+} g_exit_flag;
+// Serialises "may this command wait for that?" with registering the wait (see wait_as_caller).
+std::mutex& wait_graph_mutex() {
+    static std::mutex* mu = new std::mutex();
+    return *mu;
+}
+}  // namespace
+
+CommandContext current_command() noexcept { return t_command; }
+
+CommandScope::CommandScope(CommandContext ctx) noexcept : saved_(t_command) { t_command = ctx; }
+CommandScope::~CommandScope() { t_command = saved_; }
+
 // ---------------------------------------------------------------- streams
 
 Stream::~Stream() { shutdown(); }
@@ -126,12 +135,31 @@ Stream::~Stream() { shutdown(); }
 uint64_t Stream::enqueue(std::function<void()> task) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream has been released");
+    if (dead_) fail(EAGLE_BACKEND_ERROR, "the stream's worker thread has ended: " + error_);
     if (!worker_.joinable()) worker_ = std::thread([this] { loop(); });
     queue_.push_back(std::move(task));
     const uint64_t seq = ++enqueued_;
     enqueued_a_.store(seq, std::memory_order_release);
     cv_work_.notify_one();
     return seq;
+}
+
+uint64_t Stream::enqueue_fence(const std::shared_ptr<Stream>& producer, uint64_t seq, std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream has been released");
+    if (dead_) fail(EAGLE_BACKEND_ERROR, "the stream's worker thread has ended: " + error_);
+    if (!worker_.joinable()) worker_ = std::thread([this] { loop(); });
+    edges_.push_back({enqueued_ + 1, producer, seq});
+    try {
+        queue_.push_back(std::move(task));
+    } catch (...) {
+        edges_.pop_back();
+        throw;
+    }
+    const uint64_t pos = ++enqueued_;
+    enqueued_a_.store(pos, std::memory_order_release);
+    cv_work_.notify_one();
+    return pos;
 }
 
 uint64_t Stream::pending() noexcept {
@@ -141,7 +169,62 @@ uint64_t Stream::pending() noexcept {
 
 void Stream::wait_for(uint64_t seq) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_done_.wait(lock, [&] { return completed_ >= seq || (stop_ && queue_.empty() && !worker_.joinable()); });
+    cv_done_.wait(lock, [&] {
+        return completed_ >= seq || dead_ || (stop_ && queue_.empty() && !worker_.joinable());
+    });
+}
+
+bool Stream::reaches(Stream& s, uint64_t seq, const CommandContext& ctx,
+                     std::vector<std::pair<const Stream*, uint64_t>>& seen) {
+    if (&s == ctx.stream) return seq >= ctx.seq;
+    for (auto& [p, q] : seen)
+        if (p == &s && q >= seq) return false;
+    seen.emplace_back(&s, seq);
+    std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> next;
+    {
+        std::lock_guard<std::mutex> lock(s.mu_);
+        if (s.completed_ >= seq || s.dead_) return false;
+        for (const Edge& e : s.edges_)
+            if (e.pos > s.completed_ && e.pos <= seq) next.emplace_back(e.producer, e.seq);
+        for (auto& b : s.blocked_) next.push_back(b);  // its running command (<= seq) waits for these
+    }
+    for (auto& [p, q] : next)
+        if (reaches(*p, q, ctx, seen)) return true;
+    return false;
+}
+
+bool Stream::wait_as_caller(uint64_t seq) {
+    const CommandContext ctx = current_command();
+    if (!ctx.stream) {  // an application thread: nothing waits for it
+        wait_for(seq);
+        return true;
+    }
+    if (ctx.stream == this) return seq < ctx.seq;  // the commands before the running one are done
+    std::shared_ptr<Stream> self = weak_from_this().lock();
+    if (!self) return false;  // only in the destructor, where nothing may be waited for safely
+    {
+        std::lock_guard<std::mutex> graph(wait_graph_mutex());
+        std::vector<std::pair<const Stream*, uint64_t>> seen;
+        if (reaches(*this, seq, ctx, seen)) return false;
+        std::lock_guard<std::mutex> lock(ctx.stream->mu_);
+        ctx.stream->blocked_.emplace_back(self, seq);
+    }
+    struct Unblock {
+        Stream* waiter;
+        Stream* target;
+        ~Unblock() {
+            std::lock_guard<std::mutex> lock(waiter->mu_);
+            auto& b = waiter->blocked_;
+            for (auto it = b.begin(); it != b.end(); ++it) {
+                if (it->first.get() == target) {
+                    b.erase(it);
+                    break;
+                }
+            }
+        }
+    } unblock{ctx.stream, this};
+    wait_for(seq);
+    return true;
 }
 
 namespace {
@@ -159,40 +242,65 @@ bool spin_briefly(Done done) {
 }  // namespace
 
 void Stream::drain_and_check() {
-    spin_briefly([&] {
-        return completed_a_.load(std::memory_order_acquire) == enqueued_a_.load(std::memory_order_acquire);
-    });
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_done_.wait(lock, [&] { return completed_ == enqueued_; });
+    const CommandContext ctx = current_command();
+    uint64_t target;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        target = ctx.stream == this ? ctx.seq - 1 : enqueued_;
+    }
+    if (!ctx.stream) {
+        spin_briefly([&] { return completed_a_.load(std::memory_order_acquire) >= target; });
+        wait_for(target);
+    } else if (!wait_as_caller(target)) {
+        fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+             "waiting here would deadlock: the stream's pending work is ordered after the host function "
+             "(or replay) that is waiting for it, through a fence, the default-stream ordering or another "
+             "host function's wait; wait for it outside the host function");
+    }
+    std::lock_guard<std::mutex> lock(mu_);
     if (failed_) {
         std::string msg = std::move(error_);
         error_.clear();
-        failed_ = false;
+        failed_ = dead_;  // a dead worker keeps reporting
+        if (dead_) error_ = msg;
         fail(EAGLE_BACKEND_ERROR, "work enqueued on the stream failed: " + msg);
     }
 }
 
 void Stream::shutdown() noexcept {
     std::thread worker;
+    bool waited = false;
     {
         std::unique_lock<std::mutex> lock(mu_);
-        if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id())
-            cv_done_.wait(lock, [&] { return completed_ == enqueued_; });
+        const bool own = worker_.joinable() && worker_.get_id() == std::this_thread::get_id();
+        if (worker_.joinable() && !own) {
+            const uint64_t target = enqueued_;
+            lock.unlock();
+            waited = wait_as_caller(target);
+            lock.lock();
+        }
         stop_ = true;
         cv_work_.notify_all();
         worker = std::move(worker_);
+        if (worker.joinable() && !waited) {
+            // Released from inside a command that this stream's queue runs or waits for: the worker
+            // finishes the queue on its own, holding the stream alive until it returns.
+            keep_alive_ = weak_from_this().lock();
+        }
     }
     if (worker.joinable()) {
-        if (worker.get_id() == std::this_thread::get_id())
-            worker.detach();  // released from its own task (a misuse); let it wind down
-        else
+        if (waited) {
             worker.join();
+        } else {
+            worker.detach();
+        }
     }
     std::lock_guard<std::mutex> lock(mu_);
     cv_done_.notify_all();
 }
 
 void Stream::loop() {
+    std::shared_ptr<Stream> keep;  // declared first: destroyed last, after every use of members
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
         if (queue_.empty() && !stop_) {
@@ -203,14 +311,34 @@ void Stream::loop() {
             lock.lock();
         }
         cv_work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;
+        if (queue_.empty()) break;
         std::function<void()> task = std::move(queue_.front());
         queue_.pop_front();
+        const uint64_t seq = completed_ + 1;
         lock.unlock();
         std::string err;
         bool bad = false;
         try {
-            task();
+            CommandScope scope({this, seq});
+            if (g_exiting.load(std::memory_order_acquire)) {
+                bad = true;
+                err = "not run: the process is exiting";
+            } else {
+                task();
+            }
+        } catch (const abi::__forced_unwind&) {
+            // The thread is being ended inside the command (pthread_exit): the stream is dead.
+            task = nullptr;
+            lock.lock();
+            dead_ = true;
+            if (!failed_) {
+                failed_ = true;
+                error_ = "the stream's worker thread was ended while running a command (a finalizing "
+                         "interpreter ends threads that call into it)";
+            }
+            keep = std::move(keep_alive_);
+            cv_done_.notify_all();
+            throw;  // must continue: a forced unwind may not be swallowed
         } catch (const std::bad_alloc&) {
             bad = true;
             err = "out of memory";
@@ -228,9 +356,13 @@ void Stream::loop() {
             error_ = std::move(err);
         }
         ++completed_;
+        while (!edges_.empty() && edges_.front().pos <= completed_) edges_.pop_front();
         completed_a_.store(completed_, std::memory_order_release);
         cv_done_.notify_all();
     }
+    keep = std::move(keep_alive_);
+    lock.unlock();
+    // `keep` goes last: it may destroy this stream (whose destructor then finds no worker to join).
 }
 
 namespace {
@@ -288,6 +420,7 @@ std::shared_ptr<Stream> resolve_stream(uint64_t raw, const char* name) {
 uint64_t enqueue_eager(Stream& s, std::function<void()> task) {
     if (s.role == Stream::Role::Body)
         fail(EAGLE_BACKEND_INVALID_ARGUMENT, "a conditional body stream only records");
+    if (current_command().stream) return s.enqueue(std::move(task));  // no implicit edge (runtime.h)
     if (s.role == Stream::Role::User && s.blocking) {
         if (auto d = existing_default()) {
             std::lock_guard<std::mutex> lock(g_order_mu);
@@ -350,7 +483,7 @@ void enqueue_wait(Stream& consumer, const std::shared_ptr<Stream>& producer) {
     auto f = acquire_fence();
     f->producer = producer;
     f->seq = seq;
-    consumer.enqueue([f] { f->producer->wait_for(f->seq); });
+    consumer.enqueue_fence(producer, seq, [f] { f->producer->wait_for(f->seq); });
 }
 
 }  // namespace eagle::cpu

@@ -15,8 +15,10 @@
 #include <vector>
 
 #include "command.h"
+#include "command_context.h"
 #include "exec_graph.h"
 #include "guarded.h"
+#include "handle_registry.h"
 
 namespace eagle::cpu {
 
@@ -35,10 +37,13 @@ private:
     Kind kind_;
 };
 
-// Live handles, keyed by address: use after release or a foreign pointer is BAD_HANDLE.
+// Live handles, keyed by address (eagle::HandleRegistry, shared with the GPU backends): use after
+// release or a foreign pointer is BAD_HANDLE, and no lookup reads the memory a handle points to.
 void register_object(std::shared_ptr<Object> obj);
 std::shared_ptr<Object> unregister_object(const void* handle) noexcept;
 std::shared_ptr<Object> find_object(const void* handle, Kind kind) noexcept;
+// Unregisters a live handle of `kind` and returns it; null (nothing removed) for any other.
+std::shared_ptr<Object> take_object(const void* handle, Kind kind) noexcept;
 
 template <class T>
 std::shared_ptr<T> lookup(const void* handle, const char* name) {
@@ -53,8 +58,8 @@ std::shared_ptr<T> lookup(const void* handle, const char* name) {
 // Unregisters a live handle of T's kind and returns it (null for NULL, foreign or released ones).
 template <class T>
 std::shared_ptr<T> take(const void* handle) noexcept {
-    if (!handle || !find_object(handle, T::kKind)) return nullptr;
-    return std::static_pointer_cast<T>(unregister_object(handle));
+    if (!handle) return nullptr;
+    return std::static_pointer_cast<T>(take_object(handle, T::kKind));
 }
 
 // ---------------------------------------------------------------- capture
@@ -77,7 +82,25 @@ std::recursive_mutex& capture_mutex() noexcept;
 
 // ---------------------------------------------------------------- streams
 
-class Stream : public Object {
+// Ordering rules of the cpu backend's streams (CUDA's legacy default stream, made explicit):
+// - A command enqueued by an application thread on a blocking user stream waits for every command
+//   enqueued earlier on the default stream; one enqueued on the default stream waits for every
+//   command enqueued earlier on every blocking user stream. Non-blocking streams take no implicit
+//   edge.
+// - A command enqueued from inside a running command (a host function, on a stream worker or a
+//   replay's TaskRunner thread) takes no implicit edge: the running command already sits in that
+//   order (what it follows has finished; what follows it waits for it), so an implicit edge would be
+//   redundant or a cycle through the running command. Order such work with explicit fences.
+// - A wait from inside a running command (stream_synchronize, launcher_synchronize, a release that
+//   waits) never waits for that command itself: on the command's own stream it covers the commands
+//   before it, which have finished; on any other stream, a wait that would reach the running command
+//   (through fences, the ordering above, or another command waiting on this one) is refused with
+//   INVALID_ARGUMENT (a release then does not wait) instead of deadlocking.
+// - A worker thread ended while running a command (pthread_exit, as a finalizing Python does to a
+//   thread that asks for the GIL) marks its stream failed: waits return, synchronize reports ERROR,
+//   and nothing more runs on that stream. After the process begins to exit (static destruction of
+//   this library), commands not yet started are dropped; no worker thread is ever joined at exit.
+class Stream : public Object, public std::enable_shared_from_this<Stream> {
 public:
     static constexpr Kind kKind = Kind::Stream;
     enum class Role { User, Default, Branch, Body };
@@ -87,13 +110,21 @@ public:
     uint64_t raw() const noexcept { return reinterpret_cast<uint64_t>(this); }
     // Eager queue. enqueue returns the task's sequence number (1, 2, ...).
     uint64_t enqueue(std::function<void()> task);
+    // Enqueues `task`, a wait for `producer`'s command `seq`, as a fence edge (kept for the wait graph).
+    uint64_t enqueue_fence(const std::shared_ptr<Stream>& producer, uint64_t seq, std::function<void()> task);
     // The last sequence number enqueued, or 0 when everything enqueued has finished.
     uint64_t pending() noexcept;
-    // Blocks until task `seq` has finished.
+    // Blocks until task `seq` has finished (or the worker is gone). Fence commands use it as is.
     void wait_for(uint64_t seq);
-    // Blocks until everything enqueued has finished; throws ERROR (once) when a task failed.
+    // Blocks the calling thread until task `seq` has finished, by the rules above: returns false,
+    // without waiting, when that would wait for the command the calling thread is running.
+    bool wait_as_caller(uint64_t seq);
+    // Blocks until everything enqueued so far has finished (from inside one of this stream's
+    // commands: everything before it); throws ERROR (once) when a task failed, INVALID_ARGUMENT
+    // when the wait would deadlock.
     void drain_and_check();
-    // Waits for the queue, then stops the worker. Idempotent.
+    // Waits for the queue when it may (see wait_as_caller), then stops the worker; when it may not,
+    // the worker finishes the queue on its own and keeps the stream alive until then. Idempotent.
     void shutdown() noexcept;
 
     const Role role;
@@ -103,7 +134,15 @@ public:
     std::vector<uint32_t> tail;  // nodes the next recorded node depends on
 
 private:
+    struct Edge {
+        uint64_t pos;                      // the fence command's sequence number here
+        std::shared_ptr<Stream> producer;  // it waits for producer's command seq
+        uint64_t seq;
+    };
     void loop();
+    // True when `s`'s commands up to `seq` wait (transitively) for the command of `ctx`.
+    static bool reaches(Stream& s, uint64_t seq, const CommandContext& ctx,
+                        std::vector<std::pair<const Stream*, uint64_t>>& seen);
 
     std::mutex mu_;
     std::condition_variable cv_work_;
@@ -115,8 +154,13 @@ private:
     std::atomic<uint64_t> completed_a_{0};
     bool stop_ = false;
     bool failed_ = false;
+    bool dead_ = false;                     // the worker thread ended inside a command
     std::string error_;
     std::thread worker_;
+    std::deque<Edge> edges_;                // fence commands not finished yet, in order
+    // Waits the running command (or its replay's branches) is blocked in: (stream, seq).
+    std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> blocked_;
+    std::shared_ptr<Stream> keep_alive_;    // set when shutdown leaves the worker to finish alone
 };
 
 // The backend's default stream (raw value 0), created on first use.

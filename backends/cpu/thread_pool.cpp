@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cxxabi.h>
 
 namespace eagle::cpu {
 
@@ -19,6 +20,8 @@ struct ThreadPool::Job {
             if (i >= n) return;
             try {
                 (*fn)(i);
+            } catch (const abi::__forced_unwind&) {
+                throw;  // the thread is being ended (pthread_exit): never swallowed
             } catch (...) {
                 std::lock_guard<std::mutex> lock(err_mu);
                 if (!err) err = std::current_exception();
@@ -117,6 +120,8 @@ void TaskRunner::loop() {
         lock.unlock();
         try {
             task();
+        } catch (const abi::__forced_unwind&) {
+            throw;  // the thread is being ended (pthread_exit): never swallowed
         } catch (...) {
         }
         task = nullptr;

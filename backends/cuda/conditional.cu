@@ -98,7 +98,7 @@ __global__ void switch_setter(cudaGraphConditionalHandle h, const uint32_t* coun
 
 enum Kind { kIf, kWhile, kSwitch };
 
-struct Conditional : Checked<0x434f4e44u> {
+struct Conditional : Handle<0x434f4e44u> {
     gpuStream_t origin = nullptr;
     gpuStream_t body = nullptr;
     int device = 0;
@@ -261,7 +261,13 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_create(const struct 
               "streamUpdateCaptureDependencies");
         check(cudaStreamCreateWithFlags(&c->body, cudaStreamNonBlocking), "streamCreateWithFlags(body)");
         stream_register(c->body, c->device);
-        *out = reinterpret_cast<eagle_backend_conditional>(c.release());
+        try {
+            *out = publish<eagle_backend_conditional>(c);
+        } catch (...) {
+            stream_unregister(c->body);
+            (void)cudaStreamDestroy(c->body);
+            throw;
+        }
     });
 }
 
@@ -327,8 +333,8 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_end(eagle_backend_co
 
 EAGLE_EXPORT void eagle_backend_conditional_release(eagle_backend_conditional conditional) {
     guarded_void([&] {
-        if (!conditional) return;
-        auto* c = from_handle<Conditional>(conditional, "conditional");
+        std::unique_ptr<Conditional> c(retire<Conditional>(conditional));
+        if (!c) return;  // NULL, released or foreign
         {
             DeviceGuard guard(c->device);
             if (c->open >= 0) {
@@ -345,7 +351,7 @@ EAGLE_EXPORT void eagle_backend_conditional_release(eagle_backend_conditional co
                 stream_unregister(c->body);
                 (void)cudaStreamDestroy(c->body);
             }
+            c.reset();  // under the guard, like the rest
         }
-        delete c;
     });
 }

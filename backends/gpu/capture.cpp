@@ -15,7 +15,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_capturer_create(const struct eag
         auto c = std::make_unique<Capturer>();
         c->device = resolve_device(d.device, d.stream, true);
         c->s = as_stream(d.stream);
-        *out = reinterpret_cast<eagle_backend_capturer>(c.release());
+        *out = publish<eagle_backend_capturer>(c);
     });
 }
 
@@ -48,14 +48,14 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_capturer_end(eagle_backend_captu
         auto cap = std::make_unique<Captured>();
         cap->g = g;
         cap->device = c->device;
-        *out = reinterpret_cast<eagle_backend_captured>(cap.release());
+        *out = publish<eagle_backend_captured>(cap);
     });
 }
 
 EAGLE_EXPORT void eagle_backend_capturer_release(eagle_backend_capturer capturer) {
     guarded_void([&] {
-        if (!capturer) return;
-        auto* c = from_handle<Capturer>(capturer, "capturer");
+        std::unique_ptr<Capturer> c(retire<Capturer>(capturer));
+        if (!c) return;  // NULL, released or foreign
         if (c->begun) {
             DeviceGuard guard(c->device);
             gpuGraph_t g = nullptr;
@@ -65,7 +65,6 @@ EAGLE_EXPORT void eagle_backend_capturer_release(eagle_backend_capturer capturer
             }
             (void)gpuGetLastError();
         }
-        delete c;
     });
 }
 
@@ -81,9 +80,9 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_captured_is_valid(eagle_backend_
 
 EAGLE_EXPORT void eagle_backend_captured_release(eagle_backend_captured captured) {
     guarded_void([&] {
-        if (!captured) return;
-        auto* c = from_handle<Captured>(captured, "captured");
+        std::unique_ptr<Captured> c(retire<Captured>(captured));
+        if (!c) return;  // NULL, released, consumed or foreign
         DeviceGuard guard(c->device);
-        delete c;
+        c.reset();
     });
 }

@@ -93,6 +93,11 @@ int current_device() {
     return d;
 }
 
+HandleRegistry<uint32_t>& handles() {
+    static HandleRegistry<uint32_t>* r = new HandleRegistry<uint32_t>();  // leaked: valid during exit
+    return *r;
+}
+
 namespace {
 struct StreamEntry {
     int device = 0;

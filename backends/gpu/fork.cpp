@@ -5,7 +5,7 @@ using namespace eagle;
 using namespace eagle::gpu;
 
 namespace {
-struct Fork : Checked<0x464f524bu> {
+struct Fork : Handle<0x464f524bu> {
     gpuStream_t origin = nullptr;
     int device = 0;
     std::vector<gpuStream_t> branches;
@@ -43,12 +43,15 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fork_create(const struct eagle_b
                 f->branches.push_back(s);
                 stream_register(s, f->device);
             }
+            *out = publish<eagle_backend_fork>(f);
         } catch (...) {
-            for (gpuStream_t s : f->branches) (void)gpuStreamDestroy(s);
+            for (gpuStream_t s : f->branches) {
+                stream_unregister(s);
+                (void)gpuStreamDestroy(s);
+            }
             event_release(f->device, f->event);
             throw;
         }
-        *out = reinterpret_cast<eagle_backend_fork>(f.release());
     });
 }
 
@@ -96,10 +99,10 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fork_size(eagle_backend_fork for
 
 EAGLE_EXPORT void eagle_backend_fork_release(eagle_backend_fork fork) {
     guarded_void([&] {
-        if (!fork) return;
-        auto* f = from_handle<Fork>(fork, "fork");
+        std::unique_ptr<Fork> f(retire<Fork>(fork));
+        if (!f) return;  // NULL, released or foreign
         try {
-            if (f->forked) join(f);
+            if (f->forked) join(f.get());
         } catch (...) {
         }
         {
@@ -110,6 +113,5 @@ EAGLE_EXPORT void eagle_backend_fork_release(eagle_backend_fork fork) {
             }
         }
         event_release(f->device, f->event);
-        delete f;
     });
 }

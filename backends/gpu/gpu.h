@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "guarded.h"
+#include "handle_registry.h"
 #include "runtime.h"
 
 namespace eagle::gpu {
@@ -119,19 +120,25 @@ void forget_nodes(gpuGraph_t g);   // drops records of every node of g (recursiv
 
 // ---------------------------------------------------------------- handles
 
-template <uint32_t Magic>
-struct Checked {
-    static constexpr uint32_t kMagic = Magic;
-    uint32_t magic = Magic;
-    ~Checked() { magic = 0; }
+// Every handle type carries a distinct nonzero tag. Live handles are kept in one registry
+// (eagle::HandleRegistry, shared with the cpu backend): a handle is published when created, retired
+// before its object is freed, and looked up before every use, so a released, consumed, foreign or
+// mistyped handle is BAD_HANDLE and no call reads the memory of a freed object.
+template <uint32_t Tag>
+struct Handle {
+    static_assert(Tag != 0, "tag 0 means 'not a live handle'");
+    static constexpr uint32_t kTag = Tag;
 };
 
-struct Stream : Checked<0x5354524du> {
+// The live handles of this backend, by address, with their tags (leaked: valid during exit).
+HandleRegistry<uint32_t>& handles();
+
+struct Stream : Handle<0x5354524du> {
     gpuStream_t s = nullptr;
     int device = 0;
 };
 
-struct Capturer : Checked<0x43415054u> {
+struct Capturer : Handle<0x43415054u> {
     gpuStream_t s = nullptr;
     int device = 0;
     bool begun = false;
@@ -145,20 +152,40 @@ struct GraphOwner {
     ~GraphOwner();
 };
 
-struct Captured : Checked<0x43415044u> {
+struct Captured : Handle<0x43415044u> {
     gpuGraph_t g = nullptr;
     int device = 0;
     ~Captured();
 };
 
 
-// Converts a handle to its object, BAD_HANDLE when it is not one.
+// Converts a handle to its object: INVALID_ARGUMENT for NULL, BAD_HANDLE when it is not a live
+// handle of T's type. Reads only the registry.
 template <class T, class H>
 T* from_handle(H h, const char* name) {
-    auto* p = reinterpret_cast<T*>(h);
-    if (!p) fail(EAGLE_BACKEND_INVALID_ARGUMENT, std::string(name) + " is NULL");
-    if (p->magic != T::kMagic) fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is not a live handle");
-    return p;
+    if (!h) fail(EAGLE_BACKEND_INVALID_ARGUMENT, std::string(name) + " is NULL");
+    const void* key = reinterpret_cast<const void*>(h);
+    if (handles().find(key, [](uint32_t tag) { return tag == T::kTag; }) == 0)
+        fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is not a live " + name +
+                                           " handle of this backend (released, consumed or foreign)");
+    return reinterpret_cast<T*>(h);
+}
+
+// Registers a new object and hands it out as the seam handle type H: ownership passes from `obj`
+// to the handle. When registering throws, `obj` still owns the object.
+template <class H, class T>
+H publish(std::unique_ptr<T>& obj) {
+    handles().add(obj.get(), T::kTag);
+    return reinterpret_cast<H>(obj.release());
+}
+
+// Unregisters a live handle of T's type and returns its object for the caller to free; null
+// (nothing removed) for NULL, released, foreign or mistyped handles.
+template <class T, class H>
+T* retire(H h) noexcept {
+    if (!h) return nullptr;
+    const void* key = reinterpret_cast<const void*>(h);
+    return handles().take(key, [](uint32_t tag) { return tag == T::kTag; }) ? reinterpret_cast<T*>(h) : nullptr;
 }
 
 // ---------------------------------------------------------------- per-kind native layer

@@ -38,7 +38,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_create(const struct eagle_
         g->owner = std::make_shared<GraphOwner>();
         DeviceGuard guard(g->device);
         check(gpuGraphCreate(&g->owner->g, 0), "graphCreate");
-        *out = reinterpret_cast<eagle_backend_graph>(g.release());
+        *out = publish<eagle_backend_graph>(g);
     });
 }
 
@@ -52,11 +52,12 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_from_captured(eagle_backen
         g->device = c->device;
         g->device_given = true;
         g->owner = std::make_shared<GraphOwner>();
-        g->owner->g = c->g;
-        g->added = 1;
+        Graph* made = g.get();
+        *out = publish<eagle_backend_graph>(g);  // nothing is consumed when this throws
+        made->owner->g = c->g;
+        made->added = 1;
         c->g = nullptr;
-        delete c;
-        *out = reinterpret_cast<eagle_backend_graph>(g.release());
+        delete retire<Captured>(captured);  // consumed
     });
 }
 
@@ -105,7 +106,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_add_node(eagle_backend_gra
         }
         g->owner->keep.push_back(c->g);  // kept so its node handles are never reused while aliased
         c->g = nullptr;
-        delete c;
+        delete retire<Captured>(captured);  // consumed
         g->last = node;
         g->added += 1;
     });
@@ -130,7 +131,12 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_launcher(eagle_backend_gra
         }
         DeviceGuard guard(g->device);
         check(gpuGraphInstantiate(&l->exec, g->owner->g), "graphInstantiate");
-        *out = reinterpret_cast<eagle_backend_launcher>(l.release());
+        try {
+            *out = publish<eagle_backend_launcher>(l);
+        } catch (...) {
+            (void)gpuGraphExecDestroy(l->exec);
+            throw;
+        }
     });
 }
 
@@ -140,9 +146,9 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_last_node(eagle_backend_gr
 
 EAGLE_EXPORT void eagle_backend_graph_release(eagle_backend_graph graph) {
     guarded_void([&] {
-        if (!graph) return;
-        auto* g = from_handle<Graph>(graph, "graph");
+        std::unique_ptr<Graph> g(retire<Graph>(graph));
+        if (!g) return;  // NULL, released or foreign
         DeviceGuard guard(g->device);  // the graph (when no launcher shares it) goes with it
-        delete g;
+        g.reset();
     });
 }

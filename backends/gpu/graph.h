@@ -5,7 +5,7 @@
 
 namespace eagle::gpu {
 
-struct Graph : Checked<0x47524150u> {
+struct Graph : Handle<0x47524150u> {
     std::shared_ptr<GraphOwner> owner;
     int device = 0;
     bool device_given = false;       // created with device >= 0 (else it follows its first capture)
@@ -26,7 +26,7 @@ struct LaunchedKernel {
     KernelRecordPtr rec;
 };
 
-struct Launcher : Checked<0x4c4e4348u> {
+struct Launcher : Handle<0x4c4e4348u> {
     uint64_t stream_checked_at = ~0ull;  // stream_release_generation() when the stream was last found live
     std::shared_ptr<GraphOwner> owner;  // keeps the node handles the exec names alive
     gpuGraphExec_t exec = nullptr;

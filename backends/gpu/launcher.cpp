@@ -95,8 +95,8 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_set_node_enabled(eagle_
 
 EAGLE_EXPORT void eagle_backend_launcher_release(eagle_backend_launcher launcher) {
     guarded_void([&] {
-        if (!launcher) return;
-        auto* l = from_handle<Launcher>(launcher, "launcher");
+        std::unique_ptr<Launcher> l(retire<Launcher>(launcher));
+        if (!l) return;  // NULL, released or foreign
         DeviceGuard guard(l->device);
         // The stream is borrowed and may be gone already: a stream this backend created and has
         // released waited for its work when it was released, so there is nothing left to wait for
@@ -106,6 +106,6 @@ EAGLE_EXPORT void eagle_backend_launcher_release(eagle_backend_launcher launcher
         }
         if (gpuGraphExecDestroy(l->exec) != gpuSuccess) (void)gpuGetLastError();
         l->exec = nullptr;
-        delete l;  // the graph, when no Graph handle shares it any more, goes with it (under the guard)
+        l.reset();  // the graph, when no Graph handle shares it any more, goes with it (under the guard)
     });
 }

@@ -18,7 +18,13 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_create(const struct eagle
                                                                                                : gpuStreamDefault),
               "streamCreateWithFlags");
         stream_register(st->s, dev);
-        *out = reinterpret_cast<eagle_backend_stream>(st.release());
+        try {
+            *out = publish<eagle_backend_stream>(st);
+        } catch (...) {
+            stream_unregister(st->s);
+            (void)gpuStreamDestroy(st->s);
+            throw;
+        }
     });
 }
 
@@ -45,14 +51,13 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_synchronize(eagle_backend
 
 EAGLE_EXPORT void eagle_backend_stream_release(eagle_backend_stream stream) {
     guarded_void([&] {
-        if (!stream) return;
-        auto* st = from_handle<Stream>(stream, "stream");
+        std::unique_ptr<Stream> st(retire<Stream>(stream));
+        if (!st) return;  // NULL, released or foreign
         {
             DeviceGuard guard(st->device);
             if (!is_capturing(st->s)) (void)gpuStreamSynchronize(st->s);
             stream_unregister(st->s);
             (void)gpuStreamDestroy(st->s);
         }
-        delete st;
     });
 }

@@ -977,12 +977,243 @@ static void test_interop(void) {
     B.stream_release(q);
 }
 
+/* ------------------------------------------------------------------ host functions that wait */
+
+/* What a host function does with the seam from inside its command. */
+typedef struct {
+    eagle_backend_stream own;     /* the stream it runs on */
+    eagle_backend_stream other;   /* a stream it synchronizes, creates work on or releases */
+    _Atomic int* go;              /* waited for (2 s at most) before acting, when not NULL */
+    _Atomic int64_t* counter;     /* incremented by the work it enqueues */
+    _Atomic int* arrived;         /* rendezvous of two host functions, when not NULL */
+    int me;
+    int32_t status;               /* what its synchronize returned */
+    _Atomic int done;
+} waiter;
+
+static void wait_flag(_Atomic int* flag, int want) {
+    for (int i = 0; i < 2000 && atomic_load(flag) != want; ++i) sleep_ms(1);
+}
+
+/* Creates a blocking stream, enqueues work on it and synchronizes it. */
+static void h_new_stream_and_sync(void* p) {
+    waiter* w = (waiter*)p;
+    if (w->go) wait_flag(w->go, 1);
+    struct eagle_backend_stream_desc d = {sizeof d, 0, -1, 0};
+    eagle_backend_stream s = NULL;
+    w->status = B.stream_create(&d, &s);
+    if (w->status == EAGLE_BACKEND_OK) {
+        uint64_t raw = 0;
+        B.stream_ptr(s, &raw);
+        w->status = B.host_func(raw, h_add, (void*)w->counter);
+        if (w->status == EAGLE_BACKEND_OK) w->status = B.stream_synchronize(s);
+        B.stream_release(s);
+    }
+    atomic_store(&w->done, 1);
+}
+static void h_sync_own(void* p) {
+    waiter* w = (waiter*)p;
+    w->status = B.stream_synchronize(w->own);
+    atomic_store(&w->done, 1);
+}
+static void h_sync_other(void* p) {
+    waiter* w = (waiter*)p;
+    if (w->go) wait_flag(w->go, 1);
+    if (w->arrived) {
+        atomic_fetch_or(w->arrived, 1 << w->me);
+        wait_flag(w->arrived, 3);
+    }
+    w->status = B.stream_synchronize(w->other);
+    atomic_store(&w->done, 1);
+}
+static void h_release_other(void* p) {
+    waiter* w = (waiter*)p;
+    if (w->go) wait_flag(w->go, 1);
+    B.stream_release(w->other);
+    atomic_store(&w->done, 1);
+}
+static void h_release_own(void* p) {
+    waiter* w = (waiter*)p;
+    if (w->go) wait_flag(w->go, 1);
+    B.stream_release(w->own);
+    atomic_store(&w->done, 1);
+}
+
+static void test_host_function_waits(void) {
+    _Atomic int64_t counter = 0;
+    _Atomic int go = 0;
+    /* 1. A host function on blocking stream A creates and synchronizes blocking stream S2 while the
+     * default stream holds work ordered after A's host function and the main thread waits on
+     * another blocking stream C ordered after the default stream: no deadlock, all of it runs. */
+    {
+        eagle_backend_stream a = new_stream(0), c = new_stream(0);
+        waiter w = {a, NULL, &go, &counter, NULL, 0, -1, 0};
+        OK(B.host_func(raw_of(a), h_new_stream_and_sync, &w));
+        OK(B.host_func(0, h_add, (void*)&counter));        /* default: waits for A's host function */
+        OK(B.host_func(raw_of(c), h_add, (void*)&counter)); /* C: waits for the default stream */
+        atomic_store(&go, 1);
+        OK(B.stream_synchronize(c));
+        OK(B.stream_synchronize(a));
+        CHECK(atomic_load(&w.done) == 1);
+        OK(w.status);
+        CHECK(atomic_load(&counter) == 3);
+        B.stream_release(a);
+        B.stream_release(c);
+    }
+    /* 2. Synchronizing its own stream returns at once: the commands before it have finished, the
+     * ones behind it run after it returns. */
+    {
+        eagle_backend_stream a = new_stream(0);
+        counter = 0;
+        waiter w = {a, NULL, NULL, &counter, NULL, 0, -1, 0};
+        OK(B.host_func(raw_of(a), h_add, (void*)&counter));
+        OK(B.host_func(raw_of(a), h_sync_own, &w));
+        OK(B.host_func(raw_of(a), h_add, (void*)&counter));
+        OK(B.stream_synchronize(a));
+        OK(w.status);
+        CHECK(counter == 2);
+        B.stream_release(a);
+    }
+    /* 3. Waiting for a stream fenced after itself is refused (INVALID_ARGUMENT), not a deadlock. */
+    {
+        eagle_backend_stream a = new_stream(EAGLE_BACKEND_STREAM_NON_BLOCKING);
+        eagle_backend_stream b = new_stream(EAGLE_BACKEND_STREAM_NON_BLOCKING);
+        go = 0;
+        waiter w = {a, b, &go, &counter, NULL, 0, -1, 0};
+        OK(B.host_func(raw_of(a), h_sync_other, &w));
+        OK(B.fence(1, 0, (int64_t)raw_of(a), (int64_t)raw_of(b))); /* b waits for a's host function */
+        atomic_store(&go, 1);
+        OK(B.stream_synchronize(a));
+        CHECK(w.status == EAGLE_BACKEND_INVALID_ARGUMENT);
+        OK(B.stream_synchronize(b));
+        B.stream_release(a);
+        B.stream_release(b);
+    }
+    /* 4. Two host functions that synchronize each other's stream: one of them is refused. */
+    {
+        eagle_backend_stream a = new_stream(EAGLE_BACKEND_STREAM_NON_BLOCKING);
+        eagle_backend_stream b = new_stream(EAGLE_BACKEND_STREAM_NON_BLOCKING);
+        _Atomic int arrived = 0;
+        waiter wa = {a, b, NULL, &counter, &arrived, 0, -1, 0};
+        waiter wb = {b, a, NULL, &counter, &arrived, 1, -1, 0};
+        OK(B.host_func(raw_of(a), h_sync_other, &wa));
+        OK(B.host_func(raw_of(b), h_sync_other, &wb));
+        OK(B.stream_synchronize(a));
+        OK(B.stream_synchronize(b));
+        CHECK((wa.status == EAGLE_BACKEND_INVALID_ARGUMENT) + (wb.status == EAGLE_BACKEND_INVALID_ARGUMENT) == 1);
+        CHECK((wa.status == EAGLE_BACKEND_OK) + (wb.status == EAGLE_BACKEND_OK) == 1);
+        B.stream_release(a);
+        B.stream_release(b);
+    }
+    /* 5. Releasing, from a host function, a stream whose queue waits for that host function does
+     * not wait: the released stream finishes its queue on its own. Releasing its own stream too. */
+    {
+        eagle_backend_stream a = new_stream(EAGLE_BACKEND_STREAM_NON_BLOCKING);
+        eagle_backend_stream b = new_stream(EAGLE_BACKEND_STREAM_NON_BLOCKING);
+        const uint64_t ra = raw_of(a), rb = raw_of(b);
+        counter = 0;
+        go = 0;
+        waiter w = {a, b, &go, &counter, NULL, 0, -1, 0};
+        OK(B.host_func(ra, h_release_other, &w));
+        OK(B.fence(1, 0, (int64_t)ra, (int64_t)rb)); /* b waits for a's host function */
+        OK(B.host_func(rb, h_add, (void*)&counter));  /* runs after the release, on b's worker */
+        atomic_store(&go, 1);
+        OK(B.stream_synchronize(a));
+        CHECK(w.done == 1);
+        for (int i = 0; i < 2000 && atomic_load(&counter) != 1; ++i) sleep_ms(1);
+        CHECK(atomic_load(&counter) == 1);
+        CHECK_ST(B.stream_synchronize(b), EAGLE_BACKEND_BAD_HANDLE);
+        go = 0;
+        waiter w2 = {a, NULL, &go, &counter, NULL, 0, -1, 0};
+        OK(B.host_func(ra, h_release_own, &w2));
+        OK(B.host_func(ra, h_add, (void*)&counter)); /* behind the release: still runs */
+        atomic_store(&go, 1);
+        for (int i = 0; i < 2000 && atomic_load(&counter) != 2; ++i) sleep_ms(1);
+        CHECK(w2.done == 1);
+        CHECK(atomic_load(&counter) == 2);
+        CHECK_ST(B.stream_synchronize(a), EAGLE_BACKEND_BAD_HANDLE);
+    }
+}
+
+/* ------------------------------------------------------------------ released and foreign handles */
+
+/* Every handle type, used after its release, is BAD_HANDLE; so is a handle of another type and a
+ * pointer the backend never handed out, even one whose first bytes look like a live object's. */
+static void test_released_handles(void) {
+    eagle_backend_stream s = new_stream(0);
+    const uint64_t raw = raw_of(s);
+    _Atomic int64_t hits = 0;
+    int32_t i32 = 0;
+    int64_t i64 = 0;
+    uint64_t u = 0;
+
+    eagle_backend_capturer cap = begin_capture(raw);
+    uint32_t guard = 1;
+    struct eagle_backend_conditional_desc cdsc;
+    memset(&cdsc, 0, sizeof cdsc);
+    cdsc.struct_size = sizeof cdsc;
+    cdsc.device = -1;
+    cdsc.origin = raw;
+    cdsc.count_ptr = u64(&guard);
+    eagle_backend_conditional cond = NULL;
+    OK(B.conditional_create(&cdsc, &cond));
+    OK(B.conditional_end(cond));
+    B.conditional_release(cond);
+    CHECK_ST(B.conditional_is_loop(cond, &i32), EAGLE_BACKEND_BAD_HANDLE);
+    CHECK_ST(B.conditional_end(cond), EAGLE_BACKEND_BAD_HANDLE);
+    B.conditional_release(cond); /* twice: harmless */
+    OK(B.host_func(raw, h_add, (void*)&hits));
+    eagle_backend_captured cd = NULL;
+    OK(B.capturer_end(cap, &cd));
+    B.capturer_release(cap);
+    CHECK_ST(B.capturer_begin(cap), EAGLE_BACKEND_BAD_HANDLE);
+    B.capturer_release(cap);
+    B.captured_release(cd);
+    CHECK_ST(B.captured_is_valid(cd, &i32), EAGLE_BACKEND_BAD_HANDLE);
+    eagle_backend_graph g = NULL;
+    CHECK_ST(B.graph_from_captured(cd, &g), EAGLE_BACKEND_BAD_HANDLE);
+    B.captured_release(cd);
+
+    struct eagle_backend_graph_desc gd = {sizeof gd, 0, -1, 0};
+    OK(B.graph_create(&gd, &g));
+    B.graph_release(g);
+    CHECK_ST(B.graph_last_node(g, &i64), EAGLE_BACKEND_BAD_HANDLE);
+    CHECK_ST(B.graph_stream(g, raw), EAGLE_BACKEND_BAD_HANDLE);
+    B.graph_release(g);
+
+    struct eagle_backend_fork_desc fd = {sizeof fd, 0, -1, 0, raw, 2};
+    eagle_backend_fork f = NULL;
+    OK(B.fork_create(&fd, &f));
+    B.fork_release(f);
+    CHECK_ST(B.fork_branch(f, 0, &u), EAGLE_BACKEND_BAD_HANDLE);
+    B.fork_release(f);
+
+    /* a handle of another type */
+    CHECK_ST(B.fork_size((eagle_backend_fork)s, &u), EAGLE_BACKEND_BAD_HANDLE);
+    CHECK_ST(B.graph_last_node((eagle_backend_graph)s, &i64), EAGLE_BACKEND_BAD_HANDLE);
+    CHECK_ST(B.launcher_launch((eagle_backend_launcher)s), EAGLE_BACKEND_BAD_HANDLE);
+    /* pointers it never handed out, filled with every 4-byte pattern a type tag might have */
+    uint32_t fake[64];
+    for (int k = 0; k < 64; ++k) fake[k] = 0x5354524du; /* "STRM" */
+    CHECK_ST(B.stream_ptr((eagle_backend_stream)fake, &u), EAGLE_BACKEND_BAD_HANDLE);
+    CHECK_ST(B.stream_synchronize((eagle_backend_stream)fake), EAGLE_BACKEND_BAD_HANDLE);
+    B.stream_release((eagle_backend_stream)fake);
+    CHECK(fake[0] == 0x5354524du && fake[63] == 0x5354524du); /* a foreign release touches nothing */
+    CHECK_ST(B.fork_size((eagle_backend_fork)fake, &u), EAGLE_BACKEND_BAD_HANDLE);
+    CHECK_ST(B.stream_ptr((eagle_backend_stream)(uintptr_t)0x10, &u), EAGLE_BACKEND_BAD_HANDLE);
+
+    OK(B.stream_synchronize(s));
+    CHECK(hits == 0); /* captured, never replayed */
+    B.stream_release(s);
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s libeagle_cpu.so\n", argv[0]);
         return 2;
     }
     bind(argv[1]);
+    alarm(100); /* a deadlock ends the run (SIGALRM) instead of hanging it */
     test_required();
     test_device();
     test_stream_and_exec();
@@ -994,6 +1225,8 @@ int main(int argc, char** argv) {
     test_compact();
     test_reorder();
     test_interop();
+    test_host_function_waits();
+    test_released_handles();
     if (failures) {
         printf("smoke: %d check(s) FAILED\n", failures);
         return 1;

@@ -37,7 +37,7 @@ _REAL_BODIES = {
 }
 
 
-def stub_source(omit=(), extra_exports=()):
+def stub_source(omit=(), extra_exports=(), bodies=None):
     from build_tools import cdef, model
     m = model.load(os.path.join(ROOT, "eagle_backend.h"))
     out = ['#include <stdint.h>', '#include <stdio.h>', '#include <stdlib.h>', '#include <string.h>',
@@ -49,7 +49,7 @@ def stub_source(omit=(), extra_exports=()):
             continue
         names = [p.name for p in f.params]
         sig = cdef.declare(f.returns, f"{f.name}({cdef.parameters(f.params)})")
-        body = _REAL_BODIES.get(f.name)
+        body = (bodies or {}).get(f.name, _REAL_BODIES.get(f.name))
         if body is None:
             voids = " ".join(f"(void){n};" for n in names)
             if cdef.declare(f.returns) == "void":
@@ -63,12 +63,13 @@ def stub_source(omit=(), extra_exports=()):
 
 
 def build_stub(tmp_path, name="stub", *, caps=0, major=1, minor=6, omit=(), kind="stub",
-               device_type=1, extra_exports=()):
-    """Compile a stub backend; returns its absolute path."""
+               device_type=1, extra_exports=(), bodies=None):
+    """Compile a stub backend; returns its absolute path. ``bodies`` maps a seam symbol to the C
+    body that replaces the stub's own (the parameters keep the header's names)."""
     src = os.path.join(str(tmp_path), f"{name}.c")
     lib = os.path.join(str(tmp_path), f"libeagle_{name}.so")
     with open(src, "w") as fh:
-        fh.write(stub_source(omit, extra_exports))
+        fh.write(stub_source(omit, extra_exports, bodies))
     cmd = [os.environ.get("CC", "cc"), "-shared", "-fPIC", "-O0", "-w", f"-I{ROOT}",
            f"-DSTUB_CAPS={int(caps)}ull", f"-DSTUB_MAJOR={int(major)}", f"-DSTUB_MINOR={int(minor)}",
            f'-DSTUB_KIND="{kind}"', f"-DSTUB_DEVICE_TYPE={int(device_type)}", src, "-o", lib]
