@@ -50,6 +50,10 @@ class Session:
         except (AttributeError, ffi.error):
             return False
 
+    def exports_any_seam_symbol(self):
+        """True when at least one eagle_backend_* symbol of the seam resolves with dlsym."""
+        return any(self.has(sym[len(PREFIX):]) for sym in meta.SYMBOLS)
+
     def raw(self, short, *args):
         """Call eagle_backend_<short>; a status outside the seam's list is a failure naming it."""
         full = PREFIX + short

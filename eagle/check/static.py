@@ -94,6 +94,43 @@ def loadable(s):
     return f"dlopen('{s.path}') succeeded"
 
 
+def _hidden_seam_definitions(path):
+    """Seam functions defined in the file's .symtab but not exported (hidden or local), or None
+    when the file has no .symtab (stripped) or pyelftools is missing."""
+    try:
+        from elftools.elf.elffile import ELFFile
+        with open(path, "rb") as f:
+            symtab = ELFFile(f).get_section_by_name(".symtab")
+            if symtab is None:
+                return None
+            return sorted({sym.name for sym in symtab.iter_symbols()
+                           if sym.name in meta.SYMBOLS and sym["st_shndx"] != "SHN_UNDEF"})
+    except Exception:  # noqa: BLE001 - only a hint for the message
+        return None
+
+
+EXPORT_FIX = ("mark every seam function for export: define it with EAGLE_EXPORT from "
+              "eagle/backend_kit.h (extern \"C\" __attribute__((visibility(\"default\")))), or build with "
+              "eagle_add_backend (find_package(eagle CONFIG), docs/add_a_backend.md), which links the "
+              "version script generated from eagle_backend.h")
+
+
+@check("static.exports_seam", kind="static")
+def exports_seam(s):
+    """The library exports at least one seam symbol. When it exports none (the usual cause: hidden
+    visibility without an export macro, or C++ name mangling), this is the one failure reported
+    and every other check is skipped, naming this one."""
+    if s.exports_any_seam_symbol():
+        return "seam symbols are exported"
+    hidden = _hidden_seam_definitions(s.path)
+    detail = ""
+    if hidden:
+        detail = (f" It defines {len(hidden)} seam function(s) ({', '.join(hidden[:3])}"
+                  + (", ..." if len(hidden) > 3 else "") + ") that are not exported: hidden or local.")
+    raise CheckFailure("the library exports no eagle_backend_* symbol at all, so eagle cannot load it."
+                       + detail + " Fix: " + EXPORT_FIX)
+
+
 @check("static.exports_promised", kind="static")
 def exports_promised(s):
     """Every symbol the capability bits and the per-symbol entries promise is a proper export
