@@ -83,6 +83,6 @@ def check(check_id, *, kind="behaviour", needs=()):
 
 def all_checks():
     """Every registered check, groups in GROUP_ORDER, checks in registration order."""
-    from . import behaviour, static  # noqa: F401  (registration happens on import)
+    from . import behaviour, contracts, static  # noqa: F401  (registration happens on import)
     order = {g: i for i, g in enumerate(GROUP_ORDER)}
     return sorted(REGISTRY.values(), key=lambda c: order[c.group])
