@@ -129,9 +129,78 @@ OPS = [(2, 1), (3, 5), (1, -4), (5, 0), (1, 11)]
 
 
 # ------------------------------------------------------------------------------ stream
-@bcheck("stream.order", needs=("exec",))
+class _HostWork:
+    """Ordered work without kernels, for a backend without exec: host functions (a slow one that
+    sets a host word, then one that reads it) or, lacking those, host-to-host copies."""
+
+    def __init__(self, s):
+        self.s = s
+        if s.provides("host_func"):
+            self.how = "host_func"
+        elif s.provides("memcpy"):
+            self.how = "memcpy"
+        else:
+            raise Skip("nothing can be enqueued on a stream: the backend provides none of exec, "
+                       "host_func, memcpy")
+        self.cell = np.zeros(4, np.int64)
+        self._cbs = []
+
+    def slow_set(self, raw, value):
+        """Enqueue: after SLOW_US, cell[0] = value."""
+        cell = self.cell
+        if self.how == "host_func":
+            def fn(_):
+                time.sleep(SLOW_US / 1e6)
+                cell[0] = value
+            cb = ffi.callback("eagle_backend_host_fn", fn)
+            self._cbs.append(cb)
+            self.s.ok("host_func", raw, cb, ffi.NULL)
+        else:
+            # a large copy is the slow work; its last word carries the value
+            big = np.zeros(1 << 22, np.int64)
+            big[-1] = value
+            dst = np.zeros_like(big)
+            self._cbs += [big, dst]
+            self.s.ok("memcpy", dst.ctypes.data, big.ctypes.data, big.nbytes, 4, raw)
+            self.s.ok("memcpy", cell.ctypes.data, dst.ctypes.data + big.nbytes - 8, 8, 4, raw)
+
+    def affine(self, raw, a, b):
+        """Enqueue: cell[0] = cell[0] * a + b (after the work before it)."""
+        cell = self.cell
+        if self.how == "host_func":
+            def fn(_):
+                cell[0] = cell[0] * a + b
+            cb = ffi.callback("eagle_backend_host_fn", fn)
+            self._cbs.append(cb)
+            self.s.ok("host_func", raw, cb, ffi.NULL)
+        else:
+            tmp = np.array([int(self.cell[0])], np.int64)   # not host work: copy the cell twice
+            self._cbs.append(tmp)
+            self.s.ok("memcpy", cell.ctypes.data + 8, cell.ctypes.data, 8, 4, raw)
+            self.s.ok("memcpy", cell.ctypes.data + 16, cell.ctypes.data + 8, 8, 4, raw)
+
+    def result(self):
+        return int(self.cell[0]) if self.how == "host_func" else int(self.cell[2])
+
+
+@bcheck("stream.order")
 def stream_order(s):
-    """Work on one stream runs in enqueue order (a slow first kernel is not overtaken)."""
+    """Work on one stream runs in enqueue order (a slow first piece is not overtaken). With exec
+    the checker's kernels do the work; without it, host functions or copies."""
+    if not s.provides("exec"):
+        w = _HostWork(s)
+        s.need_device()
+        with Objects(s) as o:
+            h, raw = o.stream()
+            w.slow_set(raw, 5)
+            for a, b in OPS[:3]:
+                w.affine(raw, a, b)
+            s.sync(h)
+            want = chain_numpy([5], OPS[:3])[0] if w.how == "host_func" else 5
+            if w.result() != want:
+                raise CheckFailure(f"{w.how} work after a slow first piece saw {w.result()}, in stream "
+                                   f"order it is {want}")
+        return f"ordered with {w.how} (no exec)"
     mem = s.device()
     n = 64
     x = mem.array(np.arange(n), np.int64)
@@ -142,9 +211,19 @@ def stream_order(s):
         _eq("x after five ordered kernels", x.get(), chain_numpy(np.arange(n), OPS))
 
 
-@bcheck("stream.synchronize_waits", needs=("exec",))
+@bcheck("stream.synchronize_waits")
 def stream_synchronize_waits(s):
     """stream_synchronize returns only after the stream's work has finished."""
+    if not s.provides("exec"):
+        w = _HostWork(s)
+        s.need_device()
+        with Objects(s) as o:
+            h, raw = o.stream()
+            w.slow_set(raw, 5)
+            s.sync(h)
+            if int(w.cell[0]) != 5:
+                raise CheckFailure(f"right after synchronize the slow {w.how} work has not finished")
+        return f"with {w.how} (no exec)"
     mem = s.device()
     x = mem.zeros(8, np.int64)
     with Objects(s) as o:
@@ -154,9 +233,18 @@ def stream_synchronize_waits(s):
         _eq("x right after synchronize", x.get(), np.full(8, 5))
 
 
-@bcheck("stream.release_waits", needs=("exec",))
+@bcheck("stream.release_waits")
 def stream_release_waits(s):
     """stream_release waits for the stream's work before destroying it."""
+    if not s.provides("exec"):
+        w = _HostWork(s)
+        s.need_device()
+        h, raw = s.new_stream()
+        w.slow_set(raw, 9)
+        s.raw("stream_release", h)
+        if int(w.cell[0]) != 9:
+            raise CheckFailure(f"right after stream_release the slow {w.how} work has not finished")
+        return f"with {w.how} (no exec)"
     mem = s.device()
     x = mem.zeros(8, np.int64)
     h, raw = s.new_stream()
