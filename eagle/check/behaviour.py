@@ -701,6 +701,64 @@ def graph_empty_capture(s):
         s.expect("graph_add_node", "INVALID_ARGUMENT", g[0], empty, why="empty capture")
 
 
+@bcheck("graph.last_node_from_captured", needs=CAPTURE)
+def graph_last_node_from_captured(s):
+    """A graph made from a one-node capture has its last node at index 0; a node appended with
+    graph_add_node is index 1."""
+    mem = s.device()
+    x = mem.zeros(4, np.int64)
+    with Objects(s) as o:
+        h, raw = o.stream()
+        g = ffi.new("eagle_backend_graph*")
+        captured = captured_of(s, raw, lambda: chain(s, raw, x, 4, OPS[:1]))
+        st = s.raw("graph_from_captured", captured, g)
+        if st:
+            s.raw("captured_release", captured)
+            raise CheckFailure(f"graph_from_captured failed with {st}: {s.last_error()!r}")
+        o.add("graph_release", g[0])
+        last = ffi.new("int64_t*", 99)
+        s.ok("graph_last_node", g[0], last)
+        if last[0] != 0:
+            raise CheckFailure(f"graph_last_node = {last[0]} for a graph made from a one-node capture (expected 0)")
+        more = captured_of(s, raw, lambda: chain(s, raw, x, 4, OPS[1:2]))
+        st = s.raw("graph_add_node", g[0], more)
+        if st:
+            s.raw("captured_release", more)
+            raise CheckFailure(f"graph_add_node failed with {st}: {s.last_error()!r}")
+        s.ok("graph_last_node", g[0], last)
+        if last[0] != 1:
+            raise CheckFailure(f"graph_last_node = {last[0]} after one graph_add_node (expected 1)")
+
+
+@bcheck("graph.stream_orders", needs=CAPTURE)
+def graph_stream_orders(s):
+    """Launchers of a graph launch on the stream graph_stream set: a replay follows the work
+    enqueued before it on that (non-blocking) stream."""
+    mem = s.device()
+    x, y = mem.zeros(1, np.int64), mem.array([1], np.int64)
+    with Objects(s) as o:
+        h, raw = o.stream(flags=1)
+        h2, raw2 = o.stream(flags=1)
+        captured = captured_of(s, raw, lambda: s.launch("accum", raw, [y.addr, x.addr, 0], 1))
+        g = ffi.new("eagle_backend_graph*")
+        st = s.raw("graph_from_captured", captured, g)
+        if st:
+            s.raw("captured_release", captured)
+            raise CheckFailure(f"graph_from_captured failed with {st}: {s.last_error()!r}")
+        try:
+            s.ok("graph_stream", g[0], raw2)
+            lau = ffi.new("eagle_backend_launcher*")
+            s.ok("graph_launcher", g[0], lau)
+            o.add("launcher_release", lau[0])
+        finally:
+            s.raw("graph_release", g[0])
+        s.launch("affine", raw2, [x.addr, 0, 7, SLOW_US], 1)
+        s.ok("launcher_launch", lau[0])
+        s.ok("launcher_synchronize", lau[0])
+        s.sync(h2)
+        _eq("y after a replay on the graph's stream behind a slow x = 7", y.get(), [1 * 3 + 7])
+
+
 # ------------------------------------------------------------------------------ launcher
 @bcheck("launcher.replays_and_stream", needs=CAPTURE)
 def launcher_replays(s):
@@ -812,6 +870,20 @@ def launcher_node_toggle(s):
                      why="a node of another capture")
 
 
+@bcheck("launcher.release_waits", needs=CAPTURE)
+def launcher_release_waits(s):
+    """launcher_release waits for the launcher's replays before releasing it."""
+    mem = s.device()
+    x = mem.zeros(4, np.int64)
+    with Objects(s) as o:
+        h, raw = o.stream(flags=1)
+        captured = captured_of(s, raw, lambda: s.launch("affine", raw, [x.addr, 1, 3, SLOW_US], 4))
+        lau = launcher_of(s, captured, raw)
+        s.ok("launcher_launch", lau)
+        s.raw("launcher_release", lau)
+        _eq("x right after launcher_release (it must wait for the replay)", x.get(), np.full(4, 3))
+
+
 # ------------------------------------------------------------------------------ exec
 @bcheck("exec.partition", needs=("stream",))
 def exec_partition(s):
@@ -836,8 +908,13 @@ def exec_partition(s):
         y = mem.zeros(big, np.int64)
         for _ in range(2):
             s.launch("affine", raw, [y.addr, 3, 1, 0], big)
+        z = mem.zeros(big, np.int64)
+        s.launch("stamp", raw, [z.addr], big, base=3, count=big - 3, n_samples=big)
         s.sync(h)
         _eq(f"{big} lanes after two launches", y.get(), np.full(big, 4))
+        want = np.full(big, big, np.int64)
+        want[:3] = 0
+        _eq(f"n_samples seen by every lane of a {big - 3}-lane launch (however it is split)", z.get(), want)
 
 
 @bcheck("exec.bad_arguments", needs=("stream",))
