@@ -358,6 +358,8 @@ class Library:
             name = name.strip()
             known = name in meta.GROUP_BITS or name in meta.SYMBOLS or _PREFIX + name in meta.SYMBOLS
             if sep and known and why.strip():
+                if _PREFIX + name in meta.PER_SYMBOL:
+                    name = _PREFIX + name  # a per-symbol entry's short name keys like its full one
                 out[name] = why.strip()
         return out
 

@@ -85,11 +85,10 @@ def test_a_missing_file_is_refused_by_name(tmp_path):
     assert "libeagle_nothere.so" in proc.stderr
 
 
-def test_a_file_that_is_not_a_library_fails_loadable_and_skips_the_rest(tmp_path):
+def test_a_file_that_is_not_a_library_is_refused_with_status_two(tmp_path):
     bogus = tmp_path / "libeagle_bogus.so"
     bogus.write_text("not an ELF file\n")
     proc = _run(str(bogus), "--json", "--group", "static", "--group", "required")
-    results = {r["id"]: r for r in json.loads(proc.stdout)[0]["results"]}
-    assert results["static.loadable"]["result"] == "fail"
-    assert all(r["result"] == "skip" for i, r in results.items() if i != "static.loadable")
-    assert proc.returncode == 1
+    assert proc.returncode == 2
+    assert "libeagle_bogus.so" in proc.stderr and "does not load" in proc.stderr
+    assert proc.stdout == ""

@@ -156,6 +156,46 @@ class CpuKernels:
     def launch(self, name, stream_raw, args, n, base=0, count=None, n_samples=None, flags=0):
         return launch(self.s, self.handle(name), stream_raw, args, n, base, count, n_samples, flags)
 
+    # Failing work. A cpu kernel has no way to fail (it returns void), so the checker uses the one
+    # piece of cpu work that fails when it runs: a reorder whose *span, read when the work runs,
+    # exceeds n. Needs reorder_device.
+    def _reorder(self, raw, span_value):
+        s = self.s
+        s.require("reorder_device")
+        n = 8
+        mem = s.mem
+        keep = [mem.zeros(n, np.int32), mem.zeros(n, np.uint8), mem.array(np.arange(n), np.int32),
+                mem.array(np.arange(n), np.int32), mem.array([span_value], np.uint32)]
+        plane, mask, perm, inv, span = keep
+        planes = ffi.new("struct eagle_backend_reorder_plane[1]")
+        planes[0].data, planes[0].elem_size, planes[0].width = plane.addr, 4, 1
+        d = ffi.new("struct eagle_backend_reorder_desc*")
+        d.struct_size, d.device, d.plane_count, d.planes = ffi.sizeof(d[0]), -1, 1, planes
+        d.mask, d.perm, d.inv, d.span, d.n, d.stream = mask.addr, perm.addr, inv.addr, span.addr, n, raw
+        s.ok("reorder_device", d)
+        scratch = mem.zeros(max(int(d.scratch_bytes), 1), np.uint8)
+        d.scratch, d.scratch_bytes = scratch.addr, max(int(d.scratch_bytes), 1)
+        s.ok("reorder_device", d)
+        self._keep = getattr(self, "_keep", []) + keep + [scratch, planes, d]
+        return span, n
+
+    def enqueue_failing(self, raw):
+        """Enqueue work on raw that fails when it runs."""
+        self._reorder(raw, 1000)
+
+    def failing_recorder(self, raw):
+        """An object whose record() records work that succeeds, and whose make_fail() makes later
+        replays of it fail."""
+        kern = self
+
+        class Arm:
+            def record(self):
+                self.span, self.n = kern._reorder(raw, 0)
+
+            def make_fail(self):
+                self.span.set([self.n + 1000])
+        return Arm()
+
     def close(self):
         pass
 
@@ -330,6 +370,13 @@ class CudaKernels:
 
     def launch(self, name, stream_raw, args, n, base=0, count=None, n_samples=None, flags=0):
         return launch(self.s, self.handle(name), stream_raw, args, n, base, count, n_samples, flags)
+
+    def enqueue_failing(self, raw):
+        raise Skip("the checker carries no failing work for cuda (a trapping kernel would poison the "
+                   "CUDA context of every later check in this process)")
+
+    def failing_recorder(self, raw):
+        self.enqueue_failing(raw)
 
     def close(self):
         self.cu.cuModuleUnload(self._mod)

@@ -5,15 +5,19 @@ It passes by returning (optionally a message), and ends otherwise by raising one
 exceptions below. Every check produces exactly one result."""
 from dataclasses import dataclass, field
 
+from .. import _seam_meta as meta
+
+meta_prefix = "eagle_backend_"
+
 RESULTS = ("pass", "fail", "skip", "not_supported", "crash", "timeout")
 FAILING = frozenset({"fail", "crash", "timeout"})
 
 #: Groups in the order they run: the static ELF checks, the required symbols, the capability
-#: groups in bit order, then the per-symbol entries.
-GROUP_ORDER = ("static", "required", "stream", "capturer", "captured", "fork", "conditional",
-               "attribution", "graph", "launcher", "exec", "device", "interop", "filtering",
-               "conditional_begin_case", "reorder_device", "memcpy", "host_alloc", "host_free",
-               "host_func")
+#: groups in bit order, then the per-symbol entries (short names) in header order. Taken from the
+#: generated eagle._seam_meta, so a group or entry added to the header is a group here.
+GROUP_ORDER = ("static", "required",
+               *sorted(meta.GROUP_BITS, key=meta.GROUP_BITS.get),
+               *(sym[len(meta_prefix):] for sym in meta.PER_SYMBOL))
 
 
 class CheckFailure(Exception):

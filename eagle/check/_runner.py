@@ -64,9 +64,30 @@ def _stderr_tail(f, limit=300):
 
 
 def run_ids(path, ids, timeout, on_result=None):
-    """Run the checks `ids` (in order) against the library at `path`; returns Results."""
+    """Run the checks `ids` (in order) against the library at `path`; returns Results.
+
+    Each check has `timeout` seconds from its start. Once one of them has timed out, the rest
+    share what is left of 2 x `timeout` from the first start: a library that hangs in every call
+    costs a group less than 2 x `timeout`, and the checks not reached are reported as timeout
+    (not run). The child runs in its own process group, which is killed on timeout, on crash
+    clean-up and when this process is interrupted (KeyboardInterrupt, SystemExit from SIGTERM)."""
     results, pending = [], list(ids)
+    group_start = time.monotonic()
+    deadline = None   # set once a check of this group has timed out
+
+    def emit(r):
+        results.append(r)
+        if r.id in pending:
+            pending.remove(r.id)
+        if on_result:
+            on_result(r)
+
     while pending:
+        if deadline is not None and time.monotonic() >= deadline:
+            for cid in list(pending):
+                emit(Result(cid, "timeout", "not run: an earlier check of this group hung and the "
+                                            f"group's time (2 x --timeout = {2 * timeout:g} s) ran out"))
+            break
         with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile(prefix="eagle-check-") as crumb:
             crumb.write(b"\0" * 64)
             crumb.flush()
@@ -75,86 +96,86 @@ def run_ids(path, ids, timeout, on_result=None):
             proc = subprocess.Popen([sys.executable, "-m", "eagle.check._worker", path, *pending],
                                     stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
                                     env=env, start_new_session=True)
-            current, started, buf = None, time.monotonic(), b""
-            sel = selectors.DefaultSelector()
-            sel.register(proc.stdout, selectors.EVENT_READ)
-            ended = None
-            while ended is None:
-                limit = timeout if current else max(timeout, 30.0)
-                left = limit - (time.monotonic() - started)
-                events = sel.select(timeout=max(left, 0.01)) if left > 0 else []
-                if not events:
-                    if time.monotonic() - started < limit:
-                        continue
+            try:
+                ended = _drive(proc, err, crumb, pending, timeout, deadline, emit)
+            finally:
+                # Whatever happened (an interrupt included), the child's process group goes.
+                try:
+                    proc.stdout.close()
+                except OSError:
+                    pass
+                if proc.poll() is None:
                     _kill(proc)
-                    victim = current or pending[0]
-                    last = _last_call(crumb.name)
-                    r = Result(victim, "timeout", f"no result within {limit:g} s (per-check "
-                                                  "--timeout); the child was killed"
-                               + (f"; its last seam call was {last}" if last else ""))
-                    results.append(r)
-                    pending.remove(victim)
-                    if on_result:
-                        on_result(r)
-                    ended = "timeout"
-                    break
-                chunk = os.read(proc.stdout.fileno(), 65536)
-                if not chunk:
-                    rc = proc.wait()
-                    if pending and current is not None:
-                        how = f"killed by {_signal_name(rc)}" if rc < 0 else f"exited with status {rc}"
-                        err.seek(0)
-                        where = _frame_of_check(err.read().decode("utf-8", "replace"))
-                        last = _last_call(crumb.name)
-                        msg = f"the child running this check was {how}"
-                        if last:
-                            msg += f" in or after its last seam call, {last}"
-                        if where:
-                            msg += f" (check at {where})"
-                        elif _stderr_tail(err):
-                            msg += f"; stderr: {_stderr_tail(err)}"
-                        r = Result(current, "crash", msg)
-                        results.append(r)
-                        pending.remove(current)
-                        if on_result:
-                            on_result(r)
-                    elif pending:
-                        # died before starting any check: every pending check shares the crash
-                        how = f"killed by {_signal_name(rc)}" if rc < 0 else f"exited with status {rc}"
-                        tail = _stderr_tail(err)
-                        for cid in pending:
-                            r = Result(cid, "crash", f"the checker's child {how} before this check"
-                                       + (f"; stderr: {tail}" if tail else ""))
-                            results.append(r)
-                            if on_result:
-                                on_result(r)
-                        pending = []
-                    ended = "exit"
-                    break
-                buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    try:
-                        msg = json.loads(line)
-                    except ValueError:
-                        continue
-                    if "begin" in msg:
-                        current, started = msg["begin"], time.monotonic()
-                    else:
-                        r = Result(msg["id"], msg["result"], msg.get("message", ""), msg.get("kind", ""),
-                                   msg.get("duration_s", 0.0), msg.get("calls", {}))
-                        results.append(r)
-                        if r.id in pending:
-                            pending.remove(r.id)
-                        current, started = None, time.monotonic()
-                        if on_result:
-                            on_result(r)
-            sel.close()
-            proc.stdout.close()
-            if proc.poll() is None:
-                _kill(proc)
+            if ended == "timeout" and deadline is None:
+                deadline = group_start + 2 * timeout - 0.5
     kinds = {c.id: c.kind for c in all_checks()}
     return _with_kinds(results, kinds)
+
+
+def _drive(proc, err, crumb, pending, timeout, deadline, emit):
+    """Read one child's results until it exits ('exit') or a check times out ('timeout')."""
+    current, started, buf = None, time.monotonic(), b""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    try:
+        while True:
+            limit = timeout if current else max(timeout, 10.0)
+            end = started + limit
+            if deadline is not None:
+                end = min(end, deadline)
+            left = end - time.monotonic()
+            events = sel.select(timeout=left) if left > 0 else []
+            if not events:
+                if time.monotonic() < end:
+                    continue
+                _kill(proc)
+                if not pending:
+                    return "exit"
+                victim = current or pending[0]
+                last = _last_call(crumb.name)
+                why = (f"no result within {limit:g} s (per-check --timeout)" if end - started >= limit - 1e-6
+                       else "no result before the group's time ran out (an earlier check hung)")
+                emit(Result(victim, "timeout", why + "; the child was killed"
+                            + (f"; its last seam call was {last}" if last else "")))
+                return "timeout"
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                rc = proc.wait()
+                how = f"killed by {_signal_name(rc)}" if rc < 0 else f"exited with status {rc}"
+                if pending and current is not None:
+                    err.seek(0)
+                    where = _frame_of_check(err.read().decode("utf-8", "replace"))
+                    last = _last_call(crumb.name)
+                    msg = f"the child running this check was {how}"
+                    if last:
+                        msg += f" in or after its last seam call, {last}"
+                    if where:
+                        msg += f" (check at {where})"
+                    elif _stderr_tail(err):
+                        msg += f"; stderr: {_stderr_tail(err)}"
+                    emit(Result(current, "crash", msg))
+                elif pending:
+                    # died before starting any check: every pending check shares the crash
+                    tail = _stderr_tail(err)
+                    for cid in list(pending):
+                        emit(Result(cid, "crash", f"the checker's child {how} before this check"
+                                    + (f"; stderr: {tail}" if tail else "")))
+                return "exit"
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if "begin" in msg:
+                    current, started = msg["begin"], time.monotonic()
+                else:
+                    emit(Result(msg["id"], msg["result"], msg.get("message", ""), msg.get("kind", ""),
+                                msg.get("duration_s", 0.0), msg.get("calls", {})))
+                    current, started = None, time.monotonic()
+    finally:
+        sel.close()
 
 
 def _with_kinds(results, kinds):

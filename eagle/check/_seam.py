@@ -50,6 +50,10 @@ class Session:
         except (AttributeError, ffi.error):
             return False
 
+    def exports_any_seam_symbol(self):
+        """True when at least one eagle_backend_* symbol of the seam resolves with dlsym."""
+        return any(self.has(sym[len(PREFIX):]) for sym in meta.SYMBOLS)
+
     def raw(self, short, *args):
         """Call eagle_backend_<short>; a status outside the seam's list is a failure naming it."""
         full = PREFIX + short
@@ -80,6 +84,18 @@ class Session:
             raise CheckFailure(f"{PREFIX}{short} failed with {status_name(st)}: {self.last_error()!r}")
         return st
 
+    def expect_any(self, short, wants, *args, why=""):
+        """Call and require one of the statuses ``wants`` (names), with a message; returns it."""
+        st = self.raw(short, *args)
+        if st not in [STATUS[w] for w in wants]:
+            raise CheckFailure(f"{PREFIX}{short} returned {status_name(st)}, expected "
+                               + " or ".join(wants) + (f" ({why})" if why else ""))
+        msg = self.last_error()
+        if not msg.strip():
+            raise CheckFailure(f"{PREFIX}{short} returned {status_name(st)} ({why}) but left "
+                               "last_error empty; a failed call leaves a message")
+        return msg
+
     def expect(self, short, want, *args, why=""):
         """Call and require status ``want`` (a name like 'INDEX'); returns last_error's text."""
         st = self.raw(short, *args)
@@ -87,7 +103,12 @@ class Session:
             extra = f": {self.last_error()!r}" if st else ""
             raise CheckFailure(f"{PREFIX}{short} returned {status_name(st)}{extra}, expected {want}"
                                + (f" ({why})" if why else ""))
-        return self.last_error()
+        msg = self.last_error()
+        if st != OK and not msg.strip():
+            raise CheckFailure(f"{PREFIX}{short} returned {want}"
+                               + (f" ({why})" if why else "")
+                               + " but left last_error empty; a failed call leaves a message")
+        return msg
 
     # -- what the backend says about itself ----------------------------------------------------
     @property

@@ -129,9 +129,78 @@ OPS = [(2, 1), (3, 5), (1, -4), (5, 0), (1, 11)]
 
 
 # ------------------------------------------------------------------------------ stream
-@bcheck("stream.order", needs=("exec",))
+class _HostWork:
+    """Ordered work without kernels, for a backend without exec: host functions (a slow one that
+    sets a host word, then one that reads it) or, lacking those, host-to-host copies."""
+
+    def __init__(self, s):
+        self.s = s
+        if s.provides("host_func"):
+            self.how = "host_func"
+        elif s.provides("memcpy"):
+            self.how = "memcpy"
+        else:
+            raise Skip("nothing can be enqueued on a stream: the backend provides none of exec, "
+                       "host_func, memcpy")
+        self.cell = np.zeros(4, np.int64)
+        self._cbs = []
+
+    def slow_set(self, raw, value):
+        """Enqueue: after SLOW_US, cell[0] = value."""
+        cell = self.cell
+        if self.how == "host_func":
+            def fn(_):
+                time.sleep(SLOW_US / 1e6)
+                cell[0] = value
+            cb = ffi.callback("eagle_backend_host_fn", fn)
+            self._cbs.append(cb)
+            self.s.ok("host_func", raw, cb, ffi.NULL)
+        else:
+            # a large copy is the slow work; its last word carries the value
+            big = np.zeros(1 << 22, np.int64)
+            big[-1] = value
+            dst = np.zeros_like(big)
+            self._cbs += [big, dst]
+            self.s.ok("memcpy", dst.ctypes.data, big.ctypes.data, big.nbytes, 4, raw)
+            self.s.ok("memcpy", cell.ctypes.data, dst.ctypes.data + big.nbytes - 8, 8, 4, raw)
+
+    def affine(self, raw, a, b):
+        """Enqueue: cell[0] = cell[0] * a + b (after the work before it)."""
+        cell = self.cell
+        if self.how == "host_func":
+            def fn(_):
+                cell[0] = cell[0] * a + b
+            cb = ffi.callback("eagle_backend_host_fn", fn)
+            self._cbs.append(cb)
+            self.s.ok("host_func", raw, cb, ffi.NULL)
+        else:
+            tmp = np.array([int(self.cell[0])], np.int64)   # not host work: copy the cell twice
+            self._cbs.append(tmp)
+            self.s.ok("memcpy", cell.ctypes.data + 8, cell.ctypes.data, 8, 4, raw)
+            self.s.ok("memcpy", cell.ctypes.data + 16, cell.ctypes.data + 8, 8, 4, raw)
+
+    def result(self):
+        return int(self.cell[0]) if self.how == "host_func" else int(self.cell[2])
+
+
+@bcheck("stream.order")
 def stream_order(s):
-    """Work on one stream runs in enqueue order (a slow first kernel is not overtaken)."""
+    """Work on one stream runs in enqueue order (a slow first piece is not overtaken). With exec
+    the checker's kernels do the work; without it, host functions or copies."""
+    if not s.provides("exec"):
+        w = _HostWork(s)
+        s.need_device()
+        with Objects(s) as o:
+            h, raw = o.stream()
+            w.slow_set(raw, 5)
+            for a, b in OPS[:3]:
+                w.affine(raw, a, b)
+            s.sync(h)
+            want = chain_numpy([5], OPS[:3])[0] if w.how == "host_func" else 5
+            if w.result() != want:
+                raise CheckFailure(f"{w.how} work after a slow first piece saw {w.result()}, in stream "
+                                   f"order it is {want}")
+        return f"ordered with {w.how} (no exec)"
     mem = s.device()
     n = 64
     x = mem.array(np.arange(n), np.int64)
@@ -142,9 +211,19 @@ def stream_order(s):
         _eq("x after five ordered kernels", x.get(), chain_numpy(np.arange(n), OPS))
 
 
-@bcheck("stream.synchronize_waits", needs=("exec",))
+@bcheck("stream.synchronize_waits")
 def stream_synchronize_waits(s):
     """stream_synchronize returns only after the stream's work has finished."""
+    if not s.provides("exec"):
+        w = _HostWork(s)
+        s.need_device()
+        with Objects(s) as o:
+            h, raw = o.stream()
+            w.slow_set(raw, 5)
+            s.sync(h)
+            if int(w.cell[0]) != 5:
+                raise CheckFailure(f"right after synchronize the slow {w.how} work has not finished")
+        return f"with {w.how} (no exec)"
     mem = s.device()
     x = mem.zeros(8, np.int64)
     with Objects(s) as o:
@@ -154,9 +233,18 @@ def stream_synchronize_waits(s):
         _eq("x right after synchronize", x.get(), np.full(8, 5))
 
 
-@bcheck("stream.release_waits", needs=("exec",))
+@bcheck("stream.release_waits")
 def stream_release_waits(s):
     """stream_release waits for the stream's work before destroying it."""
+    if not s.provides("exec"):
+        w = _HostWork(s)
+        s.need_device()
+        h, raw = s.new_stream()
+        w.slow_set(raw, 9)
+        s.raw("stream_release", h)
+        if int(w.cell[0]) != 9:
+            raise CheckFailure(f"right after stream_release the slow {w.how} work has not finished")
+        return f"with {w.how} (no exec)"
     mem = s.device()
     x = mem.zeros(8, np.int64)
     h, raw = s.new_stream()
@@ -613,6 +701,64 @@ def graph_empty_capture(s):
         s.expect("graph_add_node", "INVALID_ARGUMENT", g[0], empty, why="empty capture")
 
 
+@bcheck("graph.last_node_from_captured", needs=CAPTURE)
+def graph_last_node_from_captured(s):
+    """A graph made from a one-node capture has its last node at index 0; a node appended with
+    graph_add_node is index 1."""
+    mem = s.device()
+    x = mem.zeros(4, np.int64)
+    with Objects(s) as o:
+        h, raw = o.stream()
+        g = ffi.new("eagle_backend_graph*")
+        captured = captured_of(s, raw, lambda: chain(s, raw, x, 4, OPS[:1]))
+        st = s.raw("graph_from_captured", captured, g)
+        if st:
+            s.raw("captured_release", captured)
+            raise CheckFailure(f"graph_from_captured failed with {st}: {s.last_error()!r}")
+        o.add("graph_release", g[0])
+        last = ffi.new("int64_t*", 99)
+        s.ok("graph_last_node", g[0], last)
+        if last[0] != 0:
+            raise CheckFailure(f"graph_last_node = {last[0]} for a graph made from a one-node capture (expected 0)")
+        more = captured_of(s, raw, lambda: chain(s, raw, x, 4, OPS[1:2]))
+        st = s.raw("graph_add_node", g[0], more)
+        if st:
+            s.raw("captured_release", more)
+            raise CheckFailure(f"graph_add_node failed with {st}: {s.last_error()!r}")
+        s.ok("graph_last_node", g[0], last)
+        if last[0] != 1:
+            raise CheckFailure(f"graph_last_node = {last[0]} after one graph_add_node (expected 1)")
+
+
+@bcheck("graph.stream_orders", needs=CAPTURE)
+def graph_stream_orders(s):
+    """Launchers of a graph launch on the stream graph_stream set: a replay follows the work
+    enqueued before it on that (non-blocking) stream."""
+    mem = s.device()
+    x, y = mem.zeros(1, np.int64), mem.array([1], np.int64)
+    with Objects(s) as o:
+        h, raw = o.stream(flags=1)
+        h2, raw2 = o.stream(flags=1)
+        captured = captured_of(s, raw, lambda: s.launch("accum", raw, [y.addr, x.addr, 0], 1))
+        g = ffi.new("eagle_backend_graph*")
+        st = s.raw("graph_from_captured", captured, g)
+        if st:
+            s.raw("captured_release", captured)
+            raise CheckFailure(f"graph_from_captured failed with {st}: {s.last_error()!r}")
+        try:
+            s.ok("graph_stream", g[0], raw2)
+            lau = ffi.new("eagle_backend_launcher*")
+            s.ok("graph_launcher", g[0], lau)
+            o.add("launcher_release", lau[0])
+        finally:
+            s.raw("graph_release", g[0])
+        s.launch("affine", raw2, [x.addr, 0, 7, SLOW_US], 1)
+        s.ok("launcher_launch", lau[0])
+        s.ok("launcher_synchronize", lau[0])
+        s.sync(h2)
+        _eq("y after a replay on the graph's stream behind a slow x = 7", y.get(), [1 * 3 + 7])
+
+
 # ------------------------------------------------------------------------------ launcher
 @bcheck("launcher.replays_and_stream", needs=CAPTURE)
 def launcher_replays(s):
@@ -724,6 +870,20 @@ def launcher_node_toggle(s):
                      why="a node of another capture")
 
 
+@bcheck("launcher.release_waits", needs=CAPTURE)
+def launcher_release_waits(s):
+    """launcher_release waits for the launcher's replays before releasing it."""
+    mem = s.device()
+    x = mem.zeros(4, np.int64)
+    with Objects(s) as o:
+        h, raw = o.stream(flags=1)
+        captured = captured_of(s, raw, lambda: s.launch("affine", raw, [x.addr, 1, 3, SLOW_US], 4))
+        lau = launcher_of(s, captured, raw)
+        s.ok("launcher_launch", lau)
+        s.raw("launcher_release", lau)
+        _eq("x right after launcher_release (it must wait for the replay)", x.get(), np.full(4, 3))
+
+
 # ------------------------------------------------------------------------------ exec
 @bcheck("exec.partition", needs=("stream",))
 def exec_partition(s):
@@ -748,8 +908,13 @@ def exec_partition(s):
         y = mem.zeros(big, np.int64)
         for _ in range(2):
             s.launch("affine", raw, [y.addr, 3, 1, 0], big)
+        z = mem.zeros(big, np.int64)
+        s.launch("stamp", raw, [z.addr], big, base=3, count=big - 3, n_samples=big)
         s.sync(h)
         _eq(f"{big} lanes after two launches", y.get(), np.full(big, 4))
+        want = np.full(big, big, np.int64)
+        want[:3] = 0
+        _eq(f"n_samples seen by every lane of a {big - 3}-lane launch (however it is split)", z.get(), want)
 
 
 @bcheck("exec.bad_arguments", needs=("stream",))

@@ -94,6 +94,43 @@ def loadable(s):
     return f"dlopen('{s.path}') succeeded"
 
 
+def _hidden_seam_definitions(path):
+    """Seam functions defined in the file's .symtab but not exported (hidden or local), or None
+    when the file has no .symtab (stripped) or pyelftools is missing."""
+    try:
+        from elftools.elf.elffile import ELFFile
+        with open(path, "rb") as f:
+            symtab = ELFFile(f).get_section_by_name(".symtab")
+            if symtab is None:
+                return None
+            return sorted({sym.name for sym in symtab.iter_symbols()
+                           if sym.name in meta.SYMBOLS and sym["st_shndx"] != "SHN_UNDEF"})
+    except Exception:  # noqa: BLE001 - only a hint for the message
+        return None
+
+
+EXPORT_FIX = ("mark every seam function for export: define it with EAGLE_EXPORT from "
+              "eagle/backend_kit.h (extern \"C\" __attribute__((visibility(\"default\")))), or build with "
+              "eagle_add_backend (find_package(eagle CONFIG), docs/add_a_backend.md), which links the "
+              "version script generated from eagle_backend.h")
+
+
+@check("static.exports_seam", kind="static")
+def exports_seam(s):
+    """The library exports at least one seam symbol. When it exports none (the usual cause: hidden
+    visibility without an export macro, or C++ name mangling), this is the one failure reported
+    and every other check is skipped, naming this one."""
+    if s.exports_any_seam_symbol():
+        return "seam symbols are exported"
+    hidden = _hidden_seam_definitions(s.path)
+    detail = ""
+    if hidden:
+        detail = (f" It defines {len(hidden)} seam function(s) ({', '.join(hidden[:3])}"
+                  + (", ..." if len(hidden) > 3 else "") + ") that are not exported: hidden or local.")
+    raise CheckFailure("the library exports no eagle_backend_* symbol at all, so eagle cannot load it."
+                       + detail + " Fix: " + EXPORT_FIX)
+
+
 @check("static.exports_promised", kind="static")
 def exports_promised(s):
     """Every symbol the capability bits and the per-symbol entries promise is a proper export
@@ -538,3 +575,57 @@ def _host_alloc_flags(s):
     out = ffi.new("void**")
     return _refused(s, "host_alloc", s.raw("host_alloc", 64, UNKNOWN_FLAG, out),
                     lambda: s.raw("host_free", out[0]) if s.has("host_free") else None)
+
+
+# ------------------------------------------------------------------------------ why lines
+@check("required.left_out_reasons", kind="static")
+def left_out_reasons(s):
+    """On OK, capabilities() leaves one `name: reason` line in last_error for every group whose bit
+    is clear and every per-symbol entry (of the backend's minor or older) it does not export, and
+    no line for a group it provides. Names are group names or seam symbols, with or without the
+    eagle_backend_ prefix; a reason is never empty. A line naming an exported per-symbol entry says
+    it is unavailable at run time; one naming a symbol of a provided group, an option left out."""
+    groups = ffi.new("uint64_t*")
+    s.ok("capabilities", groups)
+    caps = int(groups[0])
+    note = s.last_error()
+    minor = int(s.raw("version")) & 0xFFFF
+    problems, named = [], {}
+    for n, line in enumerate(note.splitlines(), 1):
+        if not line.strip():
+            continue
+        name, sep, reason = line.partition(":")
+        name = name.strip()
+        full = name if name.startswith(PREFIX) else PREFIX + name
+        if not sep:
+            problems.append(f"line {n} {line!r} is not `name: reason`")
+            continue
+        if not reason.strip():
+            problems.append(f"line {n} names {name!r} with an empty reason")
+        if name in meta.GROUP_BITS:
+            if caps >> meta.GROUP_BITS[name] & 1:
+                problems.append(f"line {n} says why {name!r} is left out, but its bit "
+                                f"{meta.GROUP_BITS[name]} is set (a stale line)")
+            named[name] = reason.strip()
+        elif full in meta.SYMBOLS:
+            named[full] = reason.strip()
+        else:
+            problems.append(f"line {n} names {name!r}, which is neither a group nor a seam symbol "
+                            "(eagle cannot show its reason)")
+    from .._loader import EXTENDS
+    for group, bit in meta.GROUP_BITS.items():
+        if not caps >> bit & 1 and group not in named:
+            problems.append(f"no line says why the group {group!r} (bit {bit}) is left out")
+    for sym in meta.PER_SYMBOL:
+        short = sym[len(PREFIX):]
+        if meta.SYMBOLS[sym][1] > minor:
+            continue   # newer than the seam the backend was built against
+        host = EXTENDS.get(short)
+        if host is not None and not caps >> meta.GROUP_BITS[host] & 1:
+            continue   # its group's line covers it
+        if not s.has(short) and sym not in named:
+            problems.append(f"no line says why {short} (since minor {meta.SYMBOLS[sym][1]}) is left out")
+    if problems:
+        raise CheckFailure("capabilities()'s why lines (last_error on OK, one `name: reason` line "
+                           "per left-out group or entry): " + "; ".join(problems))
+    return f"{len(named)} left-out group(s)/entries, each with a reason" if named else "nothing left out"

@@ -119,6 +119,9 @@ EXPORT eagle_backend_status eagle_backend_capabilities(uint64_t* groups) {
 #ifdef DEFECT_RESERVED_BIT
     if (st == EAGLE_BACKEND_OK) *groups |= 1ull << 8;
 #endif
+#ifdef ONLY_STREAM /* not a defect: a stream-only backend whose work is host functions and copies */
+    if (st == EAGLE_BACKEND_OK) *groups &= EAGLE_BACKEND_CAP_STREAM;
+#endif
     return st;
 }
 
@@ -355,7 +358,30 @@ EXPORT eagle_backend_status eagle_backend_memcpy(uint64_t dst, uint64_t src, uin
 FWD(eagle_backend_status, host_alloc, (uint64_t b, uint32_t f, void** o), (b, f, o))
 FWD_VOID(host_free, (void* p), (p))
 
+#ifdef DEFECT_HOST_FUNC_THREADED
+#include <pthread.h>
+struct shim_call { eagle_backend_host_fn fn; void* user; };
+static void* shim_run(void* p) {
+    struct shim_call c = *(struct shim_call*)p;
+    free(p);
+    c.fn(c.user);
+    return NULL;
+}
+#endif
+
 EXPORT eagle_backend_status eagle_backend_host_func(uint64_t stream, eagle_backend_host_fn fn, void* user) {
+#ifdef DEFECT_HOST_FUNC_THREADED
+    if (fn) {  /* each host function on its own thread: no stream order, synchronize waits for none */
+        struct shim_call* c = malloc(sizeof *c);
+        pthread_t t;
+        c->fn = fn;
+        c->user = user;
+        (void)stream;
+        pthread_create(&t, NULL, shim_run, c);
+        pthread_detach(t);
+        return EAGLE_BACKEND_OK;
+    }
+#endif
 #ifdef DEFECT_HOST_FUNC_EAGER
     if (fn) {
         (void)stream;

@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Mutation run of eagle.check against the cpu backend (on demand, not in CI).
+
+Each mutant is one systematic single-point change to backends/cpu/*.cpp (or its runtime header):
+a check removed, a status changed, a bound off by one, an out-parameter written wrong, a release
+that frees nothing, work run eagerly or not waited for. For each mutant the script copies the
+backends and the header into a temporary folder (the worktree is never touched), applies the
+change, rebuilds libeagle_cpu.so there (cmake, -j2, incremental) and runs
+`python -m eagle.check <that library>`. A mutant is caught when any check fails, crashes or
+times out.
+
+    python tools/mutate_cpu.py [--only ID ...] [--timeout S] [--json OUT.json] [--keep DIR]
+
+Needs cmake, a C++ compiler and pycparser (the in-tree build generates the version script).
+Takes about 20 s a mutant on 2 cores. The score and the survivors are in docs/add_a_backend.md."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (id, group, file under backends/cpu, old text (unique in the file), new text)
+MUTANTS = [
+    # required
+    ("version_major", "required", "required.cpp", "{ return EAGLE_BACKEND_VERSION; }",
+     "{ return EAGLE_BACKEND_VERSION + (1u << 16); }"),
+    ("abi_version_zero", "required", "required.cpp", "b.abi_version = EAGLE_BACKEND_VERSION;", "b.abi_version = 0;"),
+    ("kind_empty", "required", "required.cpp", 'copy_string(b.backend_kind, "cpu");',
+     'copy_string(b.backend_kind, "");'),
+    ("cap_negative_ok", "required", "required.cpp",
+     'if (cap < 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "cap is negative");', ""),
+    ("cap_ignored", "required", "required.cpp", "i < cap && i < 1; ++i", "i < 1; ++i"),
+    ("why_stale", "required", "required.cpp", 'set_last_error("");', 'set_last_error("fork: left out");'),
+    ("bit_dropped_no_why", "required", "required.cpp", "EAGLE_BACKEND_CAP_DEVICE | EAGLE_BACKEND_CAP_INTEROP",
+     "EAGLE_BACKEND_CAP_INTEROP"),
+    ("status_without_message", "required", "required.cpp",
+     "eagle_backend_capabilities(uint64_t* groups) {\n",
+     "eagle_backend_capabilities(uint64_t* groups) {\n"
+     "    if (!groups) { eagle::clear_last_error(); return EAGLE_BACKEND_INVALID_ARGUMENT; }\n"),
+    # stream
+    ("stream_flags_ignored", "stream", "stream.cpp",
+     'check_flags(d.flags, EAGLE_BACKEND_STREAM_NON_BLOCKING, "desc->flags");',
+     'check_flags(d.flags, ~0u, "desc->flags");'),
+    ("stream_device_unchecked", "stream", "stream.cpp", 'check_device(d.device, "desc->device");', ""),
+    ("sync_does_not_wait", "stream", "stream.cpp", "s->drain_and_check();", ""),
+    ("stream_release_keeps_handle", "stream", "stream.cpp", "retire_stream(s);", "s->shutdown();"),
+    ("stream_ptr_null_out", "stream", "stream.cpp", 'require(raw, "raw");', ""),
+    ("failed_work_silent", "stream", "runtime.cpp",
+     'fail(EAGLE_BACKEND_ERROR, "work enqueued on the stream failed: " + msg);', "(void)msg;"),
+    ("null_handle_wrong_status", "stream", "runtime.h",
+     'if (!handle) fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is NULL");',
+     'if (!handle) fail(EAGLE_BACKEND_INVALID_ARGUMENT, std::string(name) + " is NULL");'),
+    ("stale_handle_wrong_status", "stream", "runtime.h",
+     'fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is not a live "',
+     'fail(EAGLE_BACKEND_ERROR, std::string(name) + " is not a live "'),
+    # capturer / captured
+    ("begin_twice_ok", "capturer", "capture.cpp",
+     'if (c->cap) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the capturer has already begun");', ""),
+    ("capturer_release_no_break", "capturer", "capture.cpp",
+     'c->cap->brk("the capturer was released during the capture");', ""),
+    ("is_valid_always", "captured", "capture.cpp", "*valid = c->graph->size() > 0 ? 1 : 0;", "*valid = 1;"),
+    ("captured_release_noop", "captured", "capture.cpp", "take<Captured>(captured);", "(void)captured;"),
+    ("consumed_stays_live", "captured", "capture.cpp",
+     "noexcept { unregister_object(captured); }", "noexcept { (void)captured; }"),
+    # fork
+    ("zero_branches_ok", "fork", "fork.cpp",
+     'if (d.branch_count < 1) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->branch_count is 0 (needs >= 1)");', ""),
+    ("branch_index_off_by_one", "fork", "fork.cpp", "if (i >= f->branches.size())", "if (i > f->branches.size())"),
+    ("forked_always_0", "fork", "fork.cpp", '*forked = lookup<Fork>(fork, "fork")->forked ? 1 : 0;', "*forked = 0;"),
+    ("fork_unordered", "fork", "fork.cpp", "for (auto& b : f->branches) enqueue_wait(*b, f->origin);", ""),
+    ("join_unordered", "fork", "fork.cpp", "for (auto& b : branches) enqueue_wait(*origin, b);", ""),
+    ("fork_release_leaks_branches", "fork", "fork.cpp", "for (auto& b : f->branches) retire_stream(b);", ""),
+    ("fork_size_minus_one", "fork", "fork.cpp", '->branches.size();\n    });\n}\n\nEAGLE_EXPORT void',
+     '->branches.size() - 1;\n    });\n}\n\nEAGLE_EXPORT void'),
+    # conditional
+    ("if_guard_greater", "conditional", "conditional.cpp", "return count != baseline;", "return count > baseline;"),
+    ("baseline_ignored", "conditional", "conditional.cpp",
+     "const uint32_t baseline = d_.baseline_ptr ? load_word(d_.baseline_ptr) : 0u;", "const uint32_t baseline = 0u;"),
+    ("while_cap_plus_one", "conditional", "conditional.cpp", "store_word(remaining, d_.loop_cap);",
+     "store_word(remaining, d_.loop_cap + 1);"),
+    ("case_index_wrong_status", "conditional_begin_case", "conditional.cpp", 'fail(EAGLE_BACKEND_INDEX, "case "',
+     'fail(EAGLE_BACKEND_INVALID_ARGUMENT, "case "'),
+    ("switch_case0_never", "conditional_begin_case", "conditional.cpp",
+     "if (sel < d_.case_count) bodies_[sel]->run(rs);", "if (sel < d_.case_count && sel > 0) bodies_[sel]->run(rs);"),
+    ("cond_begin_twice_ok", "conditional", "conditional.cpp",
+     'if (c->begun) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the conditional has already begun");', ""),
+    # attribution
+    ("snapshot_skips_first", "attribution", "attribution.cpp", "for (size_t i = 0; i < g.size(); ++i) raw.push_back",
+     "for (size_t i = 1; i < g.size(); ++i) raw.push_back"),
+    ("toggleable_always_0", "attribution", "attribution.cpp", "*toggleable = t;", "*toggleable = 0;"),
+    # graph
+    ("from_captured_last_off", "graph", "graph.cpp", "g->last = static_cast<int64_t>(body->size()) - 1;",
+     "g->last = static_cast<int64_t>(body->size());"),
+    ("empty_graph_launcher_ok", "graph", "graph.cpp",
+     'if (g->graph->size() == 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the graph is empty");', ""),
+    ("graph_stream_ignored", "graph", "graph.cpp",
+     'g->stream = stream ? resolve_stream(stream, "stream") : nullptr;', "g->stream = nullptr;"),
+    # launcher
+    ("logical_size_limit", "launcher", "launcher.cpp", "if (size > INT32_MAX)", "if (size > INT64_MAX - 1)"),
+    ("logical_size_ignored", "launcher", "launcher.cpp", "next->logical_size = size < 0 ? -1 : size;",
+     "next->logical_size = -1;"),
+    ("kernel_count_plus_one", "launcher", "launcher.cpp", '*count = lookup<Launcher>(launcher, "launcher")->kernels;',
+     '*count = lookup<Launcher>(launcher, "launcher")->kernels + 1;'),
+    ("launcher_release_no_wait", "launcher", "launcher.cpp", "if (auto s = w.lock()) s->wait_for(seq);", ""),
+    ("foreign_node_ok", "launcher", "launcher.cpp", "if (!l->members.count(n))", "if (false)"),
+    # exec
+    ("partition_unchecked", "exec", "exec.cpp", 'check_partition(d.base, d.count, d.n_samples, "desc");', ""),
+    ("tile_n_samples_wrong", "exec", "exec.cpp", "fn(args, base + b, std::min(tile, count - b), n);",
+     "fn(args, base + b, std::min(tile, count - b), count);"),
+    ("launched_always_1", "exec", "exec.cpp", "*launched = 0;\n            return;", "*launched = 1;\n            return;"),
+    ("nparams_limit", "exec", "exec.cpp", "if (d.nparams < 0 || d.nparams > 64)", "if (d.nparams < 0)"),
+    # device
+    ("warp_size_zero", "device", "device.cpp", "p.warp_size = 1;", "p.warp_size = 0;"),
+    ("props_device_unchecked", "device", "device.cpp", 'check_device(device, "device");', ""),
+    # interop
+    ("fence_any_device_type", "interop", "interop.cpp", "if (dl_device_type != 1)", "if (dl_device_type == 0)"),
+    ("fence_noop", "interop", "interop.cpp", "enqueue_wait(*c, p);", ""),
+    ("pool_count_negative", "interop", "interop.cpp", "*created = fence_objects_created();", "*created = -1;"),
+    # filtering
+    ("compact_mask_null_ok", "filtering", "filtering.cpp",
+     'if (d.n > 0 && !d.mask) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->mask is 0");', ""),
+    ("fire_le_to_lt", "filtering", "filtering.cpp",
+     "static_cast<float>(count) <= d_.theta", "static_cast<float>(count) < d_.theta"),
+    ("live32_not_written", "filtering", "filtering.cpp", "if (d_.live32) *at<uint32_t>(d_.live32) = count;", ""),
+    ("reorder_span_plus_one", "reorder_device", "filtering.cpp", "*span_p = static_cast<uint32_t>(kept);",
+     "*span_p = static_cast<uint32_t>(kept) + 1;"),
+    # memory
+    ("memcpy_one_short", "memcpy", "memory.cpp",
+     "reinterpret_cast<const void*>(src_), bytes_);", "reinterpret_cast<const void*>(src_), bytes_ - 1);"),
+    ("memcpy_direction_unchecked", "memcpy", "memory.cpp",
+     "if (direction < EAGLE_BACKEND_MEMCPY_H2D || direction > EAGLE_BACKEND_MEMCPY_H2H)", "if (direction < 0)"),
+    ("host_free_leaks", "host_free", "memory.cpp", "        std::free(ptr);\n    });", "    });"),
+    ("host_func_eager", "host_func", "memory.cpp", "submit(*s, std::make_shared<HostNode>(fn, user_data));",
+     "fn(user_data);"),
+    ("host_alloc_zero_ok", "host_alloc", "memory.cpp", 'if (bytes == 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "bytes is 0");', ""),
+]
+
+
+def _sh(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def setup(work):
+    """Copy what the cpu build needs into `work` and configure it; returns the build dir."""
+    for sub in ("backends", "build_tools"):
+        shutil.copytree(os.path.join(REPO, sub), os.path.join(work, sub),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(os.path.join(REPO, "eagle_backend.h"), work)
+    build = os.path.join(work, "build")
+    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+    p = _sh(["cmake", "-S", os.path.join(work, "backends"), "-B", build, *gen, "-DEAGLE_BACKENDS=cpu",
+             f"-DPython_EXECUTABLE={sys.executable}"])
+    if p.returncode:
+        raise SystemExit(f"cmake configure failed:\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+    return build
+
+
+def build(build_dir):
+    p = _sh(["cmake", "--build", build_dir, "-j2"])
+    return p.returncode == 0, (p.stdout + p.stderr)[-1500:]
+
+
+def check(lib, timeout):
+    p = _sh([sys.executable, "-m", "eagle.check", lib, "--json", "--timeout", str(timeout)], cwd=REPO)
+    try:
+        results = json.loads(p.stdout)[0]["results"]
+    except (ValueError, IndexError, KeyError):
+        return p.returncode, [("(no results)", p.returncode, p.stderr.strip()[-300:])]
+    bad = [(r["id"], r["result"], r["message"][:200]) for r in results if r["result"] in ("fail", "crash", "timeout")]
+    return p.returncode, bad
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", nargs="*", help="mutant ids to run (default: all)")
+    ap.add_argument("--timeout", type=float, default=20.0, help="eagle.check --timeout (default 20)")
+    ap.add_argument("--json", help="write the per-mutant results here")
+    ap.add_argument("--keep", help="work in this folder and keep it")
+    args = ap.parse_args(argv)
+    mutants = [m for m in MUTANTS if not args.only or m[0] in args.only]
+    work = args.keep or tempfile.mkdtemp(prefix="eagle-mutate-")
+    os.makedirs(work, exist_ok=True)
+    t_start = time.monotonic()
+    try:
+        bdir = setup(work)
+        lib = os.path.join(bdir, "cpu", "libeagle_cpu.so")
+        ok, log = build(bdir)
+        if not ok:
+            raise SystemExit(f"the unmutated cpu backend does not build:\n{log}")
+        rc, bad = check(lib, args.timeout)
+        if rc != 0:
+            raise SystemExit(f"the unmutated cpu backend does not pass eagle.check: {bad}")
+        print(f"baseline: builds and passes ({time.monotonic() - t_start:.0f} s)", flush=True)
+        rows = []
+        for mid, group, fname, old, new in mutants:
+            path = os.path.join(work, "backends", "cpu", fname)
+            with open(path) as f:
+                text = f.read()
+            if text.count(old) != 1:
+                rows.append({"id": mid, "group": group, "status": "stale",
+                             "detail": f"the text to mutate occurs {text.count(old)} times in {fname}"})
+                print(f"{mid:30} STALE ({text.count(old)} matches)", flush=True)
+                continue
+            t0 = time.monotonic()
+            with open(path, "w") as f:
+                f.write(text.replace(old, new))
+            try:
+                ok, log = build(bdir)
+                if not ok:
+                    row = {"id": mid, "group": group, "status": "build_error", "detail": log[-300:]}
+                else:
+                    rc, bad = check(lib, args.timeout)
+                    row = {"id": mid, "group": group, "status": "caught" if bad else "survived",
+                           "caught_by": bad[:5]}
+            finally:
+                with open(path, "w") as f:
+                    f.write(text)
+            row["seconds"] = round(time.monotonic() - t0, 1)
+            rows.append(row)
+            by = ", ".join(f"{i} ({r})" for i, r, _ in row.get("caught_by", [])[:3])
+            print(f"{mid:30} {row['status'].upper():12} {row['seconds']:5.1f}s {by}", flush=True)
+        build(bdir)   # leave the build unmutated
+        scored = [r for r in rows if r["status"] in ("caught", "survived")]
+        caught = sum(r["status"] == "caught" for r in scored)
+        print(f"\n{caught}/{len(scored)} mutants caught ({100.0 * caught / max(len(scored), 1):.1f} %); "
+              f"{len(rows) - len(scored)} not scored (stale text or build error); "
+              f"{time.monotonic() - t_start:.0f} s")
+        for r in rows:
+            if r["status"] == "survived":
+                print(f"  survived: {r['id']} ({r['group']})")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+        return 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
