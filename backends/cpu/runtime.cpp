@@ -201,7 +201,10 @@ bool Stream::wait_as_caller(uint64_t seq) {
     }
     if (ctx.stream == this) return seq < ctx.seq;  // the commands before the running one are done
     std::shared_ptr<Stream> self = weak_from_this().lock();
-    if (!self) return false;  // only in the destructor, where nothing may be waited for safely
+    if (!self) {  // only in the destructor: the worker must be joined before the memory goes
+        wait_for(seq);
+        return true;
+    }
     {
         std::lock_guard<std::mutex> graph(wait_graph_mutex());
         std::vector<std::pair<const Stream*, uint64_t>> seen;

@@ -492,6 +492,47 @@ int main(int argc, char** argv) {
                "fence orders s2 after s1 (buf %u), code 0 and type 1 refused INTEROP, events created %lld", r, (long long)after);
     }
 
+    // ---- released, mistyped and foreign handles: BAD_HANDLE from the registry, no read of freed memory
+    {
+        uint64_t raw = 0, u = 0; int32_t i32 = 0; int64_t i64 = 0;
+        eagle_backend_stream s = mkstream(&raw);
+        eagle_backend_stream_release(s);
+        int a1 = eagle_backend_stream_ptr(s, &u), a2 = eagle_backend_stream_synchronize(s);
+        eagle_backend_stream_release(s);  // twice: harmless
+        eagle_backend_capturer c = begin_capture(s1);
+        add(s1, buf, 1, N);
+        eagle_backend_captured cap = nullptr;
+        int e1 = eagle_backend_capturer_end(c, &cap);
+        eagle_backend_capturer_release(c);
+        int a3 = eagle_backend_capturer_begin(c);
+        eagle_backend_graph g = nullptr;
+        int e2 = eagle_backend_graph_from_captured(cap, &g);
+        int a4 = eagle_backend_captured_is_valid(cap, &i32);     // consumed
+        eagle_backend_captured_release(cap);                      // consumed: harmless
+        eagle_backend_launcher l = nullptr;
+        int e3 = eagle_backend_graph_launcher(g, &l);
+        eagle_backend_graph_release(g);
+        int a5 = eagle_backend_graph_last_node(g, &i64);
+        eagle_backend_launcher_release(l);
+        int a6 = eagle_backend_launcher_launch(l), a7 = eagle_backend_launcher_kernel_node_count(l, &i64);
+        eagle_backend_fork_desc fd{}; fd.struct_size = sizeof fd; fd.device = -1; fd.origin = s1; fd.branch_count = 2;
+        eagle_backend_fork f = nullptr;
+        int e4 = eagle_backend_fork_create(&fd, &f);
+        eagle_backend_fork_release(f);
+        int a8 = eagle_backend_fork_size(f, &u);
+        int a9 = eagle_backend_fork_size(reinterpret_cast<eagle_backend_fork>(st1), &u);  // another type
+        uint32_t fake[64];
+        for (uint32_t& w : fake) w = 0x5354524du;  // shaped like the old Stream's type word
+        int a10 = eagle_backend_stream_ptr(reinterpret_cast<eagle_backend_stream>(fake), &u);
+        eagle_backend_stream_release(reinterpret_cast<eagle_backend_stream>(fake));
+        const int B = EAGLE_BACKEND_BAD_HANDLE;
+        EXPECT(e1 == 0 && e2 == 0 && e3 == 0 && e4 == 0 && a1 == B && a2 == B && a3 == B && a4 == B && a5 == B &&
+                   a6 == B && a7 == B && a8 == B && a9 == B && a10 == B && fake[0] == 0x5354524du,
+               "released/consumed/mistyped/foreign handles are BAD_HANDLE (%d %d %d %d %d %d %d %d %d %d)", a1, a2, a3,
+               a4, a5, a6, a7, a8, a9, a10);
+        eagle_backend_stream_synchronize(st1);
+    }
+
     eagle_backend_stream_release(st1); eagle_backend_stream_release(st2); eagle_backend_stream_release(nullptr);
     cudaFree(buf); cudaFree(cnt); cudaFree(basel); cudaFree(cell);
     printf("SUMMARY: %d passed, %d failed\n", g_pass, g_fail);
