@@ -126,7 +126,8 @@ def select_device(backend, comm=None, *, device=None, allow_shared=False):
     from .._loader import backend as _backend
     from .failure import check
     comm = world(comm)
-    b = _backend(backend)
+    # a Backend or a kind; any object with kind/device_types/provides/device_props also serves
+    b = backend if hasattr(backend, "device_props") and hasattr(backend, "kind") else _backend(backend)
     if is_host_backend(b):
         return -1
     local = node_comm(comm)
