@@ -231,3 +231,20 @@ def test_two_ranks_on_one_device_are_refused_on_every_rank_or_warned(monkeypatch
 def test_a_device_that_does_not_exist_is_refused_on_every_rank():
     with pytest.raises(ed.RankFailed, match="device 5 does not exist"):
         ed.select_device(FakeGPU(2), device=5)
+
+
+@pytest.mark.skipif(SIZE < 2, reason="a take from another rank needs at least two ranks")
+def test_a_take_completes_while_the_holder_of_the_counter_is_busy_outside_mpi():
+    import time
+    with ed.SharedCounter() as c:
+        COMM.Barrier()
+        if COMM.Get_rank() == 0:
+            time.sleep(2.0)  # busy outside MPI, the GIL released (as in a backend's synchronize)
+            waited = 0.0
+        else:
+            time.sleep(0.1)
+            t0 = time.perf_counter()
+            c.take()
+            waited = time.perf_counter() - t0
+        waits = COMM.allgather(waited)
+    assert max(waits) < 1.0, f"takes waited {waits} s for the holder (no progress while it was busy)"

@@ -10,9 +10,18 @@ holder of the counter does nothing to serve it). Each chunk is a :class:`Partiti
 like a rank's static share; which rank ran which chunk varies from run to run, the results do
 not. :class:`Collector` records each chunk's results and assembles them in global order.
 
-Progress note: with most MPI libraries a fetch-and-op on another node's memory progresses by
-network atomics; where it does not, enable the library's asynchronous progress
-(``MPIR_CVAR_ASYNC_PROGRESS=1`` for MPICH, ``OMPI_MCA_osc=ucx`` for Open MPI)."""
+Progress. Many MPI libraries complete a fetch-and-op only when the rank holding the window
+enters the MPI library (seen here with MPICH: a ``take`` waited the full second its holder spent
+computing). The holder of the counter is itself computing, mostly inside the backend with the GIL
+released, so :class:`SharedCounter` runs a small thread on the holder that enters MPI every
+``poll`` seconds (``Iprobe`` on a private communicator) while the counter is open; it needs
+``MPI_THREAD_MULTIPLE`` (mpi4py's default) and is skipped, with a warning, otherwise. MPI
+libraries with their own asynchronous progress (``MPIR_CVAR_ASYNC_PROGRESS=1`` for MPICH) or
+network atomics do not need it (``poll=None``)."""
+import threading
+import time
+import warnings
+
 import numpy as np
 
 from ..errors import EagleValueError
@@ -54,9 +63,11 @@ class SharedCounter:
     comm : mpi4py communicator, optional
     root : int
         The rank whose memory holds the counter.
+    poll : float or None
+        Seconds between the holder's progress calls (see the module's note); None: no thread.
     """
 
-    def __init__(self, comm=None, root=0):
+    def __init__(self, comm=None, root=0, *, poll=1e-4):
         from ._mpi import mpi, world
         self._MPI = MPI = mpi()
         self.comm = comm = world(comm)
@@ -65,7 +76,28 @@ class SharedCounter:
         self._win = MPI.Win.Allocate(8 if mine else 0, 8, comm=comm)
         self._one = np.ones(1, np.int64)
         self._old = np.zeros(1, np.int64)
+        self._thread, self._stop, self._pcomm = None, threading.Event(), None
+        if poll is not None and comm.Get_size() > 1:  # the same decision on every rank: Dup is collective
+            if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+                if mine:
+                    warnings.warn("eagle.distributed.SharedCounter: MPI was initialized without THREAD_MULTIPLE, "
+                                  "so no progress thread runs; other ranks' takes may wait until this rank "
+                                  "calls MPI", RuntimeWarning, stacklevel=2)
+            else:
+                # Iprobe on a communicator of the window's group drives its progress (one on
+                # COMM_SELF was seen not to: MPICH progresses per communicator context)
+                self._pcomm = comm.Dup()
+                if mine:
+                    self._thread = threading.Thread(target=self._progress, args=(float(poll),),
+                                                    name="eagle-counter-progress", daemon=True)
+                    self._thread.start()
         self.reset()
+
+    def _progress(self, poll):
+        """On the holder: enter MPI every ``poll`` seconds so remote fetch-and-ops complete."""
+        while not self._stop.is_set():
+            self._pcomm.Iprobe()
+            time.sleep(poll)
 
     def reset(self, value=0):
         """Set the counter to ``value``. Collective."""
@@ -87,7 +119,15 @@ class SharedCounter:
         return int(self._old[0])
 
     def close(self):
-        """Free the window. Collective; idempotent."""
+        """Stop the progress thread and free the window. Collective; idempotent."""
+        if self._pcomm is not None:
+            self.comm.Barrier()  # every rank's last take has completed
+            if self._thread is not None:
+                self._stop.set()
+                self._thread.join()
+                self._thread = None
+            self._pcomm.Free()
+            self._pcomm = None
         if self._win is not None:
             self._win.Free()
             self._win = None
