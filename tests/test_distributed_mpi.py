@@ -110,10 +110,23 @@ def test_the_card_over_the_ranks_equals_the_one_process_card_bit_for_bit(card_mo
     assert card.graph.decides_on_device and card.graph.ran(card.loop) >= 1
 
 
-def test_save_writes_one_npz_file_from_rank_0_that_numpy_opens(kern, tmp_path):
+@pytest.fixture
+def shared_dir():
+    """A folder rank 0 makes and every rank names (pytest's tmp_path is per process, and its
+    clean-up races between ranks)."""
+    import shutil
+    import tempfile
+    d = COMM.bcast(tempfile.mkdtemp(prefix="eagle-mpi-") if COMM.Get_rank() == 0 else None, root=0)
+    yield d
+    COMM.Barrier()
+    if COMM.Get_rank() == 0:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_save_writes_one_npz_file_from_rank_0_that_numpy_opens(kern, shared_dir):
     n = 2 * SIZE + 1
     job = ed.Job(n, backend="cpu")
-    path = COMM.bcast(str(tmp_path / "run"), root=0)
+    path = os.path.join(shared_dir, "run")
     x, ids = np.zeros(job.count), np.zeros(job.count, np.int64)
     rows = np.stack([job.samples(), -job.samples()]).astype(np.float32)
     s = job.backend.stream()
