@@ -28,9 +28,10 @@ REL_TOL = 1e-12
 
 # ------------------------------------------------------------------------------ the workload
 
-def workload(n):
-    """omega, zeta (float64) and the step counts s_i (int32) of anchors_h200.md §3."""
-    i = np.arange(n, dtype=np.int64)
+def workload(n, base=0):
+    """omega, zeta (float64) and the step counts s_i (int32) of anchors_h200.md §3, for the n
+    samples base .. base + n - 1 (a rank's share; base 0: the whole card)."""
+    i = np.arange(base, base + n, dtype=np.int64)
     omega = 1.0 + (i % 97) / 97.0
     zeta = 0.01 + 0.2 * ((7 * i) % 101) / 101.0
     u = ((i * 2654435761) % (1 << 32)) / float(1 << 32)

@@ -1,0 +1,140 @@
+"""The oscillator card across MPI ranks, one process per GPU (or per CPU share).
+
+Each rank integrates its share of the N damped oscillators of the card
+(benchmarks/oscillators.py): its planes hold samples [base, base + count), the reset kernel is
+launched over the global samples with ``job.run`` (planes through ``job.plane``), the ActiveSet
+and the K-step kernel work on the rank's own positions, and the whole loop is one recorded graph
+per rank, its WHILE decided on the device. Rank 0 gathers x and v in sample order and writes
+them to one .npz file; with --check it also runs the card in one process and compares bit for bit.
+
+    mpiexec -n 2 python examples/card_mpi.py --backend cpu --n 20000 --check --out card.npz
+    mpiexec -n 2 python examples/card_mpi.py --backend cuda --n 2000000      # one GPU per rank
+"""
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import oscillators  # noqa: E402  (the card's workload and kernels)
+
+
+def load_kernels(kind, device):
+    """The card's kernels for ``kind``, loaded for this rank's device."""
+    import eagle.kernels as ek
+    names = ["osc_reset", "osc_steps", "osc_single"]
+    if kind == "cpu":
+        return ek.load_cpu(os.path.join(oscillators.KDIR, "oscillator_cpu.c"), names)
+    src = os.path.join(oscillators.KDIR, "oscillator_cuda.cu")
+    image = ek.compile_cuda(src, flags=["-O3", "-fmad=false"], include_dirs=[oscillators.KDIR])
+    return ek.load_cuda(image, names, device=max(device, 0))
+
+
+class RankCard:
+    """The card's eagle program over one rank's share (``job.count`` samples from ``job.base``).
+
+    ``steps`` replaces the card's step counts when given: a function of the global sample
+    indices (int64) returning int32 step counts (the dynamic-balance workload uses it)."""
+
+    def __init__(self, job, kind, K=32, part=None, steps=None):
+        import eagle
+        self.job, self.K = job, K
+        self.part = p = part or job.part
+        if kind != "cpu":
+            import cupy
+            cupy.cuda.Device(job.device).use()  # this rank's GPU for every allocation below
+        self.arr = A = oscillators.Arrays(kind)
+        self.k = load_kernels(kind, job.device)
+        omega, zeta, target = oscillators.workload(p.count, base=p.base)
+        if steps is not None:
+            target = np.asarray(steps(job.samples(p)), np.int32)
+        self.host = (omega, zeta, target)
+        self.omega, self.zeta, self.target = A.put(omega), A.put(zeta), A.put(target)
+        xp = A.xp
+        self.x, self.v = xp.zeros(p.count, xp.float64), xp.zeros(p.count, xp.float64)
+        self.done, self.mask = xp.zeros(p.count, xp.int32), xp.zeros(p.count, xp.uint8)
+        A.sync()
+        self.backend = job.backend or eagle.backend(kind)
+        self.stream = self.backend.stream(device=job.device)
+        self.graph = None
+        if p.count == 0:
+            return  # a rank with no samples records nothing; it still gathers
+        self.aset = eagle.ActiveSet(self.mask, backend=self.backend, stream=self.stream)
+        self.max_iters = math.ceil(int(target.max()) / K) + 1
+        self.loop = eagle.repeat_while([self.steps, self.aset], self.aset, self.max_iters, name="K steps + compact")
+        self.graph = eagle.Graph.build([self.reset, self.aset, self.loop],
+                                       planes=[self.mask, self.x, self.v, self.omega, self.zeta, self.done,
+                                               self.target],
+                                       stream=self.stream, toggle=False)
+
+    def reset(self, s):
+        """A sample kernel: lanes are the global samples of the share, planes biased by base."""
+        j, p = self.job, self.part
+        self.job.run(s, self.k.osc_reset, [j.plane(self.x, p), j.plane(self.v, p), j.plane(self.done, p),
+                                           j.plane(self.mask, p)], part=p)
+
+    def steps(self, s):
+        """A lane kernel over the rank's ActiveSet: lanes and positions are the rank's own."""
+        a = self.aset
+        s.run(self.k.osc_steps, [a.index_map, a.count, self.x, self.v, self.omega, self.zeta, self.done,
+                                 self.target, self.mask, self.K], self.part.count)
+
+    def run(self):
+        """Replay the recorded program once and wait for it."""
+        if self.graph is not None:
+            self.graph.launch()
+            self.graph.synchronize()
+
+    def result(self):
+        """x and v of the share, on the host."""
+        return self.arr.get(self.x), self.arr.get(self.v)
+
+
+def one_process(kind, n, K):
+    """The card's result computed the one-process way (benchmarks/oscillators.py's Card)."""
+    card = oscillators.Card(kind, n, K)
+    card.run_graph()
+    return card.result()
+
+
+def main(argv=None):
+    from eagle import distributed as ed
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", default="cpu", help="eagle kind: cpu or cuda")
+    ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--k", type=int, default=32)
+    ap.add_argument("--out", help="write x, v of all samples to this .npz file (from rank 0)")
+    ap.add_argument("--check", action="store_true", help="rank 0 also runs the card in one process and compares")
+    args = ap.parse_args(argv)
+
+    with ed.fail_fast() as comm:
+        job = ed.Job(args.n, backend=args.backend, comm=comm)
+        card = RankCard(job, args.backend, args.k)
+        comm.Barrier()
+        t0 = time.perf_counter()
+        card.run()
+        comm.Barrier()
+        elapsed = time.perf_counter() - t0
+        x, v = card.result()
+        if args.out:
+            path = job.save(args.out, x=x, v=v)
+            if path:
+                print(f"wrote {path}")
+        gx, gv = job.gather(x), job.gather(v)
+        ok = True
+        if job.rank == 0:
+            print(f"card over {job.size} rank(s), backend {args.backend}, N={args.n}: {elapsed * 1e3:.1f} ms")
+            if args.check:
+                rx, rv = one_process(args.backend, args.n, args.k)
+                ok = np.array_equal(gx, rx) and np.array_equal(gv, rv)
+                print(f"check gathered == one process (bit for bit): {'PASS' if ok else 'FAIL'}")
+        ok = comm.bcast(ok, root=0)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

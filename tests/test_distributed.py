@@ -1,0 +1,127 @@
+"""eagle.distributed in one process: the partition and chunk arithmetic, the optional import,
+the skip without MPI, and (under mpiexec, in a subprocess with a timeout) that a failing rank
+ends the job with its message instead of hanging.
+
+The results over 2 and 3 ranks are checked by tests/test_distributed_mpi.py, which CI runs under
+``mpiexec -n 2`` and ``mpiexec -n 3``."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from eagle import distributed as ed
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def test_split_is_contiguous_balanced_and_covers_every_sample_once_for_every_size():
+    for size in range(1, 10):
+        for n in list(range(0, 40)) + [10**8 + 7]:
+            parts = [ed.split(n, size, r) for r in range(size)]
+            assert parts[0].base == 0 and parts[-1].stop == n
+            assert all(a.stop == b.base for a, b in zip(parts, parts[1:]))
+            assert max(p.count for p in parts) - min(p.count for p in parts) <= 1
+            assert [p.count for p in parts] == sorted((p.count for p in parts), reverse=True)
+            assert all(p.n_samples == n for p in parts) and ed.counts(n, size) == [p.count for p in parts]
+    assert ed.split(2, 3, 2) == (2, 0, 2)  # more ranks than samples: the last ones are empty
+    assert tuple(ed.split(10, 3, 1)) == (4, 3, 10)
+
+
+@pytest.mark.parametrize("bad", [(-1, 2, 0), (5, 0, 0), (5, 2, 2), (5, 2, -1), (2.5, 2, 0), (True, 2, 0)])
+def test_split_refuses_bad_arguments_naming_them(bad):
+    with pytest.raises(eagle_errors().EagleError, match="n_samples|size|rank"):
+        ed.split(*bad)
+
+
+def eagle_errors():
+    import eagle.errors
+    return eagle.errors
+
+
+@pytest.mark.parametrize("n,size,mn,mx", [(0, 2, 1, None), (1, 3, 1, None), (10**6, 2, 1000, None),
+                                          (12345, 3, 100, 2000), (99, 4, 7, 7)])
+def test_the_chunk_table_covers_the_samples_in_order_largest_chunks_first(n, size, mn, mx):
+    table = ed.chunk_table(n, size, min_chunk=mn, max_chunk=mx)
+    assert sum(c for _, c in table) == n
+    assert all(b0 + c0 == b1 for (b0, c0), (b1, _) in zip(table, table[1:]))
+    sizes = [c for _, c in table]
+    assert sizes == sorted(sizes, reverse=True)
+    assert all(c >= mn for c in sizes[:-1]) and all(mx is None or c <= mx for c in sizes)
+    if n >= 2 * size * mn and mx is None:
+        assert sizes[0] == -(-n // (2 * size)) and len(table) > size  # guided: more chunks than ranks
+
+
+def _python(code, env=None):
+    e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {}))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=120)
+
+
+def test_importing_eagle_and_eagle_distributed_does_not_import_mpi4py():
+    r = _python("import sys, eagle, eagle.distributed as d; eagle.Graph; d.split(5, 2, 1); "
+                "print('mpi4py' in sys.modules)")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"
+
+
+BLOCK_MPI4PY = "import sys; sys.modules['mpi4py'] = None\n"
+
+
+def test_without_mpi4py_the_error_names_what_is_missing_and_how_to_get_it():
+    r = _python(BLOCK_MPI4PY + "import eagle.distributed as d\ntry:\n d.partition(10)\n"
+                "except d.MPIUnavailable as e:\n print('MPIUnavailable:', e)")
+    assert r.returncode == 0, r.stderr
+    assert "MPIUnavailable: eagle.distributed needs mpi4py, which is not installed" in r.stdout
+    assert "pip install 'eagle[mpi]'" in r.stdout
+
+
+def test_without_mpi4py_the_mpi_tests_skip_naming_it(tmp_path):
+    boot = tmp_path / "sitecustomize.py"
+    boot.write_text(BLOCK_MPI4PY)
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                        os.path.join(HERE, "test_distributed_mpi.py")], capture_output=True, text=True,
+                       env=e, timeout=300, cwd=ROOT)
+    assert r.returncode in (0, 5), r.stdout + r.stderr  # 5: pytest collected no test (all skipped)
+    assert "1 skipped" in r.stdout and "eagle.distributed needs mpi4py, which is not installed" in r.stdout
+
+
+def _mpiexec():
+    from distributed_support import mpiexec_or_skip
+    return mpiexec_or_skip()
+
+
+def mpiexec_cmd(n):
+    """mpiexec -n N with what running as root and on fewer cores than ranks need."""
+    exe = _mpiexec()
+    cmd = [exe, "-n", str(n)]
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    if "Open MPI" in out or "OpenRTE" in out:
+        cmd += ["--oversubscribe", "--allow-run-as-root"]
+    return cmd
+
+
+@pytest.mark.parametrize("mode,size,failing,message", [
+    ("bad-plane", 2, 1, "EagleValueError: eagle.distributed: rank 1: a plane of samples [500, 1000) must have "
+                        "shape (500,) or (w, 500), got (503,)"),
+    ("kernel-error", 3, 2, "EagleValueError: eagle_backend_run_device: desc->function is 0"),
+    ("raise", 2, 0, "RuntimeError: planted failure"),
+])
+def test_a_failing_rank_ends_the_job_with_its_message_instead_of_a_hang(mode, size, failing, message):
+    cmd = mpiexec_cmd(size) + [sys.executable, os.path.join(HERE, "mpi_worker_fail.py"), mode, str(failing)]
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the job hung (killed after 120 s): {e.stdout!r} {e.stderr!r}")
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out
+    assert f"eagle.distributed: rank {failing} of {size} (host " in out, out
+    assert message in out, out
+    assert "finished" not in out  # the others were waiting for the failing rank: none got past it
+    others = [r_ for r_ in range(size) if r_ != failing]
+    assert not any(f"eagle.distributed: rank {o} of" in out for o in others), out
+    assert time.monotonic() - t0 < 120
