@@ -15,20 +15,21 @@ for stage in "$@"; do
     setup)
       { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
           --target /tmp/site .whl/*.whl \
+        && hot=ON && { python3 -c "import sysconfig,os,sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'],'Python.h')))" || hot=OFF; } \
         && cmake -S backends -B /tmp/eagle-build -G Ninja -DEAGLE_BACKENDS="cpu;cuda" \
-             -DEAGLE_PYTHON_ARTEFACTS=ON -DEAGLE_INSTALL_DIR=eagle \
+             -DEAGLE_PYTHON_ARTEFACTS=ON -DEAGLE_INSTALL_DIR=eagle -DEAGLE_HOTCALL=$hot \
         && cmake --build /tmp/eagle-build \
         && cmake --install /tmp/eagle-build --prefix /tmp/site \
-        && { [ -e /tmp/site/eagle/_hotcall.abi3.so ] || ! [ -e .whl/_hotcall.abi3.so ] \
-             || { echo "CPython headers missing here: using the carried stable-ABI .whl/_hotcall.abi3.so"; \
-                  cp .whl/_hotcall.abi3.so /tmp/site/eagle/; }; } \
+        && { [ -e /tmp/site/eagle/_hotcall/_compiled.abi3.so ] || ! [ -e .whl/_compiled.abi3.so ] \
+             || { echo "CPython headers missing here: using the carried stable-ABI .whl/_compiled.abi3.so"; \
+                  mkdir -p /tmp/site/eagle/_hotcall && cp .whl/_compiled.abi3.so /tmp/site/eagle/_hotcall/; }; } \
         && python3 -c "import eagle, eagle._hotcall as h; print(eagle.backends()); b = eagle.backend('cuda'); b.probe(); print(b, b.build_info); print('eagle._hotcall:', h.CompiledBoundCall)"
       } 2>&1 | tee "$OUT/setup.log" || { echo "setup failed"; exit 1; } ;;
     tests)
       python3 -m pytest -q -p no:cacheprovider -rs tests -k "not multigpu" 2>&1 | tee "$OUT/pytest_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     gputests)
-      python3 -m pytest -q -p no:cacheprovider tests/test_gpu_cuda.py -rs 2>&1 | tee "$OUT/pytest_gpu_h200.log"
+      python3 -m pytest -q -p no:cacheprovider tests/test_gpu_cuda.py tests/test_gpu_arrays.py -rs 2>&1 | tee "$OUT/pytest_gpu_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     check)
       python3 -m eagle.check cuda cpu 2>&1 | tee "$OUT/check_cuda_h200.log"; rc=$((rc | ${PIPESTATUS[0]}))
