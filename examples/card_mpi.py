@@ -125,9 +125,11 @@ def main(argv=None):
             if path:
                 print(f"wrote {path}")
         gx, gv = job.gather(x), job.gather(v)
+        devices = comm.gather(job.device)
         ok = True
         if job.rank == 0:
-            print(f"card over {job.size} rank(s), backend {args.backend}, N={args.n}: {elapsed * 1e3:.1f} ms")
+            print(f"card over {job.size} rank(s), backend {args.backend}, devices {devices} (-1: the host), "
+                  f"N={args.n}: {elapsed * 1e3:.1f} ms")
             if args.check:
                 rx, rv = one_process(args.backend, args.n, args.k)
                 ok = np.array_equal(gx, rx) and np.array_equal(gv, rv)
