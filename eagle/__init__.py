@@ -6,8 +6,8 @@ that implements the plain-C seam ``eagle_backend.h``.
 
 Importing eagle loads nothing but this module and its exceptions; the rest is imported on
 first use."""
-from .errors import (BackendLoadError, BackendUnavailable, EagleError, HandleError, InteropError,
-                     Unsupported)
+from .errors import (BackendLoadError, BackendUnavailable, CompileError, EagleError, HandleError,
+                     InteropError, Unsupported)
 
 __version__ = "0.1.0"
 
@@ -42,9 +42,12 @@ _LAZY = {
     "Graph": ".build", "repeat_while": ".build", "skippable": ".build", "switch": ".build",
     "concurrent": ".build",
     "kind_of_array": "._device_kind",
+    "compile": ".compile", "load_image": ".compile", "include_dir": ".compile", "Module": ".compile",
+    "Kernel": ".compile",
+    "empty": ".array", "zeros": ".array", "asarray": ".array", "DeviceArray": ".array",
 }
 
-__all__ = ["BackendLoadError", "BackendUnavailable", "EagleError", "HandleError", "InteropError",
+__all__ = ["BackendLoadError", "BackendUnavailable", "CompileError", "EagleError", "HandleError", "InteropError",
            "Unsupported", *_LAZY]
 
 

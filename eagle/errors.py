@@ -36,3 +36,16 @@ class EagleIndexError(EagleError, IndexError):
 
 class HandleError(EagleError, RuntimeError):
     """A handle was used after close, after a consuming call, or from another thread."""
+
+
+class CompileError(EagleError, RuntimeError):
+    """A kernel source did not compile (or an image did not load). ``log`` is the compiler's
+    log, with its line numbers; the message carries it too."""
+
+    def __init__(self, message="", log=""):
+        super().__init__(message)
+        self.log = log
+
+
+class EagleBufferError(EagleError, BufferError):
+    """An array cannot be exported as asked (DLPack to another device, or with a copy)."""
