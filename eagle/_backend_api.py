@@ -109,6 +109,30 @@ class BackendAPI:
         from .memory import host_func
         return host_func(fn, stream=stream, backend=self)
 
+    # -- kernels and device memory (minor 7) -----------------------------------------------------
+    def compile(self, source, **kw):
+        """A :class:`eagle.Module` of ``source`` compiled for this backend; see :func:`eagle.compile`."""
+        from .compile import compile as _compile
+        return _compile(source, backend=self, **kw)
+
+    def load_image(self, image, **kw):
+        """A :class:`eagle.Module` of a binary image; see :func:`eagle.load_image`."""
+        from .compile import load_image
+        return load_image(image, backend=self, **kw)
+
+    def empty(self, shape, dtype="float64", device=0):
+        """An uninitialised :class:`eagle.DeviceArray` on this backend's ``device``."""
+        from .array import empty
+        return empty(shape, dtype, backend=self, device=device)
+
+    def zeros(self, shape, dtype="float64", device=0):
+        from .array import zeros
+        return zeros(shape, dtype, backend=self, device=device)
+
+    def asarray(self, obj, dtype=None, device=0):
+        from .array import asarray
+        return asarray(obj, dtype, backend=self, device=device)
+
     # -- filtering ------------------------------------------------------------------------------------
     def compact_scratch_bytes(self, n, **kw):
         from .filtering import compact_scratch_bytes

@@ -13,7 +13,8 @@ FAILING = frozenset({"fail", "crash", "timeout"})
 GROUP_ORDER = ("static", "required", "stream", "capturer", "captured", "fork", "conditional",
                "attribution", "graph", "launcher", "exec", "device", "interop", "filtering",
                "conditional_begin_case", "reorder_device", "memcpy", "host_alloc", "host_free",
-               "host_func")
+               "host_func", "module_from_source", "module_from_image", "module_function", "module_release",
+               "mem_alloc", "mem_free")
 
 
 class CheckFailure(Exception):
@@ -79,6 +80,6 @@ def check(check_id, *, kind="behaviour", needs=()):
 
 def all_checks():
     """Every registered check, groups in GROUP_ORDER, checks in registration order."""
-    from . import behaviour, static  # noqa: F401  (registration happens on import)
+    from . import behaviour, kernels, static  # noqa: F401  (registration happens on import)
     order = {g: i for i, g in enumerate(GROUP_ORDER)}
     return sorted(REGISTRY.values(), key=lambda c: order[c.group])
