@@ -42,8 +42,8 @@ _LAZY = {
     "Graph": ".build", "repeat_while": ".build", "skippable": ".build", "switch": ".build",
     "concurrent": ".build",
     "kind_of_array": "._device_kind",
-    "compile": ".compile", "load_image": ".compile", "include_dir": ".compile", "Module": ".compile",
-    "Kernel": ".compile",
+    "compile": ".module", "load_image": ".module", "include_dir": ".module", "Module": ".module",
+    "Kernel": ".module",
     "empty": ".array", "zeros": ".array", "asarray": ".array", "DeviceArray": ".array",
 }
 

@@ -112,12 +112,12 @@ class BackendAPI:
     # -- kernels and device memory (minor 7) -----------------------------------------------------
     def compile(self, source, **kw):
         """A :class:`eagle.Module` of ``source`` compiled for this backend; see :func:`eagle.compile`."""
-        from .compile import compile as _compile
+        from .module import compile as _compile
         return _compile(source, backend=self, **kw)
 
     def load_image(self, image, **kw):
         """A :class:`eagle.Module` of a binary image; see :func:`eagle.load_image`."""
-        from .compile import load_image
+        from .module import load_image
         return load_image(image, backend=self, **kw)
 
     def empty(self, shape, dtype="float64", device=0):

@@ -236,7 +236,7 @@ def resolve_backend(planes, backend=None, device=-1):
             raise EagleValueError(f"eagle.Graph.build: the planes live on {_describe(where)}, which the "
                              f"{b.kind} backend '{b.path}' does not serve (it serves DLPack device types "
                              f"{list(b.device_types)}); pass backend=None to infer it")
-    if device == -1 and where is not None and b.kind != "cpu":
+    if device == -1 and where is not None:
         device = where[1]
     return b, device, where
 
