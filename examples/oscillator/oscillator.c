@@ -31,6 +31,18 @@ EAGLE_KERNEL(osc_reset, (double*, x), (double*, v), (int32_t*, done), (uint8_t*,
     mask[i] = 0;
 }
 
+/* The single-kernel reference: sample i integrated from (1, 0) to its own end in one go. */
+EAGLE_KERNEL(osc_single, (double*, x), (double*, v), (const double*, omega), (const double*, zeta),
+             (const int32_t*, target))
+{
+    (void)n;
+    const double w = omega[i], c1 = 2.0 * zeta[i] * w, c2 = w * w;
+    double xi = 1.0, vi = 0.0;
+    for (int32_t s = 0; s < target[i]; ++s) rk4(&xi, &vi, c1, c2);
+    x[i] = xi;
+    v[i] = vi;
+}
+
 /* Sample i advances by up to K steps towards its own end; mask[i] = 1 once it is there.
  * Launched as osc_steps_active over an ActiveSet, only the live samples run. */
 EAGLE_KERNEL(osc_steps, (double*, x), (double*, v), (const double*, omega), (const double*, zeta),
