@@ -26,3 +26,11 @@ def test_the_guides_python_blocks_run_on_cpu(cpu):
         exec(compile(code, f"{GUIDE}:block{ran}", "exec"), ns)  # noqa: S102 - the guide's own code
         ran += 1
     assert ran >= 8
+
+
+def test_the_readme_taste_runs_on_cpu(cpu, capsys):
+    blocks = [code for info, code in _blocks(open(os.path.join(ROOT, "README.md")).read()) if info == "python"]
+    assert blocks
+    for code in blocks:
+        exec(compile(code, "README.md", "exec"), {})  # noqa: S102
+    assert "[2. 3. 4. 5. 6. 7. 8. 9.]" in capsys.readouterr().out
