@@ -130,3 +130,11 @@ def test_nvrtc_names_the_line_of_a_syntax_error():
     src = b"#include <eagle/kernel.h>\nEAGLE_KERNEL(k, (double*, x))\n{\n    x[i] = = 1.0;\n}\n"
     res, log, _ = nvrtc_compile(src, "bad.c", BIT_EXACT)
     assert res != 0 and "bad.c(4)" in log
+
+
+def test_the_checkers_kernel_source_compiles_with_nvrtc():
+    from eagle.check._device import KERNELS, SOURCE
+    res, log, cubin = nvrtc_compile(SOURCE.encode(), "eagle_check_kernels.c", BIT_EXACT)
+    assert res == 0, log
+    for name in KERNELS:
+        assert f"eagle_check_{name}".encode() in cubin
