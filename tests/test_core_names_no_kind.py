@@ -46,3 +46,13 @@ def test_no_core_module_compares_against_a_kind_name():
         if name.endswith(".py") and name not in ALLOWED:
             bad += [f"eagle/{name}:{line}: {v!r}" for line, v in _comparisons_against_kinds(os.path.join(CORE, name))]
     assert bad == [], "eagle's core branches on a kind name:\n" + "\n".join(bad)
+
+
+def test_the_checker_has_no_driver_of_its_own():
+    """eagle.check allocates, copies, compiles and launches through the seam only."""
+    check_dir = os.path.join(CORE, "check")
+    for name in sorted(os.listdir(check_dir)):
+        if name.endswith(".py"):
+            text = open(os.path.join(check_dir, name), encoding="utf-8").read()
+            for needle in ("libcuda", "libamdhip", "CDLL(", "cuModule", "cuMemAlloc", "hipMalloc"):
+                assert needle not in text, f"eagle/check/{name} uses {needle}"
