@@ -54,5 +54,5 @@ def test_the_checker_has_no_driver_of_its_own():
     for name in sorted(os.listdir(check_dir)):
         if name.endswith(".py"):
             text = open(os.path.join(check_dir, name), encoding="utf-8").read()
-            for needle in ("libcuda", "libamdhip", "CDLL(", "cuModule", "cuMemAlloc", "hipMalloc"):
+            for needle in ("CDLL(", "cuInit", "cuModule", "cuMemAlloc", "cuMemcpy", "hipMalloc", "hipModule"):
                 assert needle not in text, f"eagle/check/{name} uses {needle}"
