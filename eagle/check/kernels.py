@@ -186,7 +186,7 @@ def image_garbage(s):
     d, keep = _desc()
     out = ffi.new("eagle_backend_module*")
     logp = ffi.new("char**")
-    junk = bytes(range(256)) * 4
+    junk = b"this is no module image; " * 40 + b"\0"  # not ELF, not fatbin, not PTX
     st = s.raw("module_from_image", d, junk, len(junk), out, logp)
     _take_log(s, logp)
     if st == 0:
