@@ -208,7 +208,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         if (in.flags & EAGLE_BACKEND_MODULE_FAST_MATH) {
             argv.insert(argv.end(), {"-O3", "-ffast-math", "-ffp-contract=fast"});
         } else {
-            argv.insert(argv.end(), {"-O2", "-fno-fast-math", "-ffp-contract=off"});
+            argv.insert(argv.end(), {"-O3", "-fno-fast-math", "-ffp-contract=off"});
 #if defined(__x86_64__) || defined(__i386__)
             argv.push_back("-mfpmath=sse");
 #endif
