@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from .._compilers import wheel_library_dirs
 from .._seam_ffi import ffi
 from ._registry import Skip
 
@@ -158,11 +159,13 @@ class SeamKernels:
 
     def __init__(self, session):
         self.s = session
-        keep = [ffi.new("char[]", _INCLUDE.encode()), ffi.new("char[]", b"eagle_check_kernels.c")]
+        keep = [ffi.new("char[]", _INCLUDE.encode()), ffi.new("char[]", b"eagle_check_kernels.c"),
+                ffi.new("char[]", ":".join(wheel_library_dirs()).encode())]
         dirs = ffi.new("const char*[]", [keep[0]])
         desc = ffi.new("struct eagle_backend_module_desc*")
         desc.struct_size, desc.device = ffi.sizeof(desc[0]), -1
         desc.name, desc.include_dirs, desc.include_dir_count = keep[1], dirs, 1
+        desc.compiler = keep[2]  # pip wheels' runtime compilers (eagle[cuda]), as eagle.compile passes
         out = ffi.new("eagle_backend_module*")
         logp = ffi.new("char**")
         src = SOURCE.encode()

@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 
+from .._compilers import wheel_library_dirs
 from .._seam_ffi import ffi
 from ._registry import CheckFailure, Skip, check
 
@@ -34,12 +35,14 @@ def bcheck(check_id, needs=()):
 
 
 def _desc(flags=0):
-    keep = [ffi.new("char[]", _INCLUDE.encode()), ffi.new("char[]", b"eagle_check.c")]
+    keep = [ffi.new("char[]", _INCLUDE.encode()), ffi.new("char[]", b"eagle_check.c"),
+            ffi.new("char[]", ":".join(wheel_library_dirs()).encode())]
     dirs = ffi.new("const char*[]", [keep[0]])
     keep.append(dirs)
     d = ffi.new("struct eagle_backend_module_desc*")
     d.struct_size, d.flags, d.device = ffi.sizeof(d[0]), flags, -1
     d.name, d.include_dirs, d.include_dir_count = keep[1], dirs, 1
+    d.compiler = keep[2]  # where pip wheels put runtime compilers (eagle[cuda]), as eagle.compile does
     return d, keep
 
 
@@ -59,7 +62,7 @@ def _compile(s, source=_SOURCE, flags=0):
     st = s.raw("module_from_source", d, source, len(source), out, logp)
     log = _take_log(s, logp)
     if st == 5:  # UNAVAILABLE: the kind's compiler is not installed here, which is not a defect
-        raise Skip(f"the kind's compiler is not available: {s.last_error()}")
+        raise Skip(f"module_from_source is unavailable here (no compiler or no device): {s.last_error()}")
     return st, out[0], log
 
 
