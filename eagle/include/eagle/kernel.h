@@ -103,33 +103,37 @@ typedef unsigned long long uint64_t;
 #define EAGLE_FN static __device__ __forceinline__
 
 #define EAGLE_KERNEL(name, ...)                                                                      \
-    EAGLE_FN void name##__eagle_body(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__));  \
+    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__));  \
     extern "C" __global__ void name(EAGLE_PP_MAP(EAGLE_PP_PARAM, __VA_ARGS__) int64_t eagle_base,     \
                                     int64_t eagle_count, int64_t eagle_n) {                          \
         const int64_t eagle_l = eagle_base + (int64_t)blockIdx.x * (int64_t)blockDim.x + threadIdx.x; \
         if (eagle_l < eagle_base + eagle_count)                                                      \
-            name##__eagle_body(eagle_l, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));             \
+            eagle_body_##name(eagle_l, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));             \
     }                                                                                                \
     extern "C" __global__ void name##_active(EAGLE_PP_MAP(EAGLE_PP_PARAM, __VA_ARGS__)               \
                                              const int32_t* eagle_map, const uint32_t* eagle_live,   \
                                              int64_t eagle_base, int64_t eagle_count, int64_t eagle_n) { \
         const int64_t eagle_l = eagle_base + (int64_t)blockIdx.x * (int64_t)blockDim.x + threadIdx.x; \
         if (eagle_l < eagle_base + eagle_count && eagle_l < (int64_t)*eagle_live)                     \
-            name##__eagle_body(eagle_map[eagle_l], eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));  \
+            eagle_body_##name(eagle_map[eagle_l], eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));  \
     }                                                                                                \
-    EAGLE_FN void name##__eagle_body(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
+    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
 
 #else /* the cpu kind */
 #define EAGLE_FN static inline __attribute__((always_inline))
+#ifdef __cplusplus
+#define EAGLE_CPU_EXPORT extern "C" __attribute__((visibility("default")))
+#else
 #define EAGLE_CPU_EXPORT __attribute__((visibility("default")))
+#endif
 
 #define EAGLE_KERNEL(name, ...)                                                                      \
-    EAGLE_FN void name##__eagle_body(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__));  \
+    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__));  \
     EAGLE_CPU_EXPORT void name(void* const* eagle_params, int64_t eagle_base, int64_t eagle_count,   \
                                int64_t eagle_n) {                                                    \
         EAGLE_PP_MAP(EAGLE_PP_UNPACK, __VA_ARGS__)                                                    \
         for (int64_t eagle_l = eagle_base; eagle_l < eagle_base + eagle_count; ++eagle_l)           \
-            name##__eagle_body(eagle_l, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));             \
+            eagle_body_##name(eagle_l, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));             \
     }                                                                                                \
     EAGLE_CPU_EXPORT void name##_active(void* const* eagle_params, int64_t eagle_base,               \
                                         int64_t eagle_count, int64_t eagle_n) {                      \
@@ -140,9 +144,9 @@ typedef unsigned long long uint64_t;
         const int64_t eagle_end = eagle_base + eagle_count;                                          \
         const int64_t eagle_hi = eagle_end < (int64_t)*eagle_live ? eagle_end : (int64_t)*eagle_live; \
         for (int64_t eagle_l = eagle_base; eagle_l < eagle_hi; ++eagle_l)                            \
-            name##__eagle_body(eagle_map[eagle_l], eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));  \
+            eagle_body_##name(eagle_map[eagle_l], eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));  \
     }                                                                                                \
-    EAGLE_FN void name##__eagle_body(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
+    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
 #endif
 
 #endif /* EAGLE_KERNEL_H */
