@@ -52,7 +52,7 @@ extern "C" {
 #define EAGLE_BACKEND_VERSION_MAJOR 1u
 /* The seam's minor version. It grows with every appended symbol, struct field, status or bit;
  * within major 1 the seam only grows. Minor 0 is the published 1.0 seam. */
-#define EAGLE_BACKEND_VERSION_MINOR 6u
+#define EAGLE_BACKEND_VERSION_MINOR 7u
 /* The value eagle_backend_version() returns for this header: (major << 16) | minor. */
 #define EAGLE_BACKEND_VERSION ((EAGLE_BACKEND_VERSION_MAJOR << 16) | EAGLE_BACKEND_VERSION_MINOR)
 
@@ -79,6 +79,9 @@ typedef int32_t eagle_backend_status;
 /* The request is well formed but this backend does not do it (an unknown flag bit, a size
  * beyond its limits, an option its runtime lacks). */
 #define EAGLE_BACKEND_UNSUPPORTED 8
+/* A kernel source did not compile, or a binary image did not load (since minor 7); the log the
+ * call hands back says why, with the compiler's line numbers. */
+#define EAGLE_BACKEND_COMPILE_FAILED 9
 
 /* ======================================================================== capabilities === */
 
@@ -112,6 +115,12 @@ typedef int32_t eagle_backend_status;
 #define EAGLE_BACKEND_MEMCPY_D2H 2
 #define EAGLE_BACKEND_MEMCPY_D2D 3
 #define EAGLE_BACKEND_MEMCPY_H2H 4
+/* module_desc.flags (since minor 7). Without FAST_MATH a module is compiled bit-exact: no
+ * floating-point contraction (no fused multiply-add the source does not spell), IEEE division and
+ * square root, denormals kept; the same source then gives the same bits on every kind. With it the
+ * compiler may contract, reassociate and flush denormals (cpu: -O3 -ffast-math; NVRTC and hiprtc:
+ * --use_fast_math). */
+#define EAGLE_BACKEND_MODULE_FAST_MATH 1u
 
 /* ======================================================================== handles ======== */
 
@@ -124,6 +133,8 @@ typedef struct eagle_backend_fork_opaque* eagle_backend_fork;
 typedef struct eagle_backend_conditional_opaque* eagle_backend_conditional;
 typedef struct eagle_backend_graph_opaque* eagle_backend_graph;
 typedef struct eagle_backend_launcher_opaque* eagle_backend_launcher;
+/* A loaded module of kernels (since minor 7): from module_from_source or module_from_image. */
+typedef struct eagle_backend_module_opaque* eagle_backend_module;
 
 /* A host function for eagle_backend_host_func (since minor 6). It runs once per enqueue (or per
  * replay of a captured graph), in stream order, on a backend thread; it must not call back into
@@ -306,6 +317,28 @@ struct eagle_backend_reorder_desc {
     int64_t scratch_bytes;    /* in: size of scratch; out on query: bytes needed */
     int64_t n;                /* 0 .. 2^31-1 */
     uint64_t stream;          /* raw stream */
+};
+
+/* Input of eagle_backend_module_from_source and eagle_backend_module_from_image (since minor 7).
+ * Strings are NUL-terminated and read during the call only. */
+struct eagle_backend_module_desc {
+    uint32_t struct_size;
+    uint32_t flags;                  /* EAGLE_BACKEND_MODULE_FAST_MATH */
+    int32_t device;                  /* -1: the calling thread's current device; the module's
+                                      * kernels run on this device only */
+    uint32_t reserved0;
+    const char* name;                /* the source's name in the log (e.g. "step.c"), or NULL */
+    const char* const* include_dirs; /* include_dir_count directories searched by #include */
+    int64_t include_dir_count;       /* 0..256 */
+    const char* const* options;      /* option_count extra options passed to the compiler as
+                                      * they are (e.g. "-DN=4"); the kind's own spelling */
+    int64_t option_count;            /* 0..256 */
+    const char* compiler;            /* where to find the kind's compiler before its default
+                                      * search: a ':'-separated list of files or directories (an
+                                      * executable on cpu; a runtime-compiler library, libnvrtc or
+                                      * libhiprtc, on GPU kinds); NULL or "": the default search only
+                                      * (cpu: $CC, then cc, gcc, clang on PATH; cuda: libnvrtc.so.13,
+                                      * .12 by the system loader, then the toolkit's lib64) */
 };
 
 /* ======================================================================== required ======= */
@@ -619,6 +652,63 @@ void eagle_backend_host_free(void* ptr);
  * that runs at every replay. user_data must stay valid while it may run. INVALID_ARGUMENT inside a
  * conditional body on kinds that cannot host-call there. */
 eagle_backend_status eagle_backend_host_func(uint64_t stream, eagle_backend_host_fn fn, void* user_data);
+
+/* ======================================================================== minor 7: kernels and device memory */
+
+/* Kernels. A module is compiled (or loaded) for one device and holds named kernels. A kernel
+ * handle from eagle_backend_module_function is what eagle_backend_launch_desc.function takes:
+ * the cpu kind's `void k(void* const* params, int64_t base, int64_t count, int64_t n_samples)`
+ * address, a CUfunction on cuda, a hipFunction_t on hip. The handles are valid until the module is
+ * released; the caller keeps the module alive while any launch, captured graph or launcher may
+ * still run one of its kernels. */
+
+/* @eagle group=per-symbol since=7
+ * Compiles `source` (source_bytes bytes; it need not be NUL-terminated) with the kind's own
+ * compiler and loads it as a module for desc->device: cpu the system C compiler (C11, into a
+ * shared object), cuda NVRTC (CUDA C++, for the device's architecture), hip hiprtc. Kernels meant
+ * to be found by name are declared extern "C" in CUDA and HIP sources. *log receives the
+ * compiler's messages, NUL-terminated, allocated by the backend and freed with eagle_backend_free
+ * (NULL when the compiler said nothing); it is written on COMPILE_FAILED and may be written on OK
+ * (warnings). log may be NULL when the caller does not want it. COMPILE_FAILED when the source
+ * does not compile (last_error gives the first error line; the log has them all); UNAVAILABLE
+ * when the kind's compiler cannot be found or loaded (the message names what to install);
+ * UNSUPPORTED for an unknown flag. */
+eagle_backend_status eagle_backend_module_from_source(const struct eagle_backend_module_desc* desc,
+                                                      const char* source, uint64_t source_bytes,
+                                                      eagle_backend_module* out, char** log);
+
+/* @eagle group=per-symbol since=7
+ * Loads a binary image (bytes bytes) as a module for desc->device: cpu a shared object for this
+ * host, cuda a cubin, fatbin or NUL-terminated PTX, hip a code object. desc->name names it in
+ * messages; the compile fields are ignored. *log as for module_from_source (a JIT log where the
+ * kind has one). COMPILE_FAILED when the image cannot be loaded. */
+eagle_backend_status eagle_backend_module_from_image(const struct eagle_backend_module_desc* desc,
+                                                     const void* image, uint64_t bytes,
+                                                     eagle_backend_module* out, char** log);
+
+/* @eagle group=per-symbol since=7
+ * Writes the kernel handle of the kernel `name` in `module` to *function. INVALID_ARGUMENT when the
+ * module holds no kernel of that name (the message names it). */
+eagle_backend_status eagle_backend_module_function(eagle_backend_module module, const char* name,
+                                                   uint64_t* function);
+
+/* @eagle group=per-symbol since=7
+ * Unloads the module; its kernel handles become invalid. NULL-safe. */
+void eagle_backend_module_release(eagle_backend_module module);
+
+/* @eagle group=per-symbol since=7
+ * Allocates `bytes` (> 0) of memory on `device` (-1: the calling thread's current device) and
+ * writes its device address, aligned to at least 256 bytes, to *address. The memory is not
+ * initialised. It is what kernels of this kind read and write and what DLPack calls device memory
+ * of the kind's device type (host memory on the cpu kind). No flags are defined. UNAVAILABLE when
+ * the memory cannot be had; INDEX for a device that does not exist. */
+eagle_backend_status eagle_backend_mem_alloc(int32_t device, uint64_t bytes, uint32_t flags, uint64_t* address);
+
+/* @eagle group=per-symbol since=7
+ * Frees memory from mem_alloc at once. The caller makes sure first that no work enqueued on any
+ * stream, and no graph that may still be replayed, uses it (e.g. by synchronizing). 0 is a no-op;
+ * an address mem_alloc did not return is ignored, never freed. */
+void eagle_backend_mem_free(uint64_t address);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests check bench seam card multigpu distributed
+#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels check bench seam card multigpu distributed kernels
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there.
@@ -46,6 +46,17 @@ for stage in "$@"; do
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     gputests)
       python3 -m pytest -q -p no:cacheprovider tests/test_gpu_cuda.py tests/test_gpu_arrays.py -rs 2>&1 | tee "$OUT/pytest_gpu_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    kernels)
+      # Seam minor 7 with no nvcc on PATH: kernels compiled by NVRTC (the toolkit's lib64, or an
+      # nvidia-cuda-nvrtc wheel carried in .whl/ and installed into /tmp/site by setup).
+      nonvcc=$(printf '%s' "$PATH" | tr ':' '\n' | while read -r d; do [ -n "$d" ] && ! [ -x "$d/nvcc" ] && printf '%s:' "$d"; done)
+      PATH="${nonvcc%:}" bash -c 'if command -v nvcc; then echo "nvcc is still on PATH"; exit 1; fi
+        python3 -m pytest -q -p no:cacheprovider -rs tests/test_gpu_kernels.py tests/test_examples.py tests/test_gpu_cuda.py \
+        && python3 -m eagle.check cuda cpu \
+        && python3 examples/oscillator/oscillator.py --backend cuda --n 1000000 \
+        && python3 examples/barrier/barrier.py --backend cuda --n 10000000 \
+        && python3 benchmarks/oscillators.py --backend cuda --n 1000000 --reps 5' 2>&1 | tee "$OUT/kernels_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     check)
       python3 -m eagle.check cuda cpu 2>&1 | tee "$OUT/check_cuda_h200.log"; rc=$((rc | ${PIPESTATUS[0]}))

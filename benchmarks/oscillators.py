@@ -13,7 +13,6 @@ numpy reference to 1e-12 relative.
 import argparse
 import math
 import os
-import shutil
 import statistics
 import sys
 import time
@@ -81,63 +80,34 @@ def median_time(fn, reps, warmup=1):
 
 # ------------------------------------------------------------------------------------- eagle
 
-class Arrays:
-    """Allocation and host copies for the planes: numpy on cpu, CuPy on cuda (the benchmark's
-    choice; eagle itself names no framework)."""
-
-    def __init__(self, kind):
-        self.kind = kind
-        if kind == "cpu":
-            self.xp = np
-        else:
-            import cupy
-            self.xp = cupy
-
-    def put(self, a):
-        return np.array(a) if self.xp is np else self.xp.asarray(a)
-
-    def get(self, a):
-        return np.array(a) if self.xp is np else self.xp.asnumpy(a)
-
-    def sync(self):
-        if self.xp is not np:
-            self.xp.cuda.Device().synchronize()
+ONE_SOURCE = os.path.join(os.path.dirname(HERE), "examples", "oscillator", "oscillator.c")
 
 
-def load_kernels(kind):
-    import eagle.kernels as ek
-    names = ["osc_reset", "osc_steps", "osc_single"]
-    if kind == "cpu":
-        return ek.load_cpu(os.path.join(KDIR, "oscillator_cpu.c"), names)
-    src = os.path.join(KDIR, "oscillator_cuda.cu")
-    if shutil.which("nvcc") is None:
-        raise RuntimeError(f"the {kind} card needs nvcc on PATH: it compiles its kernels from {src} at run time")
-    # FMA contraction off, as the cpu kernels are built (-ffp-contract=off): the two kinds then
-    # evaluate the same RK4 expression and agree far inside 1e-12.
-    image = ek.compile_cuda(src, flags=["-O3", "-fmad=false"], include_dirs=[KDIR])
-    return ek.load_cuda(image, names)
+def load_kernels(backend):
+    """The card's kernels from its one C source (examples/oscillator/oscillator.c), compiled by the
+    kind's own compiler through the seam (cpu: cc; cuda: NVRTC, no nvcc), bit-exact: the kinds then
+    evaluate the same RK4 expression and agree bit for bit."""
+    import eagle
+    return eagle.compile(ONE_SOURCE, backend=backend, kernels=["osc_reset", "osc_steps_active", "osc_single"])
 
 
 class Card:
-    """The eagle program of the card, on one backend."""
+    """The eagle program of the card, on one backend; planes allocated through the seam."""
 
     def __init__(self, kind, n, K, reorder=None):
         import eagle
         self.eagle, self.n, self.K = eagle, n, K
-        self.arr = A = Arrays(kind)
-        self.k = load_kernels(kind)
+        self.backend = b = eagle.backend(kind)
+        self.k = load_kernels(b)
         omega, zeta, steps = workload(n)
         self.host = (omega, zeta, steps)
-        self.omega, self.zeta, self.target = A.put(omega), A.put(zeta), A.put(steps)
-        xp = A.xp
-        self.x, self.v = xp.zeros(n, xp.float64), xp.zeros(n, xp.float64)
-        self.done, self.mask = xp.zeros(n, xp.int32), xp.zeros(n, xp.uint8)
-        A.sync()  # the arrays were filled on the array library's stream; eagle's stream does not wait
-        self.backend = eagle.backend(kind)
-        self.stream = self.backend.stream()
+        self.omega, self.zeta, self.target = b.asarray(omega), b.asarray(zeta), b.asarray(steps)
+        self.x, self.v = b.zeros(n), b.zeros(n)
+        self.done, self.mask = b.zeros(n, "int32"), b.zeros(n, "uint8")
+        self.stream = b.stream()
         planes = [self.x, self.v, self.omega, self.zeta, self.done, self.target]
         self.aset = eagle.ActiveSet(self.mask, reorder=reorder, planes=planes if reorder else (),
-                                    backend=self.backend, stream=self.stream)
+                                    backend=b, stream=self.stream)
         self.max_iters = math.ceil(int(steps.max()) / K) + 1
         self.loop = eagle.repeat_while([self.steps, self.aset], self.aset, self.max_iters, name="K steps + compact")
         # toggle=False: no member is switched off here, so no guard IF wraps the WHILE
@@ -149,13 +119,13 @@ class Card:
 
     def steps(self, s):
         a = self.aset
-        s.run(self.k.osc_steps, [a.index_map, a.count, self.x, self.v, self.omega, self.zeta, self.done,
-                                 self.target, self.mask, self.K], self.n)
+        s.run(self.k.osc_steps_active, [self.x, self.v, self.omega, self.zeta, self.done, self.target, self.mask,
+                                        self.K, a.index_map, a.count], self.n)
 
     def result(self):
         if self.aset.theta is not None:
             self.aset.restore()
-        return self.arr.get(self.x).copy(), self.arr.get(self.v).copy()
+        return self.x.numpy(), self.v.numpy()
 
     def run_graph(self):
         self.graph.launch()
@@ -290,7 +260,7 @@ def main(argv=None):
           f"({g_iters} WHILE iterations on the device, {e_iters} eager)")
     ok = exact and g_iters == e_iters
     card.run_single()
-    sx, sv = card.arr.get(card.x).copy(), card.arr.get(card.v).copy()
+    sx, sv = card.x.numpy(), card.v.numpy()
     rel = max(max_rel(gx, sx), max_rel(gv, sv))
     ok &= rel <= REL_TOL
     print(f"check graph vs single-kernel reference: max rel {rel:.2e} "
@@ -329,8 +299,7 @@ def main(argv=None):
     rows[-1] = rows[-1][:2] + (f"{g_iters} WHILE iterations, {rows[-1][1] / max(g_iters, 1) * 1e6:.1f} us each",)
     timed("eagle eager (same kernels, host loop)", card.run_eager, r=max(1, reps // 3))
     if args.peers:
-        timed("single kernel (one thread per sample)", card.run_single, lambda: (card.arr.get(card.x),
-                                                                                 card.arr.get(card.v)))
+        timed("single kernel (one thread per sample)", card.run_single, lambda: (card.x.numpy(), card.v.numpy()))
         if args.backend == "cpu":
             timed("numpy masked loop", lambda: numpy_reference(omega, zeta, steps), r=1)
         else:

@@ -69,6 +69,9 @@ _LAZY = {
     "repeat_while": ".constructs", "skippable": ".constructs", "switch": ".constructs",
     "concurrent": ".constructs",
     "kind_of_array": "._device_kind",
+    "compile": ".api", "load_image": ".api", "include_dir": ".module", "Module": ".module",
+    "Kernel": ".module",
+    "empty": ".api", "zeros": ".api", "asarray": ".api", "DeviceArray": ".array",
 }
 
 __all__ = ["BackendLoadError", "BackendUnavailable", "CompileError", "EagleError", "EagleKeyError",

@@ -1,6 +1,7 @@
 """Small device buffers on the planes' device, allocated the way the planes were.
 
-The seam has no device allocator, so eagle allocates like the arrays it is given: numpy for host
+Beside a :class:`eagle.DeviceArray` the seam's allocator is used (minor 7); otherwise eagle
+allocates like the arrays it is given: numpy for host
 memory; the array's own namespace (``__array_namespace__()``) where it has one; else the top-level
 module of the array's type (``zeros(shape, dtype=getattr(mod, name), device=...)``). No framework
 is named. Reading and writing a few words goes through the host directly for host memory, and
@@ -38,6 +39,9 @@ def zeros(shape, dtype, like=None):
     allocated instead (uint8, last axis scaled): callers use these buffers by address."""
     dtype = np.dtype(dtype)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    from .array import DeviceArray, zeros as seam_zeros
+    if isinstance(like, DeviceArray):  # memory the seam allocated: allocate beside it the same way
+        return seam_zeros(shape, dtype, backend=like.backend, device=like.device_id)
     if like is None or hasattr(like, "__array_interface__") or (
             not hasattr(like, "__cuda_array_interface__") and is_host(like)):
         return np.zeros(shape, dtype)

@@ -4,6 +4,7 @@ This module sits above the seam objects (it imports them; they never import it) 
 program layer. :func:`backend` opens a backend by kind, ``'gpu'`` or path; which backend a call
 on arrays uses is decided by :func:`eagle._resolve.resolve`, never by a default kind."""
 from . import _loader
+from . import array as _array
 from . import capture as _capture
 from . import conditional as _conditional
 from . import device as _device
@@ -13,6 +14,7 @@ from . import fork as _fork
 from . import interop as _interop
 from . import launcher as _launcher
 from . import memory as _memory
+from . import module as _module
 from . import stream as _stream
 
 
@@ -99,6 +101,27 @@ class Backend(_loader.Library):
     def host_func(self, fn, *, stream=None):
         """Run ``fn()`` in stream order on this backend; see :func:`eagle.host_func`."""
         return _memory.host_func(self, fn, stream=stream)
+
+    # -- kernels and device memory (seam minor 7) -------------------------------------------------
+    def compile(self, source, **kw):
+        """A :class:`eagle.Module` of ``source`` compiled for this backend; see :func:`eagle.compile`."""
+        return _module.compile(self, source, **kw)
+
+    def load_image(self, image, **kw):
+        """A :class:`eagle.Module` of a binary image; see :func:`eagle.load_image`."""
+        return _module.load_image(self, image, **kw)
+
+    def empty(self, shape, dtype="float64", device=0):
+        """An uninitialised :class:`eagle.DeviceArray` on this backend's ``device``."""
+        return _array.empty(self, shape, dtype, device=device)
+
+    def zeros(self, shape, dtype="float64", device=0):
+        """A zero-filled :class:`eagle.DeviceArray` on this backend's ``device``."""
+        return _array.zeros(self, shape, dtype, device=device)
+
+    def asarray(self, obj, dtype=None, device=0):
+        """A :class:`eagle.DeviceArray` on this backend holding a copy of ``obj``."""
+        return _array.asarray(self, obj, dtype, device=device)
 
     # -- filtering ------------------------------------------------------------------------------------
     def compact_scratch_bytes(self, n, **kw):

@@ -20,6 +20,9 @@ KIND_OF_DEVICE_TYPE = {
 #: Kinds whose memory is a GPU's; ``backend="gpu"`` means the one of these installed.
 GPU_KINDS = frozenset({"cuda", "hip", "metal"})
 
+#: Device types whose device memory is offered as ``__cuda_array_interface__`` too.
+CUDA_ARRAY_INTERFACE_DEVICE_TYPES = frozenset({2, 13})
+
 #: Device types whose memory the host can read directly.
 HOST_DEVICE_TYPES = frozenset({1, 3, 11})
 

@@ -13,6 +13,7 @@ _EXCEPTION_OF_STATUS = {
     4: errors.InteropError,
     5: errors.BackendUnavailable,
     8: errors.Unsupported,
+    9: errors.CompileError,
 }
 
 _pending = threading.local()

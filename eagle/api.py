@@ -1,18 +1,22 @@
-"""eagle's module-level calls on arrays: ``eagle.copy``, ``eagle.run``, ``eagle.compact``,
-``eagle.pinned``, ``eagle.host_func``, ``eagle.fence``.
+"""eagle's module-level calls: on arrays (``eagle.copy``, ``eagle.run``, ``eagle.compact``,
+``eagle.pinned``, ``eagle.host_func``, ``eagle.fence``) and for a named backend (``eagle.compile``,
+``eagle.load_image``, ``eagle.empty``, ``eagle.zeros``, ``eagle.asarray``).
 
 Each decides its backend with the one resolver (eagle/_resolve.py) from where its arrays live
 (and the eagle stream it is given), overridden by ``backend=``; none defaults to a kind. Then it
 hands the :class:`eagle.Backend` to the seam object that does the work."""
+from . import array as _array
 from . import exec as _exec
 from . import filtering as _filtering
 from . import interop as _interop
 from . import memory as _memory
+from . import module as _module
 import threading
 
 from ._backend import backend as open_backend
 from ._device_kind import kind_of_device_type
 from ._resolve import resolve
+from .errors import EagleValueError
 
 _own = threading.local()
 
@@ -115,3 +119,41 @@ def fence(producer, consumer, *, backend=None, device_type=None, device_id=0):
         backend = open_backend(kind_of_device_type(device_type))
     b, _ = resolve((), backend=backend, streams=(producer, consumer), what="eagle.fence")
     return _interop.fence(b, producer, consumer, device_type, device_id)
+
+
+def _named_backend(backend, what):
+    """A call with no arrays to name its backend needs ``backend=``: there is no default kind."""
+    if backend is None:
+        raise EagleValueError(f"{what}: give backend= (a kind such as 'cpu' or 'cuda', 'gpu', a library "
+                              "path, or an eagle.Backend): no array names one, and there is no default kind")
+    return open_backend(backend)
+
+
+def compile(source, *, backend=None, **kw):
+    """Compile ``source`` for ``backend`` with the kind's own compiler and load it as a
+    :class:`eagle.Module`; see :func:`eagle.module.compile` for the keywords."""
+    return _module.compile(_named_backend(backend, "eagle.compile"), source, **kw)
+
+
+def load_image(image, *, backend=None, **kw):
+    """Load a binary image the kind understands as a :class:`eagle.Module`; see
+    :func:`eagle.module.load_image`."""
+    return _module.load_image(_named_backend(backend, "eagle.load_image"), image, **kw)
+
+
+def empty(shape, dtype="float64", *, backend=None, device=0):
+    """An uninitialised :class:`eagle.DeviceArray` of ``backend``'s ``device``."""
+    return _array.empty(_named_backend(backend, "eagle.empty"), shape, dtype, device=device)
+
+
+def zeros(shape, dtype="float64", *, backend=None, device=0):
+    """A zero-filled :class:`eagle.DeviceArray` of ``backend``'s ``device``."""
+    return _array.zeros(_named_backend(backend, "eagle.zeros"), shape, dtype, device=device)
+
+
+def asarray(obj, dtype=None, *, backend=None, device=0):
+    """A :class:`eagle.DeviceArray` of ``backend`` holding a copy of ``obj``. With no backend, an
+    array that says where it lives (DLPack) names it."""
+    if backend is None and hasattr(obj, "__dlpack_device__"):
+        backend, _ = resolve((obj,), what="eagle.asarray")
+    return _array.asarray(_named_backend(backend, "eagle.asarray"), obj, dtype, device=device)

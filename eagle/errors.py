@@ -41,13 +41,18 @@ class EagleKeyError(EagleError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-class CompileError(EagleError, RuntimeError):
-    """A backend's compiler refused a kernel source; ``log`` holds the compiler's output."""
+class HandleError(EagleError, RuntimeError):
+    """A handle was used after close, after a consuming call, or from another thread."""
 
-    def __init__(self, message, log=""):
+
+class CompileError(EagleError, RuntimeError):
+    """A kernel source did not compile (or an image did not load). ``log`` is the compiler's
+    log, with its line numbers; the message carries it too."""
+
+    def __init__(self, message="", log=""):
         super().__init__(message)
         self.log = log
 
 
-class HandleError(EagleError, RuntimeError):
-    """A handle was used after close, after a consuming call, or from another thread."""
+class EagleBufferError(EagleError, BufferError):
+    """An array cannot be exported as asked (DLPack to another device, or with a copy)."""

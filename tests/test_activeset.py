@@ -150,7 +150,7 @@ def test_owned_planes_refuse_export_while_permuted(cpu):
 def test_reorder_inside_a_graph_matches_numpy_bit_for_bit(cpu):
     """A decaying process over live samples, recorded once with reorder; restored result == numpy."""
     from eagle import kernels
-    K = kernels.load_cpu(r"""
+    K = kernels.load("cpu", r"""
     #include <stdint.h>
     void decay(void* const* p, int64_t base, int64_t count, int64_t n) {
         const int32_t* idx = *(const int32_t* const*)p[0];

@@ -6,7 +6,7 @@ import numpy as np
 import eagle
 from eagle import _loader
 from conftest import pinned_symbols
-from test_api_kernels import kaddr
+from test_api_kernels import c_kernels, kaddr
 
 
 def _tour(b):
@@ -80,6 +80,16 @@ def _tour(b):
     with b.capture(s) as c3:
         b.host_func(lambda: None, stream=s)
     c3.captured.close()
+    # minor 7: a module from source and from an image, device memory
+    mod = b.compile("#include <eagle/kernel.h>\nEAGLE_KERNEL(inc, (double*, v)) { (void)n; v[i] += 1.0; }\n",
+                    kernels=["inc"], cache=False)
+    dev = b.zeros(8)
+    mod.inc.run([dev], 8, stream=s)
+    s.synchronize()
+    assert dev.numpy().tolist() == [1.0] * 8
+    mod.close()
+    b.load_image(c_kernels()._name, kernels=["add1"]).close()
+    del dev
     # an error, so last_error is read
     try:
         b.stream(device=7)

@@ -36,7 +36,7 @@ void copyp(void* const* p, int64_t base, int64_t count, int64_t n) {
 
 @pytest.fixture(scope="module")
 def K():
-    return kernels.load_cpu(SRC, ["addc", "mulc", "word_add", "copyp"])
+    return kernels.load("cpu", SRC, ["addc", "mulc", "word_add", "copyp"])
 
 
 def add(K, x, a):

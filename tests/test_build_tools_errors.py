@@ -65,8 +65,8 @@ def _defect(case: str) -> tuple[str, int, str]:
                                   "/* @eagle group=forks since=0\n * Writes branch_count")
             return text, line, "unknown group 'forks'"
         case "marker beyond the minor":
-            text, line = _replace("/* @eagle group=per-symbol since=6\n * Frees memory",
-                                  "/* @eagle group=per-symbol since=7\n * Frees memory")
+            text, line = _replace("/* @eagle group=per-symbol since=7\n * Frees memory from mem_alloc",
+                                  "/* @eagle group=per-symbol since=8\n * Frees memory from mem_alloc")
             return text, line, "beyond EAGLE_BACKEND_VERSION_MINOR"
         case "malformed marker":
             text, line = _replace("/* @eagle group=per-symbol since=6\n * Frees memory",

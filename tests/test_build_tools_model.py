@@ -31,9 +31,10 @@ def test_round_trip_notices_a_changed_model(model):
 
 
 def test_versions_and_statuses(model):
-    assert (model.version_major, model.version_minor, model.version) == (1, 6, (1 << 16) | 6)
+    assert (model.version_major, model.version_minor, model.version) == (1, 7, (1 << 16) | 7)
     assert model.statuses == {0: "OK", 1: "ERROR", 2: "INVALID_ARGUMENT", 3: "INDEX", 4: "INTEROP",
-                              5: "UNAVAILABLE", 6: "CALLBACK_FAILED", 7: "BAD_HANDLE", 8: "UNSUPPORTED"}
+                              5: "UNAVAILABLE", 6: "CALLBACK_FAILED", 7: "BAD_HANDLE", 8: "UNSUPPORTED",
+                              9: "COMPILE_FAILED"}
 
 
 def test_constants_are_evaluated_to_integers(model):
@@ -51,7 +52,7 @@ def test_capability_groups_are_the_cap_macros(model):
 
 def test_functions_carry_group_since_and_line(model):
     by_name = {f.name: f for f in model.functions}
-    assert len(by_name) == len(model.functions) == 58
+    assert len(by_name) == len(model.functions) == 64
     assert [f.name for f in model.functions if f.group == "required"] == [
         "eagle_backend_version", "eagle_backend_last_error", "eagle_backend_build_info", "eagle_backend_probe",
         "eagle_backend_free", "eagle_backend_capabilities", "eagle_backend_device_types"]
@@ -61,7 +62,13 @@ def test_functions_carry_group_since_and_line(model):
         "eagle_backend_memcpy": ("per-symbol", 6),
         "eagle_backend_host_alloc": ("per-symbol", 6),
         "eagle_backend_host_free": ("per-symbol", 6),
-        "eagle_backend_host_func": ("per-symbol", 6)}
+        "eagle_backend_host_func": ("per-symbol", 6),
+        "eagle_backend_module_from_source": ("per-symbol", 7),
+        "eagle_backend_module_from_image": ("per-symbol", 7),
+        "eagle_backend_module_function": ("per-symbol", 7),
+        "eagle_backend_module_release": ("per-symbol", 7),
+        "eagle_backend_mem_alloc": ("per-symbol", 7),
+        "eagle_backend_mem_free": ("per-symbol", 7)}
     lines = HEADER.read_text().splitlines()
     for f in model.functions:
         assert f.name + "(" in lines[f.line - 1], f.name

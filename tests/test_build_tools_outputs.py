@@ -74,7 +74,7 @@ def test_meta_defines_exactly_the_contract(generated, model):
     namespace.pop("__builtins__")
     assert set(namespace) == META_NAMES
     m = namespace
-    assert (m["VERSION_MAJOR"], m["VERSION_MINOR"], m["VERSION"]) == (1, 6, 0x10006)
+    assert (m["VERSION_MAJOR"], m["VERSION_MINOR"], m["VERSION"]) == (1, 7, 0x10007)
     # which per-symbol entry needs which group comes from the header's extends= markers
     assert m["EXTENDS"] == {"eagle_backend_conditional_begin_case": "conditional",
                             "eagle_backend_reorder_device": "filtering"}
@@ -92,7 +92,7 @@ def test_meta_defines_exactly_the_contract(generated, model):
         "eagle_backend_conditional_create", "eagle_backend_conditional_begin", "eagle_backend_conditional_body_stream",
         "eagle_backend_conditional_is_loop", "eagle_backend_conditional_end", "eagle_backend_conditional_release")
     assert set(m["PER_SYMBOL"]) == {n for n, (g, _) in m["SYMBOLS"].items() if g == "per-symbol"}
-    assert m["STATUS_NAMES"][8] == "UNSUPPORTED" and len(m["STATUS_NAMES"]) == 9
+    assert m["STATUS_NAMES"][9] == "COMPILE_FAILED" and len(m["STATUS_NAMES"]) == 10
     assert m["STRUCT_SIZES"] == {tag: e["sizeof"] for tag, e in layout.manifest(model).items()}
 
 
@@ -126,5 +126,5 @@ def test_version_script_exports_the_seam_and_hides_the_rest(generated, model, tm
         assert hasattr(handle, name), name
     assert not hasattr(handle, "eagle_private_helper")
     seam = _load_ffi(generated).dlopen(str(lib))
-    assert seam.eagle_backend_version() == 0x10006
+    assert seam.eagle_backend_version() == 0x10007
     assert seam.EAGLE_BACKEND_STREAM_NONE == -(2**63)

@@ -155,6 +155,83 @@ std::string left_out() {
     return note;
 }
 
+// ---------------------------------------------------------------- minor 7: NVRTC and modules
+
+const RtcNames& rtc() {
+    static const char* const libraries[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", nullptr};
+    static const char* const directories[] = {"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
+                                              "/usr/local/cuda/targets/sbsa-linux/lib", nullptr};
+    static const RtcNames n{"NVRTC (libnvrtc.so.13 or libnvrtc.so.12)",
+                            "install the CUDA toolkit, or `pip install eagle[cuda]` (the nvidia-cuda-nvrtc wheel); "
+                            "nvcc is not needed",
+                            libraries, directories, "nvrtc", "GetCUBINSize", "GetCUBIN"};
+    return n;
+}
+
+std::vector<std::string> rtc_options(int device, bool fast) {
+    int major = 0, minor = 0;
+    check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "deviceGetAttribute");
+    check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "deviceGetAttribute");
+    std::vector<std::string> o = {"--gpu-architecture=sm_" + std::to_string(major) + std::to_string(minor),
+                                  "-std=c++17"};
+    if (fast) {
+        o.emplace_back("--use_fast_math");
+    } else {
+        o.insert(o.end(), {"--fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false"});
+    }
+    return o;
+}
+
+namespace {
+struct ModuleDriver {
+    CUresult (*load)(CUmodule*, const void*, unsigned, CUjit_option*, void**) = nullptr;
+    CUresult (*function)(CUfunction*, CUmodule, const char*) = nullptr;
+    CUresult (*unload)(CUmodule) = nullptr;
+};
+const ModuleDriver& module_driver() {
+    static ModuleDriver m;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (!driver().reason.empty()) return;
+        m.load = entry<decltype(m.load)>("cuModuleLoadDataEx", 2010);
+        m.function = entry<decltype(m.function)>("cuModuleGetFunction", 2000);
+        m.unload = entry<decltype(m.unload)>("cuModuleUnload", 2000);
+    });
+    return m;
+}
+}  // namespace
+
+void* module_load(const void* image, size_t, std::string& log) {
+    const ModuleDriver& m = module_driver();
+    if (!m.load || !m.function || !m.unload)
+        fail(EAGLE_BACKEND_UNAVAILABLE, driver().reason.empty() ? std::string("the driver has no cuModuleLoadDataEx")
+                                                                : driver().reason);
+    (void)cudaFree(nullptr);  // the runtime makes the device's primary context current on this thread
+    char error_log[8192] = {0};
+    CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {error_log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof error_log - 1))};
+    CUmodule mod = nullptr;
+    CUresult r = m.load(&mod, image, 2, opts, values);
+    if (r != CUDA_SUCCESS) {
+        const char* msg = nullptr;
+        if (driver().error_string) driver().error_string(r, &msg);
+        log = std::string("cuModuleLoadDataEx: CUresult ") + std::to_string(static_cast<int>(r)) + ": " +
+              (msg ? msg : "unknown") + "\n" + error_log;
+        return nullptr;
+    }
+    return mod;
+}
+
+uint64_t module_function(void* module, const char* name) {
+    CUfunction f = nullptr;
+    if (module_driver().function(&f, static_cast<CUmodule>(module), name) != CUDA_SUCCESS) return 0;
+    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(f));
+}
+
+void module_unload(void* module) {
+    if (module && module_driver().unload) module_driver().unload(static_cast<CUmodule>(module));
+}
+
 const char* archs() { return EAGLE_GPU_ARCHS; }
 
 int runtime_version() { return CUDART_VERSION; }

@@ -213,6 +213,29 @@ void forget_node(gpuGraphNode_t node);
 // The device archs string for build_info.
 const char* archs();
 int runtime_version();
+
+// Minor 7. The kind's runtime compiler: what it is called in messages, how to install it, the
+// library file names tried (through the system loader and in `directories`), the entry-point
+// prefix ("nvrtc", "hiprtc") and the code getters' names after the prefix. Arrays end with nullptr.
+struct RtcNames {
+    const char* what;
+    const char* install;
+    const char* const* libraries;
+    const char* const* directories;
+    const char* prefix;
+    const char* code_size;
+    const char* code;
+};
+const RtcNames& rtc();
+// The compiler options for `device` (its architecture) and the floating-point mode: bit-exact
+// (no contraction) or fast.
+std::vector<std::string> rtc_options(int device, bool fast);
+// Loads an image (cubin, fatbin, NUL-terminated PTX; a code object on hip) into the current device's
+// context; nullptr on failure with the loader's message in `log`.
+void* module_load(const void* image, size_t bytes, std::string& log);
+// The kernel handle of `name`, 0 when the module has none.
+uint64_t module_function(void* module, const char* name);
+void module_unload(void* module);
 }  // namespace native
 
 }  // namespace eagle::gpu

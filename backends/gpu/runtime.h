@@ -86,6 +86,8 @@ using gpuKernelNodeParams = hipKernelNodeParams;
 #define gpuMemsetAsync hipMemsetAsync
 #define gpuHostAlloc(p, n, f) hipHostMalloc((p), (n), (f))
 #define gpuFreeHost hipHostFree
+#define gpuMalloc hipMalloc
+#define gpuFree hipFree
 #define gpuLaunchHostFunc hipLaunchHostFunc
 // ROCm 5.2's capture-info call reports the graph and its current dependencies.
 #define gpuStreamGetCaptureInfo(s, st, id, g, deps, n) hipStreamGetCaptureInfo_v2((s), (st), (id), (g), (deps), (n))
@@ -167,6 +169,8 @@ using gpuKernelNodeParams = cudaKernelNodeParams;
 #define gpuMemsetAsync cudaMemsetAsync
 #define gpuHostAlloc(p, n, f) cudaHostAlloc((p), (n), (f))
 #define gpuFreeHost cudaFreeHost
+#define gpuMalloc cudaMalloc
+#define gpuFree cudaFree
 #define gpuLaunchHostFunc cudaLaunchHostFunc
 #define gpuStreamGetCaptureInfo(s, st, id, g, deps, n) \
     cudaStreamGetCaptureInfo((s), (st), (id), (g), (deps), nullptr, (n))

@@ -48,6 +48,55 @@ std::string left_out() {
 void conditional_bodies(gpuGraphNode_t, std::vector<gpuGraph_t>&) {}
 void forget_node(gpuGraphNode_t) {}
 
+// ---------------------------------------------------------------- minor 7: hiprtc and modules
+
+const RtcNames& rtc() {
+    static const char* const libraries[] = {"libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so", nullptr};
+    static const char* const directories[] = {"/opt/rocm/lib", "/usr/lib/x86_64-linux-gnu", nullptr};
+    static const RtcNames n{"hiprtc (libhiprtc.so)",
+                            "install ROCm's hiprtc (Debian: apt-get install libhiprtc-dev; ROCm: the rocm-hip-runtime "
+                            "package)",
+                            libraries, directories, "hiprtc", "GetCodeSize", "GetCode"};
+    return n;
+}
+
+std::vector<std::string> rtc_options(int device, bool fast) {
+    hipDeviceProp_t p{};
+    check(hipGetDeviceProperties(&p, device), "hipGetDeviceProperties");
+    std::string arch = p.gcnArchName;
+    std::vector<std::string> o = {"--offload-arch=" + arch.substr(0, arch.find(':')), "-std=c++17", "-O3"};
+    if (fast) {
+        o.emplace_back("-ffast-math");
+    } else {
+        o.insert(o.end(), {"-ffp-contract=off", "-fno-fast-math"});
+    }
+    return o;
+}
+
+void* module_load(const void* image, size_t, std::string& log) {
+    hipModule_t mod = nullptr;
+    hipError_t e = hipModuleLoadData(&mod, image);
+    if (e != hipSuccess) {
+        (void)hipGetLastError();
+        log = std::string("hipModuleLoadData: ") + hipGetErrorName(e) + ": " + hipGetErrorString(e);
+        return nullptr;
+    }
+    return mod;
+}
+
+uint64_t module_function(void* module, const char* name) {
+    hipFunction_t f = nullptr;
+    if (hipModuleGetFunction(&f, static_cast<hipModule_t>(module), name) != hipSuccess) {
+        (void)hipGetLastError();
+        return 0;
+    }
+    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(f));
+}
+
+void module_unload(void* module) {
+    if (module) (void)hipModuleUnload(static_cast<hipModule_t>(module));
+}
+
 const char* archs() { return EAGLE_GPU_ARCHS; }
 
 int runtime_version() { return HIP_VERSION; }

@@ -1,4 +1,4 @@
-"""Device memory and the kernels the checker carries, per kind.
+"""Device memory and the kernels the checker carries, through the seam for every kind.
 
 Every kernel takes 8-byte arguments and then the partition triple (base, count, n_samples):
   affine(x: int64*, a, b, delay_us)    x[i] = x[i] * a + b
@@ -7,27 +7,86 @@ Every kernel takes 8-byte arguments and then the partition triple (base, count, 
   stamp(out: int64*)                   out[i] = out[i] * 2 + n_samples
 for every lane i in [base, base + count). A nonzero delay makes the work slow, so that work
 which is not ordered after it is caught reading stale values."""
-import ctypes
-import threading
-import time
+import os
 
 import numpy as np
 
+from .._compilers import wheel_library_dirs
 from .._seam_ffi import ffi
-from ._registry import CheckFailure, Skip
+from ._registry import Skip
 
 KERNELS = ("affine", "accum", "add_u32", "stamp")
 
+_INCLUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "include")
+
+# One source for every kind: the kind's own compiler picks its half through <eagle/kernel.h>'s
+# EAGLE_KIND_GPU (the cpu lane-loop ABI, or __global__ functions taking the partition triple).
+# Arithmetic is on uint64_t so wrap-around is defined.
+SOURCE = r"""
+#include <eagle/kernel.h>
+#if EAGLE_KIND_GPU
+#if defined(__HIPCC_RTC__) || defined(__HIPCC__)
+EAGLE_FN uint64_t check_now_ns(void) { return (uint64_t)wall_clock64() * 10u; }  /* 100 MHz */
+#else
+EAGLE_FN uint64_t check_now_ns(void) { uint64_t t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
+#endif
+EAGLE_FN void check_delay(int64_t us) {
+    if (us <= 0) return;
+    const uint64_t end = check_now_ns() + (uint64_t)us * 1000u;
+    while (check_now_ns() < end) {}
+}
+#define LANE(l) const int64_t l = base + (int64_t)blockIdx.x * (int64_t)blockDim.x + threadIdx.x; \
+                if (l >= base + count) return
+extern "C" __global__ void eagle_check_affine(uint64_t* x, uint64_t a, uint64_t b, int64_t delay,
+                                              int64_t base, int64_t count, int64_t n) {
+    LANE(i); check_delay(delay); x[i] = x[i] * a + b; }
+extern "C" __global__ void eagle_check_accum(uint64_t* dst, const uint64_t* src, int64_t delay,
+                                             int64_t base, int64_t count, int64_t n) {
+    LANE(i); check_delay(delay); dst[i] = dst[i] * 3u + src[i]; }
+extern "C" __global__ void eagle_check_add_u32(uint32_t* w, uint64_t delta, int64_t base, int64_t count, int64_t n) {
+    LANE(i); w[i] += (uint32_t)delta; }
+extern "C" __global__ void eagle_check_stamp(uint64_t* out, int64_t base, int64_t count, int64_t n) {
+    LANE(i); out[i] = out[i] * 2u + (uint64_t)n; }
+#else
+#include <time.h>
+static void check_delay(int64_t us) {
+    if (us <= 0) return;
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000L};
+    while (nanosleep(&ts, &ts) != 0) {}
+}
+#define ARG(T, k) (*(T const*)p[k])
+#define LANES for (int64_t i = base; i < base + count; ++i)
+#define X __attribute__((visibility("default")))
+X void eagle_check_affine(void* const* p, int64_t base, int64_t count, int64_t n) {
+    (void)n; uint64_t* x = ARG(uint64_t*, 0); const uint64_t a = ARG(uint64_t, 1), b = ARG(uint64_t, 2);
+    check_delay(ARG(int64_t, 3)); LANES x[i] = x[i] * a + b; }
+X void eagle_check_accum(void* const* p, int64_t base, int64_t count, int64_t n) {
+    (void)n; uint64_t* d = ARG(uint64_t*, 0); const uint64_t* s = ARG(const uint64_t*, 1);
+    check_delay(ARG(int64_t, 2)); LANES d[i] = d[i] * 3u + s[i]; }
+X void eagle_check_add_u32(void* const* p, int64_t base, int64_t count, int64_t n) {
+    (void)n; uint32_t* w = ARG(uint32_t*, 0); const uint32_t delta = (uint32_t)ARG(uint64_t, 1);
+    LANES w[i] += delta; }
+X void eagle_check_stamp(void* const* p, int64_t base, int64_t count, int64_t n) {
+    uint64_t* out = ARG(uint64_t*, 0); LANES out[i] = out[i] * 2u + (uint64_t)n; }
+#endif
+"""
+
+#: What the checker's device work needs besides the groups its checks name.
+NEEDS = ("module_from_source", "module_function", "module_release", "mem_alloc", "mem_free", "memcpy",
+         "stream")
+
 
 def for_kind(session):
-    kind = session.kind
-    if kind == "cpu":
-        return HostMemory(), CpuKernels(session)
-    if kind == "cuda":
-        mem = CudaMemory()
-        return mem, CudaKernels(session, mem)
-    raise Skip(f"the checker carries no kernel and no device memory for the kind '{kind}' "
-               "(it knows cpu and cuda)")
+    """Device memory and the checker's kernels for the backend under check, through the seam (minor 7):
+    the same source for every kind, compiled by the kind's own compiler."""
+    for entry in NEEDS:
+        session.require(entry)
+    mem = SeamMemory(session)
+    try:
+        return mem, SeamKernels(session)
+    except BaseException:
+        mem.close()
+        raise
 
 
 class DevArray:
@@ -53,20 +112,24 @@ class DevArray:
             self.mem.to_device(self.addr, values)
 
 
-# ------------------------------------------------------------------------------------ cpu
-class HostMemory:
-    """cpu kind: device memory is host memory."""
-    host_is_device = True
+class SeamMemory:
+    """Device memory from mem_alloc; host copies by memcpy on a private stream, then synchronized.
+    The caller synchronizes its own work before reading."""
 
-    def __init__(self):
-        self._keep = []
+    #: Checks never read device memory directly, whatever the kind: they copy it with memcpy.
+    host_is_device = False
+
+    def __init__(self, session):
+        self.s = session
+        self._allocs = []
+        self._stream, self._raw = session.new_stream()
 
     def array(self, values, dtype=None):
         a = np.array(values, dtype=dtype, copy=True).ravel()
-        buf = np.empty(max(a.nbytes, 1) + 64, np.uint8)  # never a NULL address, even for n = 0
-        addr = (buf.ctypes.data + 63) & ~63
-        self._keep.append(buf)
-        arr = DevArray(self, addr, a.dtype, a.size, buf)
+        out = ffi.new("uint64_t*")
+        self.s.ok("mem_alloc", -1, max(a.nbytes, 16), 0, out)
+        self._allocs.append(int(out[0]))
+        arr = DevArray(self, int(out[0]), a.dtype, a.size)
         arr.set(a)
         return arr
 
@@ -74,84 +137,60 @@ class HostMemory:
         return self.array(np.zeros(n, dtype))
 
     def to_host(self, out, addr):
-        ctypes.memmove(out.ctypes.data, addr, out.nbytes)
+        self.s.ok("memcpy", out.ctypes.data, addr, out.nbytes, 2, self._raw)
+        self.s.sync(self._stream)
 
     def to_device(self, addr, values):
-        ctypes.memmove(addr, values.ctypes.data, values.nbytes)
+        self.s.ok("memcpy", addr, values.ctypes.data, values.nbytes, 1, self._raw)
+        self.s.sync(self._stream)
 
     def close(self):
-        self._keep.clear()
+        if self._stream is not None:
+            self.s.raw("stream_synchronize", self._stream)
+            self.s.raw("stream_release", self._stream)
+            self._stream = None
+        for p in self._allocs:
+            self.s.raw("mem_free", p)
+        self._allocs.clear()
 
 
-class CpuKernels:
-    """C callbacks (cffi) with the cpu kind's kernel signature."""
+class SeamKernels:
+    """The checker's kernels compiled through module_from_source; handles from module_function."""
 
     def __init__(self, session):
         self.s = session
-        self.errors = []
-        self.calls = 0
-        self._lock = threading.Lock()
-        self._cbs = {name: ffi.callback("void(void* const*, int64_t, int64_t, int64_t)",
-                                        self._wrap(getattr(self, "_" + name))) for name in KERNELS}
+        keep = [ffi.new("char[]", _INCLUDE.encode()), ffi.new("char[]", b"eagle_check_kernels.c"),
+                ffi.new("char[]", ":".join(wheel_library_dirs()).encode())]
+        dirs = ffi.new("const char*[]", [keep[0]])
+        desc = ffi.new("struct eagle_backend_module_desc*")
+        desc.struct_size, desc.device = ffi.sizeof(desc[0]), -1
+        desc.name, desc.include_dirs, desc.include_dir_count = keep[1], dirs, 1
+        desc.compiler = keep[2]  # pip wheels' runtime compilers (eagle[cuda]), as eagle.compile passes
+        out = ffi.new("eagle_backend_module*")
+        logp = ffi.new("char**")
+        src = SOURCE.encode()
+        st = session.raw("module_from_source", desc, src, len(src), out, logp)
+        log = ""
+        if logp[0] != ffi.NULL:
+            log = ffi.string(logp[0]).decode("utf-8", "replace")
+            session.raw("free", logp[0])
+        if st == 5:  # UNAVAILABLE: the kind's compiler is not installed here
+            raise Skip(f"the checker's kernels need the kind's compiler: {session.last_error()}")
+        if st != 0:
+            session.ok("module_from_source", desc, src, len(src), out, ffi.NULL)  # raises, naming the status
+        self._mod = out[0]
+        self._fns = {}
+        for name in KERNELS:
+            f = ffi.new("uint64_t*")
+            session.ok("module_function", self._mod, f"eagle_check_{name}".encode(), f)
+            self._fns[name] = int(f[0])
+        self.log = log
 
     def handle(self, name):
-        return int(ffi.cast("uintptr_t", self._cbs[name]))
-
-    def _wrap(self, body):
-        def kernel(params, base, count, n_samples):
-            try:
-                with self._lock:
-                    self.calls += 1
-                body(params, int(base), int(count), int(n_samples))
-            except BaseException as e:  # noqa: BLE001 - reported by the check, never lost
-                self.errors.append(f"{type(e).__name__}: {e}")
-        return kernel
-
-    @staticmethod
-    def _arg(params, i):
-        return int(ffi.cast("int64_t*", params[i])[0])
-
-    @staticmethod
-    def _view(addr, dtype, base, count):
-        dtype = np.dtype(dtype)
-        if count <= 0:
-            return np.empty(0, dtype)
-        buf = ffi.buffer(ffi.cast("char*", addr + base * dtype.itemsize), count * dtype.itemsize)
-        return np.frombuffer(buf, dtype)
-
-    def _delay(self, us):
-        if us > 0:
-            time.sleep(us / 1e6)
-
-    def _affine(self, p, base, count, n):
-        x, a, b, d = (self._arg(p, i) for i in range(4))
-        self._delay(d)
-        v = self._view(x & 0xFFFFFFFFFFFFFFFF, np.int64, base, count)
-        v *= a
-        v += b
-
-    def _accum(self, p, base, count, n):
-        dst, src, d = (self._arg(p, i) for i in range(3))
-        self._delay(d)
-        v = self._view(dst & 0xFFFFFFFFFFFFFFFF, np.int64, base, count)
-        w = self._view(src & 0xFFFFFFFFFFFFFFFF, np.int64, base, count)
-        v *= 3
-        v += w
-
-    def _add_u32(self, p, base, count, n):
-        w, delta = self._arg(p, 0), self._arg(p, 1)
-        v = self._view(w & 0xFFFFFFFFFFFFFFFF, np.uint32, base, count)
-        v += np.uint32(delta & 0xFFFFFFFF)
-
-    def _stamp(self, p, base, count, n):
-        out = self._arg(p, 0)
-        v = self._view(out & 0xFFFFFFFFFFFFFFFF, np.int64, base, count)
-        v *= 2
-        v += n
+        return self._fns[name]
 
     def check_errors(self):
-        if self.errors:
-            raise CheckFailure("the checker's kernel raised: " + "; ".join(self.errors[:3]))
+        pass
 
     def launch(self, name, stream_raw, args, n, base=0, count=None, n_samples=None, flags=0):
         return launch(self.s, self.handle(name), stream_raw, args, n, base, count, n_samples, flags)
@@ -197,7 +236,9 @@ class CpuKernels:
         return Arm()
 
     def close(self):
-        pass
+        if self._mod is not None:
+            self.s.raw("module_release", self._mod)
+            self._mod = None
 
 
 def launch(s, function, stream_raw, args, n, base=0, count=None, n_samples=None, flags=0):
@@ -220,163 +261,3 @@ def launch(s, function, stream_raw, args, n, base=0, count=None, n_samples=None,
     launched = ffi.new("int32_t*", -1)
     s.ok("run_device", desc, launched)
     return int(launched[0])
-
-
-# ------------------------------------------------------------------------------------ cuda
-class CudaMemory:
-    """cuda kind: device memory through the driver API (libcuda.so.1, ctypes)."""
-    host_is_device = False
-
-    def __init__(self):
-        try:
-            self.cu = ctypes.CDLL("libcuda.so.1")
-        except OSError as e:
-            raise Skip(f"cannot open libcuda.so.1 for device memory: {e}") from None
-        self._check("cuInit", self.cu.cuInit(0))
-        dev = ctypes.c_int()
-        self._check("cuDeviceGet", self.cu.cuDeviceGet(ctypes.byref(dev), 0))
-        ctx = ctypes.c_void_p()
-        self._check("cuDevicePrimaryCtxRetain", self.cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))
-        self._check("cuCtxSetCurrent", self.cu.cuCtxSetCurrent(ctx))
-        self._allocs = []
-
-    def _check(self, what, rc):
-        if rc:
-            raise CheckFailure(f"the checker's own {what} failed with CUresult {rc}")
-
-    def array(self, values, dtype=None):
-        a = np.array(values, dtype=dtype, copy=True).ravel()
-        p = ctypes.c_uint64()
-        self._check("cuMemAlloc", self.cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(max(a.nbytes, 16))))
-        self._allocs.append(p.value)
-        arr = DevArray(self, p.value, a.dtype, a.size)
-        arr.set(a)
-        return arr
-
-    def zeros(self, n, dtype):
-        return self.array(np.zeros(n, dtype))
-
-    def to_host(self, out, addr):
-        self._check("cuCtxSynchronize", self.cu.cuCtxSynchronize())
-        self._check("cuMemcpyDtoH", self.cu.cuMemcpyDtoH_v2(ctypes.c_void_p(out.ctypes.data),
-                                                            ctypes.c_uint64(addr), ctypes.c_size_t(out.nbytes)))
-
-    def to_device(self, addr, values):
-        self._check("cuCtxSynchronize", self.cu.cuCtxSynchronize())
-        self._check("cuMemcpyHtoD", self.cu.cuMemcpyHtoD_v2(ctypes.c_uint64(addr), ctypes.c_void_p(values.ctypes.data),
-                                                            ctypes.c_size_t(values.nbytes)))
-
-    def close(self):
-        for p in self._allocs:
-            self.cu.cuMemFree_v2(ctypes.c_uint64(p))
-        self._allocs.clear()
-
-
-def _ptx_kernel(name, params, body):
-    decl = ", ".join(f".param .u64 {p}" for p in params + ["base", "count", "nsamp"])
-    loads = "\n".join(f"  ld.param.u64 %a{i}, [{p}];" for i, p in enumerate(params))
-    return f"""
-.visible .entry eagle_check_{name}({decl})
-{{
-  .reg .pred %p<4>;
-  .reg .b32 %r<8>;
-  .reg .b64 %a<8>;
-  .reg .b64 %d<16>;
-{loads}
-  ld.param.u64 %d1, [base];
-  ld.param.u64 %d2, [count];
-  ld.param.u64 %d3, [nsamp];
-  mov.u32 %r1, %ctaid.x;
-  mov.u32 %r2, %ntid.x;
-  mov.u32 %r3, %tid.x;
-  mul.wide.u32 %d4, %r1, %r2;
-  cvt.u64.u32 %d5, %r3;
-  add.u64 %d4, %d4, %d5;
-  setp.ge.u64 %p1, %d4, %d2;
-  @%p1 bra DONE;
-  add.u64 %d6, %d1, %d4;
-{body}
-DONE:
-  ret;
-}}
-"""
-
-
-_DELAY = """  mul.lo.u64 %d14, {us}, 1000;
-  mov.u64 %d12, %globaltimer;
-  add.u64 %d13, %d12, %d14;
-SPIN:
-  mov.u64 %d12, %globaltimer;
-  setp.lt.u64 %p2, %d12, %d13;
-  @%p2 bra SPIN;
-"""
-
-PTX = ".version 7.0\n.target sm_52\n.address_size 64\n" + "".join([
-    _ptx_kernel("affine", ["x", "a", "b", "delay"], _DELAY.format(us="%a3") + """
-  shl.b64 %d7, %d6, 3;
-  add.u64 %d7, %a0, %d7;
-  ld.global.u64 %d8, [%d7];
-  mul.lo.u64 %d8, %d8, %a1;
-  add.u64 %d8, %d8, %a2;
-  st.global.u64 [%d7], %d8;"""),
-    _ptx_kernel("accum", ["dst", "src", "delay"], _DELAY.format(us="%a2") + """
-  shl.b64 %d7, %d6, 3;
-  add.u64 %d8, %a0, %d7;
-  add.u64 %d9, %a1, %d7;
-  ld.global.u64 %d10, [%d8];
-  ld.global.u64 %d11, [%d9];
-  mul.lo.u64 %d10, %d10, 3;
-  add.u64 %d10, %d10, %d11;
-  st.global.u64 [%d8], %d10;"""),
-    _ptx_kernel("add_u32", ["w", "delta"], """
-  shl.b64 %d7, %d6, 2;
-  add.u64 %d7, %a0, %d7;
-  ld.global.u32 %r4, [%d7];
-  cvt.u32.u64 %r5, %a1;
-  add.u32 %r4, %r4, %r5;
-  st.global.u32 [%d7], %r4;"""),
-    _ptx_kernel("stamp", ["out"], """
-  shl.b64 %d7, %d6, 3;
-  add.u64 %d7, %a0, %d7;
-  ld.global.u64 %d8, [%d7];
-  shl.b64 %d8, %d8, 1;
-  add.u64 %d8, %d8, %d3;
-  st.global.u64 [%d7], %d8;"""),
-])
-
-
-class CudaKernels:
-    """PTX text loaded with cuModuleLoadData; the kernel handle is the CUfunction."""
-
-    def __init__(self, session, mem):
-        self.s, self.cu = session, mem.cu
-        self.errors = []
-        mod = ctypes.c_void_p()
-        log = ctypes.create_string_buffer(PTX.encode() + b"\0")
-        mem._check("cuModuleLoadData (the checker's PTX)", self.cu.cuModuleLoadData(ctypes.byref(mod), log))
-        self._mod = mod
-        self._fns = {}
-        for name in KERNELS:
-            f = ctypes.c_void_p()
-            mem._check(f"cuModuleGetFunction({name})",
-                       self.cu.cuModuleGetFunction(ctypes.byref(f), mod, f"eagle_check_{name}".encode()))
-            self._fns[name] = f.value
-
-    def handle(self, name):
-        return self._fns[name]
-
-    def check_errors(self):
-        pass
-
-    def launch(self, name, stream_raw, args, n, base=0, count=None, n_samples=None, flags=0):
-        return launch(self.s, self.handle(name), stream_raw, args, n, base, count, n_samples, flags)
-
-    def enqueue_failing(self, raw):
-        raise Skip("the checker carries no failing work for cuda (a trapping kernel would poison the "
-                   "CUDA context of every later check in this process)")
-
-    def failing_recorder(self, raw):
-        self.enqueue_failing(raw)
-
-    def close(self):
-        self.cu.cuModuleUnload(self._mod)

@@ -392,6 +392,18 @@ EXPORT eagle_backend_status eagle_backend_host_func(uint64_t stream, eagle_backe
     return REAL(host_func)(stream, fn, user);
 }
 
+/* ------------------------------------------------------------------ minor 7 */
+FWD(eagle_backend_status, module_from_source,
+    (const struct eagle_backend_module_desc* d, const char* s, uint64_t n, eagle_backend_module* o, char** l),
+    (d, s, n, o, l))
+FWD(eagle_backend_status, module_from_image,
+    (const struct eagle_backend_module_desc* d, const void* s, uint64_t n, eagle_backend_module* o, char** l),
+    (d, s, n, o, l))
+FWD(eagle_backend_status, module_function, (eagle_backend_module m, const char* n, uint64_t* f), (m, n, f))
+FWD_VOID(module_release, (eagle_backend_module m), (m))
+FWD(eagle_backend_status, mem_alloc, (int32_t d, uint64_t b, uint32_t f, uint64_t* a), (d, b, f, a))
+FWD_VOID(mem_free, (uint64_t a), (a))
+
 #ifdef DEFECT_EXTRA_EXPORT
 /* A helper that leaked into the export table. */
 EXPORT int eagle_backend_debug_dump(void) { return 0; }

@@ -1,0 +1,314 @@
+// Minor 7 on the cpu kind: a C source compiled by the system C compiler into a shared object that is
+// dlopen'ed (kernels are found with dlsym), a shared object loaded from bytes, and device memory,
+// which on this kind is aligned host memory.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <unordered_set>
+
+#include "module_common.h"
+#include "runtime.h"
+
+extern char** environ;
+
+using namespace eagle;
+
+namespace {
+
+constexpr uint32_t kModuleMagic = 0x4d4f4455u;  // "MODU"
+
+struct Module {
+    uint32_t magic = kModuleMagic;
+    void* handle = nullptr;
+    std::string name;
+    ~Module() { magic = 0; }
+};
+
+Module* module_of(eagle_backend_module m) {
+    auto* p = reinterpret_cast<Module*>(m);
+    if (!p) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "module is NULL");
+    if (p->magic != kModuleMagic) fail(EAGLE_BACKEND_BAD_HANDLE, "module is not a live handle");
+    return p;
+}
+
+void check_device(int32_t device) {
+    if (device != -1 && device != 0)
+        fail(EAGLE_BACKEND_INDEX, "device " + std::to_string(device) + " does not exist (the cpu kind has device 0)");
+}
+
+bool is_file(const std::string& p, bool executable) {
+    struct stat st{};
+    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (!executable || access(p.c_str(), X_OK) == 0);
+}
+
+bool is_dir(const std::string& p) {
+    struct stat st{};
+    return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The C compiler: the caller's search list, then $CC (its first word), then cc, gcc, clang on PATH.
+std::string find_compiler(const ModuleInputs& in, std::string& tried) {
+    const char* names[] = {"cc", "gcc", "clang"};
+    for (const auto& entry : in.compiler_paths) {
+        tried += " " + entry;
+        if (is_file(entry, true)) return entry;
+        if (is_dir(entry))
+            for (const char* n : names)
+                if (is_file(entry + "/" + n, true)) return entry + "/" + n;
+    }
+    std::vector<std::string> candidates;
+    if (const char* cc = std::getenv("CC"); cc && *cc) {
+        std::string first(cc);
+        first = first.substr(0, first.find(' '));
+        tried += " $CC=" + first;
+        if (first.find('/') != std::string::npos) {
+            if (is_file(first, true)) return first;
+        } else {
+            candidates.push_back(first);
+        }
+    }
+    for (const char* n : names) candidates.emplace_back(n);
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/bin:/bin";
+    for (const auto& n : candidates) {
+        tried += " " + n;
+        size_t start = 0;
+        while (start <= dirs.size()) {
+            size_t end = dirs.find(':', start);
+            if (end == std::string::npos) end = dirs.size();
+            std::string dir = end > start ? dirs.substr(start, end - start) : ".";
+            if (is_file(dir + "/" + n, true)) return dir + "/" + n;
+            start = end + 1;
+        }
+    }
+    return {};
+}
+
+// A private temporary directory, removed with everything in it when the object goes.
+struct TempDir {
+    std::string path;
+    std::vector<std::string> files;
+    TempDir() {
+        const char* t = std::getenv("TMPDIR");
+        std::string tmpl = std::string(t && *t ? t : "/tmp") + "/eagle-module-XXXXXX";
+        std::vector<char> buf(tmpl.begin(), tmpl.end());
+        buf.push_back('\0');
+        if (!mkdtemp(buf.data()))
+            fail(EAGLE_BACKEND_ERROR, std::string("cannot create a temporary directory: ") + std::strerror(errno));
+        path = buf.data();
+    }
+    std::string file(const std::string& name) {
+        files.push_back(path + "/" + name);
+        return files.back();
+    }
+    ~TempDir() {
+        for (const auto& f : files) unlink(f.c_str());
+        rmdir(path.c_str());
+    }
+};
+
+void write_file(const std::string& path, const void* data, uint64_t bytes) {
+    std::ofstream f(path, std::ios::binary);
+    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    if (!f) fail(EAGLE_BACKEND_ERROR, "cannot write " + path);
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+// Runs argv with stdout and stderr into log_path; returns the exit status (-1: could not run).
+int run_compiler(const std::vector<std::string>& argv, const std::string& log_path) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return -1;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+// Opens a shared object as a module; the file may be removed once this returns.
+Module* open_module(const std::string& so, const std::string& name, char** log) {
+    void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char* e = dlerror();
+        std::string why = std::string("'") + name + "' could not be loaded: " + (e ? e : "dlopen failed");
+        hand_log(log, why + "\n");
+        fail(EAGLE_BACKEND_COMPILE_FAILED, why);
+    }
+    auto* m = new (std::nothrow) Module();
+    if (!m) {
+        dlclose(h);
+        fail(EAGLE_BACKEND_ERROR, "out of memory");
+    }
+    m->handle = h;
+    m->name = name;
+    return m;
+}
+
+// Addresses mem_alloc returned and not yet freed (a foreign address is never freed).
+struct Allocations {
+    std::mutex mu;
+    std::unordered_set<uint64_t> live;
+};
+Allocations& allocations() {
+    static Allocations* a = new Allocations();
+    return *a;
+}
+
+}  // namespace
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct eagle_backend_module_desc* desc,
+                                                                   const char* source, uint64_t source_bytes,
+                                                                   eagle_backend_module* out, char** log) {
+    if (log) *log = nullptr;
+    return guarded("eagle_backend_module_from_source", [&] {
+        require(out, "out");
+        *out = nullptr;
+        ModuleInputs in = read_module_desc(desc, "source.c");
+        check_device(in.device);
+        if (source_bytes > 0 && !source) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "source is NULL");
+        std::string tried;
+        const std::string cc = find_compiler(in, tried);
+        if (cc.empty())
+            fail(EAGLE_BACKEND_UNAVAILABLE,
+                 "no C compiler was found (tried" + tried +
+                     "); install one (Debian/Ubuntu: apt-get install gcc; Fedora: dnf install gcc; macOS: "
+                     "xcode-select --install) or set $CC");
+        TempDir dir;
+        std::string base = in.name.substr(in.name.find_last_of('/') + 1);
+        if (base.size() < 2 || base.compare(base.size() - 2, 2, ".c") != 0) base += ".c";
+        const std::string src = dir.file(base), so = dir.file("module.so"), log_path = dir.file("log.txt");
+        write_file(src, source, source_bytes);
+        std::vector<std::string> argv = {cc, "-shared", "-fPIC", "-std=gnu11"};
+        if (in.flags & EAGLE_BACKEND_MODULE_FAST_MATH) {
+            argv.insert(argv.end(), {"-O3", "-ffast-math", "-ffp-contract=fast"});
+        } else {
+            argv.insert(argv.end(), {"-O3", "-fno-fast-math", "-ffp-contract=off"});
+#if defined(__x86_64__) || defined(__i386__)
+            argv.push_back("-mfpmath=sse");
+#endif
+        }
+        for (const auto& d : in.include_dirs) argv.push_back("-I" + d);
+        for (const auto& o : in.options) argv.push_back(o);
+        argv.insert(argv.end(), {"-o", so, src, "-lm"});
+        const int rc = run_compiler(argv, log_path);
+        std::string text = read_file(log_path);
+        // The log names the source by the caller's name, not the temporary path.
+        for (size_t at; (at = text.find(src)) != std::string::npos;) text.replace(at, src.size(), in.name);
+        if (rc == -1) {
+            hand_log(log, text);
+            fail(EAGLE_BACKEND_UNAVAILABLE, "the C compiler '" + cc + "' could not be run");
+        }
+        if (rc != 0) {
+            hand_log(log, text);
+            fail(EAGLE_BACKEND_COMPILE_FAILED, in.name + " did not compile: " + first_error_line(text));
+        }
+        Module* m = open_module(so, in.name, log);
+        hand_log(log, text);
+        *out = reinterpret_cast<eagle_backend_module>(m);
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_image(const struct eagle_backend_module_desc* desc,
+                                                                  const void* image, uint64_t bytes,
+                                                                  eagle_backend_module* out, char** log) {
+    if (log) *log = nullptr;
+    return guarded("eagle_backend_module_from_image", [&] {
+        require(out, "out");
+        *out = nullptr;
+        ModuleInputs in = read_module_desc(desc, "image");
+        check_device(in.device);
+        if (!image || bytes == 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "image is NULL or empty");
+        TempDir dir;
+        const std::string so = dir.file("image.so");
+        write_file(so, image, bytes);
+        *out = reinterpret_cast<eagle_backend_module>(open_module(so, in.name, log));
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_module_function(eagle_backend_module module, const char* name,
+                                                                uint64_t* function) {
+    return guarded("eagle_backend_module_function", [&] {
+        Module* m = module_of(module);
+        require(name, "name");
+        require(function, "function");
+        *function = 0;
+        dlerror();
+        void* fn = dlsym(m->handle, name);
+        if (!fn)
+            fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+                 "module '" + m->name + "' has no kernel named '" + name + "'");
+        *function = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(fn));
+    });
+}
+
+EAGLE_EXPORT void eagle_backend_module_release(eagle_backend_module module) {
+    guarded_void([&] {
+        auto* m = reinterpret_cast<Module*>(module);
+        if (!m || m->magic != kModuleMagic) return;
+        if (m->handle) dlclose(m->handle);
+        delete m;
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_mem_alloc(int32_t device, uint64_t bytes, uint32_t flags,
+                                                          uint64_t* address) {
+    return guarded("eagle_backend_mem_alloc", [&] {
+        require(address, "address");
+        *address = 0;
+        check_flags(flags, 0, "flags");
+        check_device(device);
+        if (bytes == 0) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "bytes is 0");
+        constexpr uint64_t kAlign = 256;
+        if (bytes > uint64_t(INT64_MAX) - kAlign)
+            fail(EAGLE_BACKEND_UNAVAILABLE, "bytes " + std::to_string(bytes) + " cannot be allocated");
+        const uint64_t size = (bytes + kAlign - 1) / kAlign * kAlign;
+        void* p = std::aligned_alloc(kAlign, size);
+        if (!p) fail(EAGLE_BACKEND_UNAVAILABLE, "mem_alloc of " + std::to_string(bytes) + " bytes failed");
+        const uint64_t a = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));
+        try {
+            std::lock_guard<std::mutex> lock(allocations().mu);
+            allocations().live.insert(a);
+        } catch (...) {
+            std::free(p);
+            throw;
+        }
+        *address = a;
+    });
+}
+
+EAGLE_EXPORT void eagle_backend_mem_free(uint64_t address) {
+    guarded_void([&] {
+        if (!address) return;
+        {
+            std::lock_guard<std::mutex> lock(allocations().mu);
+            if (allocations().live.erase(address) == 0) return;  // not ours
+        }
+        std::free(reinterpret_cast<void*>(static_cast<uintptr_t>(address)));
+    });
+}

@@ -1,0 +1,152 @@
+/*
+ * eagle/kernel.h -- write the per-sample step once, in C, and get every kind's entry from it.
+ *
+ * Include it from a kernel source compiled by eagle.compile (the include directory is
+ * eagle.include_dir(), passed to every kind's compiler). A kernel is declared with its arguments
+ * as (type, name) pairs, followed by the body of ONE sample's work:
+ *
+ *     #include <eagle/kernel.h>
+ *
+ *     EAGLE_KERNEL(drift, (double*, x), (const double*, v), (double, dt))
+ *     {
+ *         x[i] += dt * v[i];      // i: this lane's sample (int64_t); n: the run's n_samples
+ *     }
+ *
+ * From that one definition the header makes, for the kind being compiled:
+ *   drift          every sample of the launch's partition: lanes [base, base + count), i = lane.
+ *   drift_active   the ActiveSet variant: two more arguments follow the declared ones,
+ *                  (const int32_t* index_map, const uint32_t* live_count); lane l < *live_count
+ *                  runs sample i = index_map[l]; lanes at or past *live_count do nothing.
+ * On the cpu kind each is `void k(void* const* params, int64_t base, int64_t count, int64_t n)`
+ * with a lane loop; on cuda and hip each is an extern "C" __global__ function taking the declared
+ * arguments, then eagle's partition triple (int64 base, count, n_samples), one lane per thread.
+ * The partition triple and the lane loop are eagle's, never the user's.
+ *
+ * Rules: 1 to 24 arguments; each type is one token sequence without commas (a pointer, double,
+ * int64_t, ...); arguments are passed by eagle.run as 8-byte values (Python floats as double, ints
+ * as int64_t, arrays as their device address), so declare scalars double or int64_t. The names i
+ * and n are the body's own. Helper functions the body calls are marked EAGLE_FN.
+ *
+ * Floating point. Compiled bit-exact (eagle's default) every kind keeps each operation the source
+ * spells, with no contraction into fused multiply-adds, IEEE division and square root: + - * /
+ * and sqrt then give the same bits on every kind. Library functions (exp, sin, log, ...) come from
+ * each kind's own math library and may differ in the last place. fast_math=True lets every
+ * compiler contract and reassociate.
+ */
+#ifndef EAGLE_KERNEL_H
+#define EAGLE_KERNEL_H
+
+#if defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)
+/* A runtime compiler (NVRTC, hiprtc) has no C library headers: the fixed-width types are ours. */
+#if !defined(EAGLE_HAVE_STDINT)
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#endif
+#define EAGLE_KIND_GPU 1
+#elif defined(__CUDACC__) || defined(__HIPCC__)
+#include <stdint.h>
+#define EAGLE_KIND_GPU 1
+#else
+#include <math.h>
+#include <stdint.h>
+#define EAGLE_KIND_GPU 0
+#endif
+
+/* ------------------------------------------------------------------ preprocessor helpers */
+/* Argument counting and an indexed map over (type, name) pairs; generated for up to 24 pairs. */
+#define EAGLE_PP_NARGS(...) EAGLE_PP_NARGS_(__VA_ARGS__, 24,23,22,21,20,19,18,17,16,15,14,13,12,11,10,9,8,7,6,5,4,3,2,1, 0)
+#define EAGLE_PP_NARGS_(_1,_2,_3,_4,_5,_6,_7,_8,_9,_10,_11,_12,_13,_14,_15,_16,_17,_18,_19,_20,_21,_22,_23,_24, N, ...) N
+#define EAGLE_PP_MAP_1(M, k, a) M(k, a)
+#define EAGLE_PP_MAP_2(M, k, a, ...) M(k, a) EAGLE_PP_MAP_1(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_3(M, k, a, ...) M(k, a) EAGLE_PP_MAP_2(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_4(M, k, a, ...) M(k, a) EAGLE_PP_MAP_3(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_5(M, k, a, ...) M(k, a) EAGLE_PP_MAP_4(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_6(M, k, a, ...) M(k, a) EAGLE_PP_MAP_5(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_7(M, k, a, ...) M(k, a) EAGLE_PP_MAP_6(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_8(M, k, a, ...) M(k, a) EAGLE_PP_MAP_7(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_9(M, k, a, ...) M(k, a) EAGLE_PP_MAP_8(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_10(M, k, a, ...) M(k, a) EAGLE_PP_MAP_9(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_11(M, k, a, ...) M(k, a) EAGLE_PP_MAP_10(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_12(M, k, a, ...) M(k, a) EAGLE_PP_MAP_11(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_13(M, k, a, ...) M(k, a) EAGLE_PP_MAP_12(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_14(M, k, a, ...) M(k, a) EAGLE_PP_MAP_13(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_15(M, k, a, ...) M(k, a) EAGLE_PP_MAP_14(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_16(M, k, a, ...) M(k, a) EAGLE_PP_MAP_15(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_17(M, k, a, ...) M(k, a) EAGLE_PP_MAP_16(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_18(M, k, a, ...) M(k, a) EAGLE_PP_MAP_17(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_19(M, k, a, ...) M(k, a) EAGLE_PP_MAP_18(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_20(M, k, a, ...) M(k, a) EAGLE_PP_MAP_19(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_21(M, k, a, ...) M(k, a) EAGLE_PP_MAP_20(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_22(M, k, a, ...) M(k, a) EAGLE_PP_MAP_21(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_23(M, k, a, ...) M(k, a) EAGLE_PP_MAP_22(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_MAP_24(M, k, a, ...) M(k, a) EAGLE_PP_MAP_23(M, (k) + 1, __VA_ARGS__)
+#define EAGLE_PP_CAT(a, b) EAGLE_PP_CAT_(a, b)
+#define EAGLE_PP_CAT_(a, b) a##b
+#define EAGLE_PP_MAP(M, ...) EAGLE_PP_CAT(EAGLE_PP_MAP_, EAGLE_PP_NARGS(__VA_ARGS__))(M, 0, __VA_ARGS__)
+#define EAGLE_PP_TYPE(T, name) T
+#define EAGLE_PP_NAME(T, name) name
+/* ", T name" / ", name" / "T name = *(T const*)params[k];" for one (T, name) pair. */
+#define EAGLE_PP_DECL(k, p) , EAGLE_PP_TYPE p EAGLE_PP_NAME p
+#define EAGLE_PP_PARAM(k, p) EAGLE_PP_TYPE p EAGLE_PP_NAME p,
+#define EAGLE_PP_USE(k, p) , EAGLE_PP_NAME p
+#define EAGLE_PP_UNPACK(k, p) EAGLE_PP_TYPE p EAGLE_PP_NAME p = *(EAGLE_PP_TYPE p const*)eagle_params[k];
+
+/* ------------------------------------------------------------------ per kind */
+#if EAGLE_KIND_GPU
+/* Marks a helper function the body calls. */
+#define EAGLE_FN static __device__ __forceinline__
+
+#define EAGLE_KERNEL(name, ...)                                                                      \
+    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__));  \
+    extern "C" __global__ void name(EAGLE_PP_MAP(EAGLE_PP_PARAM, __VA_ARGS__) int64_t eagle_base,     \
+                                    int64_t eagle_count, int64_t eagle_n) {                          \
+        const int64_t eagle_l = eagle_base + (int64_t)blockIdx.x * (int64_t)blockDim.x + threadIdx.x; \
+        if (eagle_l < eagle_base + eagle_count)                                                      \
+            eagle_body_##name(eagle_l, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));             \
+    }                                                                                                \
+    extern "C" __global__ void name##_active(EAGLE_PP_MAP(EAGLE_PP_PARAM, __VA_ARGS__)               \
+                                             const int32_t* eagle_map, const uint32_t* eagle_live,   \
+                                             int64_t eagle_base, int64_t eagle_count, int64_t eagle_n) { \
+        const int64_t eagle_l = eagle_base + (int64_t)blockIdx.x * (int64_t)blockDim.x + threadIdx.x; \
+        if (eagle_l < eagle_base + eagle_count && eagle_l < (int64_t)*eagle_live)                     \
+            eagle_body_##name(eagle_map[eagle_l], eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));  \
+    }                                                                                                \
+    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
+
+#else /* the cpu kind */
+#define EAGLE_FN static inline __attribute__((always_inline))
+#ifdef __cplusplus
+#define EAGLE_CPU_EXPORT extern "C" __attribute__((visibility("default")))
+#else
+#define EAGLE_CPU_EXPORT __attribute__((visibility("default")))
+#endif
+
+#define EAGLE_KERNEL(name, ...)                                                                      \
+    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__));  \
+    EAGLE_CPU_EXPORT void name(void* const* eagle_params, int64_t eagle_base, int64_t eagle_count,   \
+                               int64_t eagle_n) {                                                    \
+        EAGLE_PP_MAP(EAGLE_PP_UNPACK, __VA_ARGS__)                                                    \
+        for (int64_t eagle_l = eagle_base; eagle_l < eagle_base + eagle_count; ++eagle_l)           \
+            eagle_body_##name(eagle_l, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));             \
+    }                                                                                                \
+    EAGLE_CPU_EXPORT void name##_active(void* const* eagle_params, int64_t eagle_base,               \
+                                        int64_t eagle_count, int64_t eagle_n) {                      \
+        EAGLE_PP_MAP(EAGLE_PP_UNPACK, __VA_ARGS__)                                                    \
+        const int32_t* eagle_map = *(const int32_t* const*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__)]; \
+        const uint32_t* eagle_live =                                                                 \
+            *(const uint32_t* const*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 1];                   \
+        const int64_t eagle_end = eagle_base + eagle_count;                                          \
+        const int64_t eagle_hi = eagle_end < (int64_t)*eagle_live ? eagle_end : (int64_t)*eagle_live; \
+        for (int64_t eagle_l = eagle_base; eagle_l < eagle_hi; ++eagle_l)                            \
+            eagle_body_##name(eagle_map[eagle_l], eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));  \
+    }                                                                                                \
+    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
+#endif
+
+#endif /* EAGLE_KERNEL_H */

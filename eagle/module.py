@@ -1,0 +1,320 @@
+"""Kernels from source through the seam (minor 7): one source, compiled by each kind's own compiler.
+
+``compile(source, backend=...)`` hands the source to the backend (``module_from_source``): the cpu
+kind compiles it with the system C compiler, cuda with NVRTC, hip with hiprtc. The result is a
+:class:`Module` whose named :class:`Kernel` objects are what :func:`eagle.run`, a stream's ``run``
+and the steps of ``Graph.build`` launch. Compiles are cached in the process, keyed by the source,
+the options, the backend's library and kind and the device's architecture; a second compile of
+the same source is a cache hit (``Module.cached``).
+
+Sources include ``<eagle/kernel.h>`` (:func:`include_dir` is always on the include path) to write
+the per-sample step once for every kind."""
+import hashlib
+import os
+import threading
+import weakref
+
+from . import exec as _exec
+from ._compilers import wheel_library_dirs
+from ._seam_ffi import ffi
+from .errors import CompileError, EagleTypeError, EagleValueError
+
+_FAST_MATH = 1  # EAGLE_BACKEND_MODULE_FAST_MATH
+_SRC = "eagle_backend_module_from_source"
+_IMG = "eagle_backend_module_from_image"
+
+_cache = {}
+_cache_lock = threading.Lock()
+
+
+def include_dir():
+    """The directory holding ``eagle/kernel.h``; on every compile's include path."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+
+
+def _take_log(backend, logp):
+    """The log a module call handed back, freed with eagle_backend_free ('' when none)."""
+    if logp[0] == ffi.NULL:
+        return ""
+    try:
+        return ffi.string(logp[0]).decode("utf-8", "replace")
+    finally:
+        backend._f.free(logp[0])
+        logp[0] = ffi.NULL
+
+
+class Kernel:
+    """One named kernel of a :class:`Module`. ``handle`` is the kind's kernel value that
+    ``launch_desc.function`` takes; the kernel keeps its module loaded.
+
+    Call ``kernel.run(args, n, ...)`` (see :func:`eagle.run`) or pass the kernel to
+    ``eagle.run`` / ``Stream.run`` yourself."""
+
+    __slots__ = ("name", "handle", "module")
+
+    def __init__(self, module, name, handle):
+        self.module, self.name, self.handle = module, name, int(handle)
+
+    def run(self, args, n, **kw):
+        """Launch over lanes on the module's backend, enqueued on ``stream=`` (default: the kind's
+        default stream); keywords as for :func:`eagle.run`."""
+        return _exec.run(self.module.backend, self, args, n, **kw)
+
+    def __int__(self):
+        return self.handle
+
+    def __repr__(self):
+        return f"<eagle.Kernel {self.name} of {self.module.name} ({self.module.backend.kind})>"
+
+
+def _release(release_fn, handle, backend):
+    release_fn(handle)  # `backend` is held so its library stays loaded until here
+
+
+class Module:
+    """A loaded module of one backend: ``module['name']`` / ``module.name`` are its
+    :class:`Kernel` objects. Make one with :func:`eagle.compile` or :func:`load_image`.
+
+    Attributes
+    ----------
+    backend : Backend
+    name : str
+        The source's name in messages and logs.
+    log : str
+        What the compiler said (warnings), '' when nothing.
+    cached : bool
+        True when this module came from the compile cache.
+    """
+
+    def __init__(self, backend, handle, name, log, names):
+        self.backend, self.name, self.log, self.cached = backend, name, log, False
+        self._h = handle
+        self._finalizer = weakref.finalize(self, _release, backend._f.module_release, handle, backend)
+        self._kernels = {}
+        for kname in names:
+            self.kernel(kname)
+
+    def kernel(self, name):
+        """The :class:`Kernel` ``name``; EagleValueError naming it when the module has none."""
+        k = self._kernels.get(name)
+        if k is None:
+            if self._h is None:
+                raise EagleValueError(f"eagle: module {self.name} is closed")
+            out = ffi.new("uint64_t*")
+            self.backend._check("eagle_backend_module_function",
+                                self.backend._f.module_function(self._h, name.encode(), out))
+            k = self._kernels[name] = Kernel(self, name, int(out[0]))
+        return k
+
+    __getitem__ = kernel
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self.kernel(name)
+        except EagleValueError as e:
+            raise AttributeError(str(e)) from None
+
+    def __contains__(self, name):
+        try:
+            self.kernel(name)
+            return True
+        except EagleValueError:
+            return False
+
+    def close(self):
+        """Unload now (idempotent). Every launch of its kernels must have finished."""
+        self._h = None
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return f"<eagle.Module {self.name} ({self.backend.kind}) kernels={sorted(self._kernels)}>"
+
+
+def _read(source):
+    """(bytes, name, own directory or None) of a source given as text, bytes or a path."""
+    if isinstance(source, bytes):
+        return source, None, None
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
+                                          and os.path.isfile(source)):
+        path = os.path.abspath(os.fspath(source))
+        with open(path, "rb") as f:
+            return f.read(), os.path.basename(path), os.path.dirname(path)
+    if isinstance(source, str):
+        return source.encode(), None, None
+    raise EagleTypeError(f"eagle.compile: source must be text, bytes or a path, got {type(source).__name__}")
+
+
+def _headers_digest(dirs):
+    """A digest of the headers in the include directories, so an edited header misses the cache."""
+    h = hashlib.sha256()
+    for d in dirs:
+        for root, _, files in sorted(os.walk(d)) if os.path.isdir(d) else []:
+            for name in sorted(files):
+                if name.endswith((".h", ".cuh", ".hpp", ".inc")):
+                    p = os.path.join(root, name)
+                    with open(p, "rb") as f:
+                        h.update(p.encode() + b"\0" + f.read())
+    return h.hexdigest()
+
+
+def _arch(backend, device):
+    """The device's architecture for the cache key: (cc_major, cc_minor, name) where the
+    backend can say, else ()."""
+    if not backend.provides("device"):
+        return ()
+    try:
+        p = backend.device_props(max(int(device), 0))
+        return (p.cc_major, p.cc_minor, p.name)
+    except Exception:  # noqa: BLE001 - no device: the compile itself will say why
+        return ()
+
+
+def _compiler_search(compiler):
+    """desc.compiler: the caller's paths, then where pip wheels put runtime compilers."""
+    paths = [] if compiler is None else ([compiler] if isinstance(compiler, (str, os.PathLike)) else list(compiler))
+    return ":".join([os.fspath(p) for p in paths] + wheel_library_dirs())
+
+
+def _desc(device, name, include_dirs, options, compiler, fast_math, keep):
+    desc = ffi.new("struct eagle_backend_module_desc*")
+    desc.struct_size = ffi.sizeof("struct eagle_backend_module_desc")
+    desc.flags = _FAST_MATH if fast_math else 0
+    desc.device = int(device)
+
+    def cstr(s):
+        c = ffi.new("char[]", os.fsencode(s))
+        keep.append(c)
+        return c
+
+    def clist(items):
+        cs = [cstr(s) for s in items]
+        arr = ffi.new("const char*[]", cs or [ffi.NULL])
+        keep.append(arr)
+        return arr, len(cs)
+
+    desc.name = cstr(name)
+    desc.include_dirs, desc.include_dir_count = clist(include_dirs)
+    desc.options, desc.option_count = clist(options)
+    search = _compiler_search(compiler)
+    desc.compiler = cstr(search) if search else ffi.NULL
+    return desc
+
+
+def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=(), fast_math=False,
+            device=-1, compiler=None, cache=True):
+    """Compile ``source`` for ``backend`` with the kind's own compiler and load it.
+
+    Parameters
+    ----------
+    source : str, bytes or path
+        C source (cpu) / CUDA C++ (cuda) / HIP (hip); with ``<eagle/kernel.h>`` one source serves
+        every kind. A path's own directory is searched for its headers.
+    backend : Backend
+        The backend to compile for (``eagle.compile`` takes a kind or ``'gpu'`` too).
+    kernels : sequence of str
+        Names looked up at once (a missing one raises now); others are looked up on first use.
+    name : str, optional
+        The source's name in the compiler's log (default: the file name, or ``"kernel.c"``).
+    include_dirs, options : sequences of str
+        More ``#include`` directories, and options passed to the compiler as they are.
+    fast_math : bool
+        False (default): bit-exact, no floating-point contraction on any kind. True: the compiler
+        may contract, reassociate and flush denormals.
+    device : int
+        -1: the current device.
+    compiler : str or sequence of str, optional
+        Where to find the kind's compiler first (a C compiler, libnvrtc, libhiprtc or a folder).
+    cache : bool
+        Reuse an identical compile of this process.
+
+    Returns
+    -------
+    Module
+
+    Raises
+    ------
+    eagle.CompileError
+        The source did not compile; ``.log`` is the compiler's log, with line numbers.
+    eagle.BackendUnavailable
+        The kind's compiler is not there (the message names what to install), or the backend
+        predates seam minor 7.
+    """
+    b = backend
+    b.require(_SRC)
+    data, fname, own_dir = _read(source)
+    name = name or fname or "kernel.c"
+    dirs = [include_dir()] + ([own_dir] if own_dir else []) + [os.path.abspath(os.fspath(d)) for d in include_dirs]
+    options = [str(o) for o in options]
+    key = (hashlib.sha256(data).hexdigest(), name, tuple(dirs), _headers_digest(dirs), tuple(options),
+           bool(fast_math), str(compiler), b.path, b.kind, int(device), _arch(b, device))
+    if cache:
+        with _cache_lock:
+            mod = _cache.get(key)
+        if mod is not None and mod._h is not None:
+            for k in kernels:
+                mod.kernel(k)
+            mod.cached = True
+            return mod
+    keep = []
+    desc = _desc(device, name, dirs, options, compiler, fast_math, keep)
+    out = ffi.new("eagle_backend_module*")
+    logp = ffi.new("char**")
+    status = b._f.module_from_source(desc, data, len(data), out, logp)
+    log = _take_log(b, logp)
+    try:
+        b._check(_SRC, status)
+    except CompileError as e:
+        raise CompileError(f"{e}\n{log}" if log else str(e), log=log) from None
+    mod = Module(b, out[0], name, log, ())
+    try:
+        for k in kernels:
+            mod.kernel(k)
+    except BaseException:
+        mod.close()
+        raise
+    if cache:
+        with _cache_lock:
+            _cache[key] = mod
+    return mod
+
+
+def load_image(backend, image, *, kernels=(), name=None, device=-1):
+    """Load a binary image (cpu: a shared object; cuda: cubin, fatbin or PTX; hip: a code object),
+    bytes or a path, as a :class:`Module` of ``backend``."""
+    b = backend
+    b.require(_IMG)
+    if not isinstance(image, (bytes, bytearray)):
+        path = os.fspath(image)
+        name = name or os.path.basename(path)
+        with open(path, "rb") as f:
+            image = f.read()
+    image = bytes(image)
+    keep = []
+    desc = _desc(device, name or "image", (), (), None, False, keep)
+    out = ffi.new("eagle_backend_module*")
+    logp = ffi.new("char**")
+    status = b._f.module_from_image(desc, image, len(image), out, logp)
+    log = _take_log(b, logp)
+    try:
+        b._check(_IMG, status)
+    except CompileError as e:
+        raise CompileError(f"{e}\n{log}" if log else str(e), log=log) from None
+    mod = Module(b, out[0], name or "image", log, ())
+    for k in kernels:
+        mod.kernel(k)
+    return mod
+
+
+def clear_cache():
+    """Forget every cached compile (modules already handed out stay loaded)."""
+    with _cache_lock:
+        _cache.clear()

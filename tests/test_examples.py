@@ -1,0 +1,140 @@
+"""examples/: each runs on cpu at small N and matches its numpy reference (bit for bit: both are
+compiled bit-exact and the references evaluate the same operations in the same order); where NVRTC
+is installed (the toolkit or `pip install eagle[cuda]`) the same sources compile for cuda too, with
+no GPU and no nvcc."""
+import ctypes
+import glob
+import importlib.util
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import eagle
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples")
+
+
+def _example(name):
+    path = os.path.join(EXAMPLES, name, f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("reorder", [None, 0.5])
+def test_oscillator_example_equals_numpy_bit_for_bit(cpu, reorder):
+    osc = _example("oscillator")
+    n = 1500
+    x, v = osc.run("cpu", n, K=32, reorder=reorder)
+    rx, rv = osc.numpy_reference(*osc.workload(n))
+    assert np.array_equal(x, rx) and np.array_equal(v, rv)
+
+
+def test_barrier_example_equals_numpy_bit_for_bit_and_paths_stop_at_different_times(cpu):
+    bar = _example("barrier")
+    n = 2000
+    payoff, t = bar.run("cpu", n, K=8)
+    rp, rt = bar.numpy_reference(n, **bar.PARAMS)
+    assert np.array_equal(payoff, rp) and np.array_equal(t, rt)
+    T = bar.PARAMS["T"]
+    knocked = t < T
+    assert 0.2 < knocked.mean() < 0.8          # many paths stop early, many run to maturity
+    assert np.all(payoff[knocked] == 0.0) and np.any(payoff[~knocked] > 0)
+    assert len(np.unique(t[knocked])) > 50      # they stop at many different steps
+
+
+def test_barrier_random_numbers_do_not_depend_on_launch_shape(cpu):
+    bar = _example("barrier")
+    a, _ = bar.run("cpu", 700, K=1)
+    b, _ = bar.run("cpu", 700, K=250)
+    assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", ["oscillator", "barrier"])
+def test_examples_run_as_scripts(cpu, name):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, name, f"{name}.py"), "--backend", "cpu",
+                           "--n", "500"], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "on cpu" in proc.stdout
+
+
+# ------------------------------------------------------------------------------ NVRTC, no GPU
+
+def _nvrtc():
+    """libnvrtc from the wheel (eagle[cuda]) or the toolkit, or None."""
+    from eagle._compilers import wheel_library_dirs
+    dirs = wheel_library_dirs() + ["/usr/local/cuda/lib64"]
+    for d in dirs:
+        for f in sorted(glob.glob(os.path.join(d, "libnvrtc.so*"))):
+            if "builtins" in f:
+                continue
+            try:
+                return ctypes.CDLL(f)
+            except OSError:
+                continue
+    for name in ("libnvrtc.so.13", "libnvrtc.so.12"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            pass
+    return None
+
+
+def nvrtc_compile(source, name, options):
+    """(result, log, cubin bytes) of NVRTC on source, with eagle's include dir."""
+    lib = _nvrtc()
+    if lib is None:
+        pytest.skip("NVRTC is not installed (pip install eagle[cuda], or the CUDA toolkit)")
+    prog = ctypes.c_void_p()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source, name.encode(), 0, None, None) == 0
+    opts = [o.encode() for o in options + [f"-I{eagle.include_dir()}"]]
+    arr = (ctypes.c_char_p * len(opts))(*opts)
+    res = lib.nvrtcCompileProgram(prog, len(opts), arr)
+    size = ctypes.c_size_t()
+    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    buf = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetProgramLog(prog, buf)
+    cubin = b""
+    if res == 0:
+        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        out = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetCUBIN(prog, out)
+        cubin = out.raw
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return res, buf.value.decode(errors="replace"), cubin
+
+
+# The options the cuda backend passes in bit-exact mode (backends/cuda/native.cpp rtc_options).
+BIT_EXACT = ["--gpu-architecture=sm_90", "-std=c++17", "--fmad=false", "--prec-div=true", "--prec-sqrt=true",
+             "--ftz=false"]
+
+
+@pytest.mark.parametrize("name", ["oscillator", "barrier"])
+def test_examples_compile_for_cuda_with_nvrtc_and_no_gpu(name):
+    src = open(os.path.join(EXAMPLES, name, f"{name}.c"), "rb").read()
+    res, log, cubin = nvrtc_compile(src, f"{name}.c", BIT_EXACT)
+    assert res == 0, log
+    assert cubin[:4] == b"\x7fELF"
+    for kernel in {"oscillator": [b"osc_reset", b"osc_steps", b"osc_steps_active"],
+                   "barrier": [b"barrier_reset", b"barrier_steps", b"barrier_steps_active"]}[name]:
+        assert kernel in cubin
+
+
+def test_nvrtc_names_the_line_of_a_syntax_error():
+    src = b"#include <eagle/kernel.h>\nEAGLE_KERNEL(k, (double*, x))\n{\n    x[i] = = 1.0;\n}\n"
+    res, log, _ = nvrtc_compile(src, "bad.c", BIT_EXACT)
+    assert res != 0 and "bad.c(4)" in log
+
+
+def test_the_checkers_kernel_source_compiles_with_nvrtc():
+    from eagle.check._device import KERNELS, SOURCE
+    res, log, cubin = nvrtc_compile(SOURCE.encode(), "eagle_check_kernels.c", BIT_EXACT)
+    assert res == 0, log
+    for name in KERNELS:
+        assert f"eagle_check_{name}".encode() in cubin
