@@ -150,6 +150,10 @@ class Single:
         A.sync()
         b = job.backend
         self.streams = [b.stream(device=job.device, non_blocking=True) for _ in range(max(1, in_flight))]
+        # one counter for every dynamic run (reset by each): its window and progress thread are
+        # set up once, outside the timed region
+        from eagle import distributed as ed
+        self.counter = ed.SharedCounter(job.comm)
 
     def launch(self, part, stream):
         # the planes hold every sample: indexed by the global sample as they are (no bias)
@@ -163,7 +167,7 @@ class Single:
         """Chunks from the shared counter, one per stream, len(streams) in flight: the next chunk
         is taken and launched as soon as the oldest in flight is done, while the others run."""
         ss = self.streams
-        for i, part in enumerate(self.job.chunks(**chunk_kw)):
+        for i, part in enumerate(self.job.chunks(counter=self.counter, **chunk_kw)):
             s = ss[i % len(ss)]
             s.synchronize()  # the chunk launched on this stream len(ss) takes ago is done
             self.launch(part, s)
@@ -188,6 +192,7 @@ def dynamic_run(world, kind, device, n, lo, reps, chunk_kw, spread=100.0, in_fli
             one = Single(job, kind, steps)
             res["t1"], _ = timed(comm, one.static, reps)
             res["ref"] = one.host(job.part)
+            one.counter.close()
     job = ed.Job(n, comm=world, backend=kind, device=device)
     run = Single(job, kind, steps, in_flight)
     res["static"], _ = timed(world, run.static, reps)
@@ -219,6 +224,7 @@ def dynamic_run(world, kind, device, n, lo, reps, chunk_kw, spread=100.0, in_fli
         x, v = run.host(p)
         col.add(p, x=x, v=v)
     out = col.gather()
+    run.counter.close()
     res["chunks_per_rank"] = world.allgather(len(parts))
     res["chunks"] = len(ed.chunk_table(n, P, **chunk_kw))
     if world.Get_rank() == 0:
