@@ -131,7 +131,7 @@ class Single:
     """The card's single kernel (each sample integrated to its own s_i steps) over planes that
     hold every sample, on one rank; run over any partition with the global index."""
 
-    def __init__(self, job, kind, steps):
+    def __init__(self, job, kind, steps, in_flight=2):
         from card_mpi import load_kernels
 
         import oscillators
@@ -149,7 +149,11 @@ class Single:
         self.x, self.v = A.xp.zeros(n, A.xp.float64), A.xp.zeros(n, A.xp.float64)
         A.sync()
         b = job.backend
-        self.streams = [b.stream(device=job.device, non_blocking=True) for _ in range(2)]
+        self.streams = [b.stream(device=job.device, non_blocking=True) for _ in range(max(1, in_flight))]
+        # one counter for every dynamic run (reset by each): its window and progress thread are
+        # set up once, outside the timed region
+        from eagle import distributed as ed
+        self.counter = ed.SharedCounter(job.comm)
 
     def launch(self, part, stream):
         # the planes hold every sample: indexed by the global sample as they are (no bias)
@@ -160,24 +164,24 @@ class Single:
         self.streams[0].synchronize()
 
     def dynamic(self, chunk_kw, record=None):
-        """Chunks from the shared counter, two in flight on two streams (the next chunk is taken
-        and launched while the previous one runs)."""
-        s0, s1 = self.streams
-        for i, part in enumerate(self.job.chunks(**chunk_kw)):
-            s = s0 if i % 2 == 0 else s1
-            s.synchronize()  # the chunk launched on this stream two takes ago is done
+        """Chunks from the shared counter, one per stream, len(streams) in flight: the next chunk
+        is taken and launched as soon as the oldest in flight is done, while the others run."""
+        ss = self.streams
+        for i, part in enumerate(self.job.chunks(counter=self.counter, **chunk_kw)):
+            s = ss[i % len(ss)]
+            s.synchronize()  # the chunk launched on this stream len(ss) takes ago is done
             self.launch(part, s)
             if record is not None:
                 record.append(part)
-        s0.synchronize()
-        s1.synchronize()
+        for s in ss:
+            s.synchronize()
 
     def host(self, part):
         sl = part.slice()
         return self.A.get(self.x[sl]), self.A.get(self.v[sl])
 
 
-def dynamic_run(world, kind, device, n, lo, reps, chunk_kw, spread=100.0):
+def dynamic_run(world, kind, device, n, lo, reps, chunk_kw, spread=100.0, in_flight=2):
     from eagle import distributed as ed
     steps = geometric_steps(n, lo, spread)
     res = {}
@@ -188,8 +192,9 @@ def dynamic_run(world, kind, device, n, lo, reps, chunk_kw, spread=100.0):
             one = Single(job, kind, steps)
             res["t1"], _ = timed(comm, one.static, reps)
             res["ref"] = one.host(job.part)
+            one.counter.close()
     job = ed.Job(n, comm=world, backend=kind, device=device)
-    run = Single(job, kind, steps)
+    run = Single(job, kind, steps, in_flight)
     res["static"], _ = timed(world, run.static, reps)
     busy = []
 
@@ -200,6 +205,15 @@ def dynamic_run(world, kind, device, n, lo, reps, chunk_kw, spread=100.0):
     static_busy()
     res["static_busy"] = world.allgather(busy[-1])
     res["dynamic"], _ = timed(world, lambda: run.dynamic(chunk_kw), reps)
+    # CPU seconds each rank's process spent (its backend threads included): on the cpu backend
+    # this is the work a rank did, whatever else shares the machine; max / mean = 1 is balanced
+    for mode, fn in (("static", run.static), ("dynamic", lambda: run.dynamic(chunk_kw))):
+        world.Barrier()
+        c0 = time.process_time()
+        fn()
+        cpu = world.allgather(time.process_time() - c0)
+        res[f"{mode}_cpu_s"] = cpu
+        res[f"{mode}_cpu_imbalance"] = max(cpu) / (sum(cpu) / len(cpu)) if sum(cpu) else float("nan")
     parts = []
     run.x.fill(0)
     run.v.fill(0)
@@ -210,6 +224,7 @@ def dynamic_run(world, kind, device, n, lo, reps, chunk_kw, spread=100.0):
         x, v = run.host(p)
         col.add(p, x=x, v=v)
     out = col.gather()
+    run.counter.close()
     res["chunks_per_rank"] = world.allgather(len(parts))
     res["chunks"] = len(ed.chunk_table(n, P, **chunk_kw))
     if world.Get_rank() == 0:
@@ -228,7 +243,8 @@ def main(argv=None):
     ap.add_argument("--strong-n", type=float, default=None, help="total samples, strong scaling (1e7)")
     ap.add_argument("--dyn-n", type=float, default=None, help="samples of the dynamic workload (1e7)")
     ap.add_argument("--dyn-lo", type=int, default=None, help="cheapest sample's RK4 steps (100x for the dearest)")
-    ap.add_argument("--min-chunk", type=int, default=None, help="smallest dynamic chunk (2**17 on a GPU)")
+    ap.add_argument("--min-chunk", type=int, default=None, help="smallest dynamic chunk (2**15 on a GPU)")
+    ap.add_argument("--in-flight", type=int, default=None, help="dynamic chunks in flight per rank (4 on a GPU)")
     ap.add_argument("--spreads", default="1,10,100",
                     help="cost spreads to compare static and dynamic at (100 is the goal's)")
     ap.add_argument("--k", type=int, default=32, help="card: RK4 steps per WHILE iteration")
@@ -240,7 +256,9 @@ def main(argv=None):
     strong_n = int(args.strong_n or (1e5 if small else 1e7))
     dyn_n = int(args.dyn_n or (1e5 if small else 1e7))
     dyn_lo = args.dyn_lo or (10 if small else 100)
-    min_chunk = args.min_chunk or (1000 if small or args.backend == "cpu" else 1 << 17)
+    on_cpu = small or args.backend == "cpu"
+    min_chunk = args.min_chunk or (1000 if on_cpu else 1 << 15)
+    in_flight = args.in_flight or (2 if on_cpu else 4)
     reps = args.reps or (3 if small or args.backend == "cpu" else 7)
 
     world = ed.mpi().COMM_WORLD
@@ -266,7 +284,8 @@ def main(argv=None):
             card_identical = bool(all(np.array_equal(a, b) for a, b in zip(r1, rP)))
         chunk_kw = {"min_chunk": min_chunk}
         spreads = sorted({float(x) for x in args.spreads.split(",")} | {100.0})
-        dyns = {sp: dynamic_run(world, args.backend, dev, dyn_n, dyn_lo, reps, chunk_kw, sp) for sp in spreads}
+        dyns = {sp: dynamic_run(world, args.backend, dev, dyn_n, dyn_lo, reps, chunk_kw, sp, in_flight)
+                for sp in spreads}
         dyn = dyns[100.0]
 
     if world.Get_rank() != 0:
@@ -281,12 +300,15 @@ def main(argv=None):
                     "static_s": dyn["static"], "static_vs_ideal": dyn["static"] / ideal,
                     "static_busy_s": dyn["static_busy"], "dynamic_s": dyn["dynamic"],
                     "dynamic_vs_ideal": dyn["dynamic"] / ideal, "goal": 1.10, "min_chunk": min_chunk,
-                    "chunks": dyn["chunks"], "chunks_per_rank": dyn["chunks_per_rank"],
+                    "in_flight": in_flight, "chunks": dyn["chunks"], "chunks_per_rank": dyn["chunks_per_rank"],
                     "bit_identical": dyn["identical"]},
         "dynamic_by_spread": [{"spread": sp, "t1_s": d["t1"], "ideal_s": d["t1"] / P, "static_s": d["static"],
                                "dynamic_s": d["dynamic"], "static_vs_ideal": d["static"] * P / d["t1"],
                                "dynamic_vs_ideal": d["dynamic"] * P / d["t1"], "bit_identical": d["identical"],
-                               "chunks_per_rank": d["chunks_per_rank"]} for sp, d in dyns.items()],
+                               "chunks_per_rank": d["chunks_per_rank"], "static_cpu_s": d["static_cpu_s"],
+                               "dynamic_cpu_s": d["dynamic_cpu_s"],
+                               "static_cpu_imbalance": d["static_cpu_imbalance"],
+                               "dynamic_cpu_imbalance": d["dynamic_cpu_imbalance"]} for sp, d in dyns.items()],
         "host": platform.node(), "python": platform.python_version(),
     }
     ok_w = fig["weak"]["efficiency"] >= 0.95
@@ -304,12 +326,14 @@ def main(argv=None):
           f"{dyn['dynamic'] * 1e3:.2f} ms | static {fig['dynamic']['static_vs_ideal']:.2f}x ideal, dynamic "
           f"{fig['dynamic']['dynamic_vs_ideal']:.2f}x ideal | <= 1.10x: {mark[ok_d]} |")
     print(f"\n| cost spread (steps {dyn_lo}..spread x {dyn_lo}) | 1 rank | static, {P} ranks | dynamic, {P} ranks | "
-          "static / ideal | dynamic / ideal |\n|---|---|---|---|---|---|")
+          "static / ideal | dynamic / ideal | CPU-time max/mean, static | dynamic |\n|---|---|---|---|---|---|---|---|")
     for row in fig["dynamic_by_spread"]:
         print(f"| {row['spread']:g}x | {row['t1_s'] * 1e3:.2f} ms | {row['static_s'] * 1e3:.2f} ms | "
-              f"{row['dynamic_s'] * 1e3:.2f} ms | {row['static_vs_ideal']:.2f} | {row['dynamic_vs_ideal']:.2f} |")
+              f"{row['dynamic_s'] * 1e3:.2f} ms | {row['static_vs_ideal']:.2f} | {row['dynamic_vs_ideal']:.2f} | "
+              f"{row['static_cpu_imbalance']:.2f} | {row['dynamic_cpu_imbalance']:.2f} |")
     print(f"\nbit-identical to one rank: card {card_identical}, dynamic {dyn['identical']}; "
-          f"chunks taken per rank {dyn['chunks_per_rank']} of {dyn['chunks']} (min chunk {min_chunk}); "
+          f"chunks taken per rank {dyn['chunks_per_rank']} of {dyn['chunks']} (min chunk {min_chunk}, "
+          f"{in_flight} in flight); "
           f"static busy time per rank {[round(t * 1e3, 2) for t in dyn['static_busy']]} ms")
     if args.json:
         with open(args.json, "w") as f:

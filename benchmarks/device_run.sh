@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
+<<<<<<< HEAD
 #   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels check bench seam card multigpu distributed kernels
+=======
+#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests check bench seam card multigpu distributed distbench
+>>>>>>> dist
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there.
@@ -11,19 +15,23 @@ export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 rc=0
 
-# MPI for the distributed stage: the image's mpiexec, else the MPICH wheel carried in .whl/,
-# unpacked by hand (pip --target keeps its bin/ but drops its lib/, where libmpi lives);
-# mpi4py (the image's, or a carried mpi4py>=4 wheel) is pointed at that libmpi.
+# MPI for the distributed stage: the MPICH wheel carried in .whl/ when there is one (unpacked by
+# hand: pip --target keeps its bin/ but drops its lib/, where libmpi lives; mpi4py>=4, the image's
+# or a carried wheel, is pointed at that libmpi), else the image's own mpiexec. Then a 2-rank job
+# must see 2 ranks: an mpiexec and an mpi4py of two different MPIs start 2 singletons instead.
 mpi_ready() {
-  command -v mpiexec >/dev/null && return 0
-  local whl
+  local whl d
   whl=$(ls .whl/mpich-*.whl 2>/dev/null | head -1)
-  [ -n "$whl" ] || { echo "no mpiexec here and no .whl/mpich-*.whl to unpack"; return 1; }
-  python3 -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall('/tmp/mpich')" "$whl" || return 1
-  local d
-  d=$(ls -d /tmp/mpich/mpich-*.data/data | head -1)
-  chmod +x "$d"/bin/*
-  export PATH=$d/bin:$PATH MPI4PY_LIBMPI=$d/lib/libmpi.so.12
+  if [ -n "$whl" ]; then
+    python3 -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall('/tmp/mpich')" "$whl" || return 1
+    d=$(ls -d /tmp/mpich/mpich-*.data/data | head -1)
+    chmod +x "$d"/bin/*
+    export PATH=$d/bin:$PATH MPI4PY_LIBMPI=$d/lib/libmpi.so.12
+  fi
+  command -v mpiexec >/dev/null || { echo "no mpiexec here and no .whl/mpich-*.whl to unpack"; return 1; }
+  timeout 60 mpiexec -n 2 python3 -c "from mpi4py import MPI; import sys; c = MPI.COMM_WORLD; \
+print(f'rank {c.Get_rank()} of {c.Get_size()}:', MPI.Get_library_version().splitlines()[0]); sys.exit(c.Get_size() != 2)" \
+    || { echo "mpiexec -n 2 did not start one 2-rank job (mpiexec and mpi4py from different MPIs?)"; return 1; }
 }
 
 for stage in "$@"; do
@@ -81,18 +89,21 @@ for stage in "$@"; do
       python3 -m pytest -q -p no:cacheprovider tests/test_multigpu.py -rs 2>&1 | tee -a "$OUT/multigpu_h200x2.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     distributed)
-      # eagle.distributed on two GPUs, one rank each: the MPI tests (cpu backend), the GPU test (the
-      # card over 2 ranks == 1 rank, bit for bit), then the scaling and dynamic-balance figures.
+      # eagle.distributed on two GPUs, one rank each: the MPI tests (cpu backend) and the GPU tests
+      # (the card over 2 ranks == 1 rank, bit for bit; device shares gathered).
       log=$OUT/distributed_h200x2.log
       mpi_ready >"$log" 2>&1 || { cat "$log"; rc=1; continue; }
-      { nvidia-smi -L; mpiexec --version 2>&1 | sed -n 1,2p
-        python3 -c "import mpi4py; from mpi4py import MPI; print('mpi4py', mpi4py.__version__, MPI.Get_library_version().splitlines()[0])"
+      cat "$log"
+      { nvidia-smi -L; mpiexec --version 2>&1 | sed -n 1,2p; python3 -c "import mpi4py; print('mpi4py', mpi4py.__version__)"
       } 2>&1 | tee -a "$log"
-      timeout 120 mpiexec -n 2 python3 -m pytest -q -p no:cacheprovider tests/test_distributed_mpi.py 2>&1 | tee -a "$log"
+      timeout 90 mpiexec -n 2 python3 -m pytest -q -p no:cacheprovider tests/test_distributed_mpi.py 2>&1 | tee -a "$log"
       rc=$((rc | ${PIPESTATUS[0]}))
-      timeout 300 python3 -m pytest -q -p no:cacheprovider -rs tests/test_distributed_gpu.py 2>&1 | tee -a "$log"
-      rc=$((rc | ${PIPESTATUS[0]}))
-      timeout 400 mpiexec -n 2 python3 benchmarks/bench_distributed.py --backend cuda \
+      timeout 240 python3 -m pytest -q -p no:cacheprovider -rs tests/test_distributed_gpu.py 2>&1 | tee -a "$log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    distbench)
+      # the scaling and dynamic-balance figures of issue 16 (one mpiexec job, one GPU per rank)
+      mpi_ready >"$OUT/distbench_mpi.log" 2>&1 || { cat "$OUT/distbench_mpi.log"; rc=1; continue; }
+      timeout 500 mpiexec -n 2 python3 benchmarks/bench_distributed.py --backend cuda \
         --json "$OUT/bench_distributed_h200x2.json" 2>&1 | tee "$OUT/bench_distributed_h200x2.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     *) echo "unknown stage $stage"; exit 2 ;;

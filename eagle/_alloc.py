@@ -41,7 +41,7 @@ def zeros(shape, dtype, like=None):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     from .array import DeviceArray, zeros as seam_zeros
     if isinstance(like, DeviceArray):  # memory the seam allocated: allocate beside it the same way
-        return seam_zeros(shape, dtype, backend=like.backend, device=like.device_id)
+        return seam_zeros(like.backend, shape, dtype, device=like.device_id)
     if like is None or hasattr(like, "__array_interface__") or (
             not hasattr(like, "__cuda_array_interface__") and is_host(like)):
         return np.zeros(shape, dtype)

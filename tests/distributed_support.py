@@ -1,6 +1,9 @@
 """Shared by the eagle.distributed tests and the MPI worker scripts they launch."""
+import functools
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -47,12 +50,32 @@ def mpi_or_skip():
         pytest.skip(str(e), allow_module_level=True)
 
 
-def mpiexec_or_skip():
-    """The mpiexec to launch with (from $MPIEXEC, PATH, or beside this Python), or skip naming it."""
+@functools.lru_cache(maxsize=None)
+def _mpiexec_check():
+    """(mpiexec path, extra flags) after a 2-rank job saw 2 ranks, or (None, why)."""
+    exe = next((c for c in (os.environ.get("MPIEXEC"), shutil.which("mpiexec"),
+                            os.path.join(os.path.dirname(sys.executable), "mpiexec")) if c and os.path.exists(c)), None)
+    if exe is None:
+        return None, "no mpiexec found (set $MPIEXEC, or put an MPI's bin/ on PATH)"
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+    flags = ["--oversubscribe", "--allow-run-as-root"] if "Open MPI" in version.stdout + version.stderr else []
+    code = "from mpi4py import MPI; print('size', MPI.COMM_WORLD.Get_size())"
+    try:
+        r = subprocess.run([exe, "-n", "2", *flags, sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=120)
+    except subprocess.TimeoutExpired:
+        return None, f"{exe} -n 2 did not finish a trivial job in 120 s"
+    if r.stdout.split().count("2") != 2:
+        return None, (f"{exe} -n 2 did not start one 2-rank job (mpiexec and mpi4py of different MPIs?): "
+                      f"{(r.stdout + r.stderr).strip()[:300]!r}")
+    return exe, tuple(flags)
+
+
+def mpiexec_or_skip(n=2):
+    """``[mpiexec, -n, N, flags...]`` for an MPI that starts real multi-rank jobs with this
+    Python's mpi4py, or skip naming what is missing."""
     mpi_or_skip()
-    import sys
-    for cand in (os.environ.get("MPIEXEC"), shutil.which("mpiexec"),
-                 os.path.join(os.path.dirname(sys.executable), "mpiexec")):
-        if cand and os.path.exists(cand):
-            return cand
-    pytest.skip("no mpiexec found (set $MPIEXEC, or put an MPI's bin/ on PATH)")
+    exe, flags = _mpiexec_check()
+    if exe is None:
+        pytest.skip(flags)
+    return [exe, "-n", str(n), *flags]

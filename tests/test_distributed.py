@@ -88,21 +88,6 @@ def test_without_mpi4py_the_mpi_tests_skip_naming_it(tmp_path):
     assert "1 skipped" in r.stdout and "eagle.distributed needs mpi4py, which is not installed" in r.stdout
 
 
-def _mpiexec():
-    from distributed_support import mpiexec_or_skip
-    return mpiexec_or_skip()
-
-
-def mpiexec_cmd(n):
-    """mpiexec -n N with what running as root and on fewer cores than ranks need."""
-    exe = _mpiexec()
-    cmd = [exe, "-n", str(n)]
-    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
-    if "Open MPI" in out or "OpenRTE" in out:
-        cmd += ["--oversubscribe", "--allow-run-as-root"]
-    return cmd
-
-
 @pytest.mark.parametrize("mode,size,failing,message", [
     ("bad-plane", 2, 1, "EagleValueError: eagle.distributed: rank 1: a plane of samples [500, 1000) must have "
                         "shape (500,) or (w, 500), got (503,)"),
@@ -110,7 +95,8 @@ def mpiexec_cmd(n):
     ("raise", 2, 0, "RuntimeError: planted failure"),
 ])
 def test_a_failing_rank_ends_the_job_with_its_message_instead_of_a_hang(mode, size, failing, message):
-    cmd = mpiexec_cmd(size) + [sys.executable, os.path.join(HERE, "mpi_worker_fail.py"), mode, str(failing)]
+    from distributed_support import mpiexec_or_skip
+    cmd = mpiexec_or_skip(size) + [sys.executable, os.path.join(HERE, "mpi_worker_fail.py"), mode, str(failing)]
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.monotonic()
     try:

@@ -33,11 +33,11 @@ def two_gpus(cuda):
 @pytest.mark.parametrize("n", [1_000_000, 3])
 def test_the_card_over_two_ranks_one_gpu_each_equals_one_process_bit_for_bit(two_gpus, tmp_path, n):
     from distributed_support import mpiexec_or_skip
-    exe = mpiexec_or_skip()
+    launch = mpiexec_or_skip(2)
     out = tmp_path / "card.npz"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("EAGLE_DEVICE", None)
-    cmd = [exe, "-n", "2", sys.executable, os.path.join(ROOT, "examples", "card_mpi.py"), "--backend", "cuda",
+    cmd = [*launch, sys.executable, os.path.join(ROOT, "examples", "card_mpi.py"), "--backend", "cuda",
            "--n", str(n), "--check", "--out", str(out)]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240, cwd=ROOT)

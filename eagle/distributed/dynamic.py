@@ -165,16 +165,16 @@ def chunks(n_samples, comm=None, *, min_chunk=1, max_chunk=None, factor=2, count
     c = SharedCounter(comm) if own else counter
     if not own:
         c.reset()
-    try:
-        while True:
-            i = c.take(1)
-            if i >= len(table):
-                break
-            base, count = table[i]
-            yield Partition(int(base), int(count), n)
-    finally:
-        if own:
-            c.close()
+    while True:
+        i = c.take(1)
+        if i >= len(table):
+            break
+        base, count = table[i]
+        yield Partition(int(base), int(count), n)
+    # Freed only when the table is exhausted, never while unwinding an exception: freeing is
+    # collective, and the other ranks may still be taking (fail_fast then aborts the job).
+    if own:
+        c.close()
 
 
 class Collector:

@@ -59,7 +59,11 @@ def check(comm, error=None, *, what="the work"):
     failures = {r: m for r, m in enumerate(msgs) if m is not None}
     if failures:
         size = comm.Get_size()
-        lines = "; ".join(f"rank {r}: {m}" for r, m in failures.items())
+        same = {}
+        for r, m in failures.items():  # ranks failing with one message are named together
+            same.setdefault(m, []).append(r)
+        lines = "; ".join(f"rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))}: {m}"
+                          for m, rs in same.items())
         exc = RankFailed(f"eagle.distributed: {what} failed on {len(failures)} of {size} rank(s): {lines}", failures)
         if isinstance(error, BaseException):
             raise exc from error

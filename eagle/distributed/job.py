@@ -147,6 +147,9 @@ class Job:
         if hasattr(stream, "run"):
             return stream.run(kernel, args, p.n_samples, base=p.base, count=p.count, n_samples=p.n_samples,
                               block=block)
+        if self.backend is None:
+            raise EagleValueError("eagle.distributed.Job.run: give an eagle Stream (it names its backend), or "
+                                  "name backend= when creating the Job")
         from ..exec import run
         return run(kernel, args, p.n_samples, base=p.base, count=p.count, n_samples=p.n_samples, block=block,
                    stream=stream, backend=self.backend, device=self.device)
