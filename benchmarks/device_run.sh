@@ -1,10 +1,6 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-<<<<<<< HEAD
-#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels check bench seam card multigpu distributed kernels
-=======
-#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests check bench seam card multigpu distributed distbench
->>>>>>> dist
+#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels check bench seam card multigpu distributed distbench
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there.

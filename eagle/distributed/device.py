@@ -123,7 +123,7 @@ def select_device(backend, comm=None, *, device=None, allow_shared=False):
         ranks than devices), unless ``allow_shared``.
     """
     from ._mpi import world
-    from .._loader import backend as _backend
+    from .._backend import backend as _backend
     from .failure import check
     comm = world(comm)
     # a Backend or a kind; any object with kind/device_types/provides/device_props also serves

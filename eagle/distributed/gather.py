@@ -26,10 +26,9 @@ def to_host(array, backend=None, stream=None):
     from .._alloc import is_host
     if is_host(array):
         return np.from_dlpack(array)
-    from .._arrays import address_of, dlpack_device
-    from .._device_kind import kind_of_device_type
-    from .._loader import backend as _backend
-    b = _backend(backend if backend is not None else kind_of_device_type(dlpack_device(array)[0]))
+    from .._arrays import address_of
+    from .._resolve import resolve
+    b, _ = resolve((array,), backend=backend, what="eagle.distributed")
     try:
         dtype, shape = np.dtype(str(array.dtype).split(".")[-1]), tuple(array.shape)
     except (AttributeError, TypeError):
