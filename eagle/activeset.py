@@ -235,20 +235,22 @@ class ActiveSet:
         st.synchronize()
 
     def _gather(self, plane, inv):
-        """plane[..., i] = plane[..., inv[i]] (sample i sits at position inv[i])."""
+        """plane[..., i] = plane[..., inv[i]] (sample i sits at position inv[i]). Device planes
+        go through the host: restore() is host-driven and rare, and this needs nothing of the
+        plane's array library but its address, dtype and shape."""
         if _alloc.is_host(plane):
             arr = plane if isinstance(plane, np.ndarray) else np.from_dlpack(plane)
             arr[...] = arr[..., inv]
             return
-        # Device memory: gather through the plane's own namespace, then copy back in eagle's
-        # stream order (the DLPack export orders the namespace's work before our stream).
-        ns = _alloc._namespace(plane)
-        idx = ns.asarray(inv, device=getattr(plane, "device", None)) if _accepts_device(ns) else ns.asarray(inv)
-        moved = ns.take(plane, idx, axis=len(plane.shape) - 1)
+        dtype = np.dtype(str(plane.dtype).split(".")[-1])
+        host = np.empty(tuple(plane.shape), dtype)
         s = self._io_stream()
-        _alloc.order_before(moved, s)
-        src = address_of(moved)
-        self.backend.copy(address_of(plane).ptr, src.ptr, src.nbytes, stream=s, direction="d2d")
+        _alloc.order_before(plane, s)
+        address = address_of(plane).ptr
+        self.backend.copy(host, address, host.nbytes, stream=s, direction="d2h")
+        s.synchronize()
+        host = np.ascontiguousarray(host[..., inv])
+        self.backend.copy(address, host, host.nbytes, stream=s, direction="h2d")
         s.synchronize()
 
     def __repr__(self):
@@ -259,10 +261,3 @@ class ActiveSet:
 def _nbytes(arr):
     return address_of(arr).nbytes
 
-
-def _accepts_device(ns):
-    import inspect
-    try:
-        return "device" in inspect.signature(ns.asarray).parameters
-    except (TypeError, ValueError):
-        return True

@@ -143,7 +143,7 @@ class DeviceArray:
         for s in self.shape:
             count *= s
         self.nbytes = count * self.dtype.itemsize
-        device = int(device)
+        device = 0 if device is None else int(device)
         if device < 0:
             raise EagleValueError(f"eagle.empty: device must be >= 0, got {device}")
         out = ffi.new("uint64_t*")

@@ -56,7 +56,9 @@ class Lib:
             return cp.asarray(host)
         if self.name == "torch":
             return self.mod.as_tensor(host, device="cuda")
-        return self.mod.device_put(host, self.mod.devices("gpu")[0])
+        arr = self.mod.device_put(host, self.mod.devices("gpu")[0])
+        arr.block_until_ready()
+        return arr
 
     def numpy(self, arr):
         if self.name == "cupy":
@@ -81,15 +83,15 @@ def lib(request, cuda):
 
 
 def test_copy_device_to_device_host_and_back(lib):
-    src = lib.array(np.arange(1000.0))
-    mid = cp.zeros(1000)  # a writable device destination (JAX arrays are immutable)
+    src = lib.array(np.arange(1000.0))  # float32 under JAX's default (no x64)
+    mid = cp.zeros(1000, dtype=str(src.dtype).split(".")[-1])  # writable (JAX arrays are immutable)
     lib.sync()
     eagle.copy(mid, src)
     assert cp.asnumpy(mid).tolist() == list(range(1000))
-    host = np.zeros(1000)
+    host = np.zeros(1000, mid.dtype)
     eagle.copy(host, src)  # D2H: numpy beside a device array is allowed for copies
     assert host.tolist() == list(range(1000))
-    eagle.copy(mid, np.full(1000, 7.0))  # H2D
+    eagle.copy(mid, np.full(1000, 7.0, mid.dtype))  # H2D
     assert float(cp.asnumpy(mid).sum()) == 7000.0
 
 

@@ -140,6 +140,7 @@ def test_arrays_round_trip_with_jax_without_a_copy(cuda):
     if not gpus:
         pytest.skip("JAX has no GPU here")
     import jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)  # else JAX converts float64 to float32 (a copy)
     x = cuda.asarray(np.arange(16.0))
     j = jnp.from_dlpack(x)
     assert j.unsafe_buffer_pointer() == x.address

@@ -159,11 +159,11 @@ struct Captured : Handle<0x43415044u> {
 };
 
 
-// Converts a handle to its object: INVALID_ARGUMENT for NULL, BAD_HANDLE when it is not a live
+// Converts a handle to its object: BAD_HANDLE for NULL (as on cpu) and when it is not a live
 // handle of T's type. Reads only the registry.
 template <class T, class H>
 T* from_handle(H h, const char* name) {
-    if (!h) fail(EAGLE_BACKEND_INVALID_ARGUMENT, std::string(name) + " is NULL");
+    if (!h) fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is NULL");
     const void* key = reinterpret_cast<const void*>(h);
     if (handles().find(key, [](uint32_t tag) { return tag == T::kTag; }) == 0)
         fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is not a live " + name +

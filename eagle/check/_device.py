@@ -219,8 +219,12 @@ class SeamKernels:
         return span, n
 
     def enqueue_failing(self, raw):
-        """Enqueue work on raw that fails when it runs."""
-        self._reorder(raw, 1000)
+        """Enqueue work on raw that fails when it runs (a reorder whose *span exceeds n); returns
+        ``ran_clamped()``: True when the backend ran that work with *span clamped to n instead of
+        failing it, which the header allows (a GPU kernel cannot fail it); the work then ran and
+        wrote *span back (<= n). A backend that neither fails nor runs it leaves *span alone."""
+        span, n = self._reorder(raw, 1000)
+        return lambda: int(span.get()[0]) <= n
 
     def failing_recorder(self, raw):
         """An object whose record() records work that succeeds, and whose make_fail() makes later
@@ -233,6 +237,9 @@ class SeamKernels:
 
             def make_fail(self):
                 self.span.set([self.n + 1000])
+
+            def ran_clamped(self):
+                return int(self.span.get()[0]) <= self.n
         return Arm()
 
     def close(self):

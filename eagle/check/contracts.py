@@ -284,8 +284,10 @@ def stream_failed_work(s):
     s.device()
     with Objects(s) as o:
         h, raw = o.stream()
-        s.kernels.enqueue_failing(raw)
+        ran_clamped = s.kernels.enqueue_failing(raw)
         st = s.raw("stream_synchronize", h)
+        if st == 0 and ran_clamped():
+            return "the backend ran the work with its span clamped (nothing failed)"
         if st != 1:
             raise CheckFailure(f"stream_synchronize after failing work returned {st}; expected ERROR")
         if not s.last_error().strip():
@@ -305,6 +307,8 @@ def launcher_failed_replay(s):
         arm.make_fail()
         s.ok("launcher_launch", lau)
         st = s.raw("launcher_synchronize", lau)
+        if st == 0 and arm.ran_clamped():
+            return "the backend ran the replay with its span clamped (nothing failed)"
         if st != 1:
             raise CheckFailure(f"launcher_synchronize after a failing replay returned {st}; expected ERROR")
         if not s.last_error().strip():
