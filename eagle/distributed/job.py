@@ -79,7 +79,7 @@ class Job:
         self.part = split(n_samples, self.size, self.rank)
         self.backend, self.device = None, -1
         if backend is not None:
-            from .._loader import backend as _backend
+            from .._backend import backend as _backend
             from .device import select_device
             self.backend = _agree(comm, _backend, backend, what="loading the backend")
             self.device = select_device(self.backend, comm, device=device, allow_shared=allow_shared_device)
