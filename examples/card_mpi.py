@@ -23,15 +23,12 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import oscillators  # noqa: E402  (the card's workload and kernels)
 
 
-def load_kernels(kind, device):
-    """The card's kernels for ``kind``, loaded for this rank's device."""
-    import eagle.kernels as ek
-    names = ["osc_reset", "osc_steps", "osc_single"]
-    if kind == "cpu":
-        return ek.load_cpu(os.path.join(oscillators.KDIR, "oscillator_cpu.c"), names)
-    src = os.path.join(oscillators.KDIR, "oscillator_cuda.cu")
-    image = ek.compile_cuda(src, flags=["-O3", "-fmad=false"], include_dirs=[oscillators.KDIR])
-    return ek.load_cuda(image, names, device=max(device, 0))
+def load_kernels(backend, device):
+    """The card's kernels (its one C source, examples/oscillator/oscillator.c) compiled by the
+    kind's own compiler for this rank's device."""
+    import eagle
+    return eagle.compile(oscillators.ONE_SOURCE, backend=backend, device=device,
+                         kernels=["osc_reset", "osc_steps_active", "osc_single"])
 
 
 class RankCard:
@@ -44,22 +41,19 @@ class RankCard:
         import eagle
         self.job, self.K = job, K
         self.part = p = part or job.part
-        if kind != "cpu":
-            import cupy
-            cupy.cuda.Device(job.device).use()  # this rank's GPU for every allocation below
-        self.arr = A = oscillators.Arrays(kind)
-        self.k = load_kernels(kind, job.device)
+        self.backend = b = job.backend or eagle.backend(kind)
+        dev = max(job.device, 0)  # -1: a host backend's one device
+        self.k = load_kernels(b, dev)
         omega, zeta, target = oscillators.workload(p.count, base=p.base)
         if steps is not None:
             target = np.asarray(steps(job.samples(p)), np.int32)
         self.host = (omega, zeta, target)
-        self.omega, self.zeta, self.target = A.put(omega), A.put(zeta), A.put(target)
-        xp = A.xp
-        self.x, self.v = xp.zeros(p.count, xp.float64), xp.zeros(p.count, xp.float64)
-        self.done, self.mask = xp.zeros(p.count, xp.int32), xp.zeros(p.count, xp.uint8)
-        A.sync()
-        self.backend = job.backend or eagle.backend(kind)
-        self.stream = self.backend.stream(device=job.device)
+        # planes allocated through the seam on this rank's device (eagle arrays, DLPack)
+        self.omega, self.zeta = b.asarray(omega, device=dev), b.asarray(zeta, device=dev)
+        self.target = b.asarray(target, device=dev)
+        self.x, self.v = b.zeros(p.count, device=dev), b.zeros(p.count, device=dev)
+        self.done, self.mask = b.zeros(p.count, "int32", device=dev), b.zeros(p.count, "uint8", device=dev)
+        self.stream = b.stream(device=job.device)
         self.graph = None
         if p.count == 0:
             return  # a rank with no samples records nothing; it still gathers
@@ -80,8 +74,8 @@ class RankCard:
     def steps(self, s):
         """A lane kernel over the rank's ActiveSet: lanes and positions are the rank's own."""
         a = self.aset
-        s.run(self.k.osc_steps, [a.index_map, a.count, self.x, self.v, self.omega, self.zeta, self.done,
-                                 self.target, self.mask, self.K], self.part.count)
+        s.run(self.k.osc_steps_active, [self.x, self.v, self.omega, self.zeta, self.done, self.target,
+                                        self.mask, self.K, a.index_map, a.count], self.part.count)
 
     def run(self):
         """Replay the recorded program once and wait for it."""
@@ -91,7 +85,7 @@ class RankCard:
 
     def result(self):
         """x and v of the share, on the host."""
-        return self.arr.get(self.x), self.arr.get(self.v)
+        return self.x.numpy(), self.v.numpy()
 
 
 def one_process(kind, n, K):

@@ -20,7 +20,7 @@ def main(mode, failing):
     with ed.fail_fast() as comm:
         job = ed.Job(1000, backend="cpu", comm=comm)
         import eagle.kernels as ek
-        k = ek.load_cpu(KERNEL_SOURCE, ["mix"])
+        k = ek.load("cpu", KERNEL_SOURCE, ["mix"])
         s = job.backend.stream()
         n = job.count + (3 if job.rank == failing and mode == "bad-plane" else 0)
         x, ids = np.zeros(n), np.zeros(n, np.int64)

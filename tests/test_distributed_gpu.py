@@ -2,10 +2,10 @@
 one process bit for bit (issue 16). Launched with mpiexec in a subprocess (a hang fails the test
 at its timeout instead of hanging pytest).
 
-Needs the cuda backend, two GPUs, CuPy and nvcc (the card's), mpi4py and an mpiexec; skipped
+Needs the cuda backend (its kernels compile with NVRTC), two GPUs, CuPy (to count them and for the
+device-share test), mpi4py and an mpiexec; skipped
 naming what is missing otherwise. On the H200 x2: ``bash benchmarks/device_run.sh setup distributed``."""
 import os
-import shutil
 import subprocess
 import sys
 
@@ -25,8 +25,6 @@ def two_gpus(cuda):
         pytest.skip(f"CuPy sees no GPU: {e}")
     if n < 2:
         pytest.skip(f"needs two GPUs, this machine has {n}")
-    if shutil.which("nvcc") is None:
-        pytest.skip("the cuda card compiles its kernels with nvcc, which is not on PATH")
     return n
 
 

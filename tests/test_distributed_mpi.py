@@ -29,7 +29,7 @@ SIZES = sorted({0, 1, 2, SIZE - 1, SIZE + 1, 7, 1000, 4099})
 @pytest.fixture(scope="module")
 def kern():
     import eagle.kernels as ek
-    return ek.load_cpu(KERNEL_SOURCE, ["mix", "mix_rows"])
+    return ek.load("cpu", KERNEL_SOURCE, ["mix", "mix_rows"])
 
 
 def one_process(kern, n):
