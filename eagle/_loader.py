@@ -188,7 +188,7 @@ class Library:
         self.path = path
         self._capturing = {}        # raw stream -> Capture recording it (fork branches, bodies too)
         self._host_errors = {}      # enqueuing thread -> exceptions its host functions raised
-        self._held = []             # arrays of enqueued work, where no host function can release them
+        self._holds = {}            # raw stream -> arrays of its enqueued work (eagle.memory)
 
         refuse_if_broken(path, how)  # a truncated file would SIGBUS inside dlopen
         try:

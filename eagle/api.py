@@ -42,6 +42,7 @@ def blocking(backend, stream, enqueue):
     s = own_stream(backend)
     out = enqueue(s)
     s.synchronize()
+    _memory.released_by_sync(backend, s.handle)
     return out
 
 

@@ -160,31 +160,65 @@ def _enqueue(b, raw, fn):
 
 
 
-class _Held:
-    """References held until the stream has run the work that uses them."""
+class _StreamHolds:
+    """The arrays of one stream's enqueued work: ``waiting`` (enqueued since the last release
+    marker) and whether a marker is in flight. At most one marker (a host function) is in flight
+    per stream, so a tight loop of eager calls costs one host function per round trip of the
+    stream, not one per call."""
 
-    __slots__ = ("refs",)
+    __slots__ = ("waiting", "in_flight")
 
-    def __init__(self, refs):
-        self.refs = refs
+    def __init__(self):
+        self.waiting, self.in_flight = [], False
+
+
+class _Release:
+    """The release marker: a host function behind the work; when it runs, that work is done and
+    the references it carries go."""
+
+    __slots__ = ("holds", "batch")
+
+    def __init__(self, holds, batch):
+        self.holds, self.batch = holds, batch
 
     def __call__(self):
-        self.refs = None
+        self.batch = None
+        self.holds.in_flight = False
 
 
 def hold_until_done(backend, raw, refs):
     """Keep ``refs`` (the arrays enqueued work reads and writes) alive until the stream ``raw``
-    has run that work: in the recording while the stream is captured, else until a host
-    function enqueued behind the work has run. A backend without host functions keeps them
-    with the backend (released only with it)."""
+    has run that work: in the recording while the stream is captured; else until a release
+    marker (a host function) enqueued behind the work has run. While a marker is in flight,
+    later refs wait for the next call on the stream to enqueue theirs (or for
+    :func:`released_by_sync`). A backend without host functions keeps them until
+    :func:`released_by_sync` or until it goes."""
     cap = backend._capturing.get(raw)
     if cap is not None:
         cap.keep(refs)
         return
-    if backend.provides("eagle_backend_host_func"):
-        _enqueue(backend, raw, _Held(refs))
-    else:
-        backend._held.append(refs)
+    holds = backend._holds.get(raw)
+    if holds is None:
+        holds = backend._holds[raw] = _StreamHolds()
+    holds.waiting.append(refs)
+    if holds.in_flight or not backend.provides("eagle_backend_host_func"):
+        return
+    batch, holds.waiting = holds.waiting, []
+    holds.in_flight = True
+    try:
+        _enqueue(backend, raw, _Release(holds, batch))
+    except BaseException:
+        holds.in_flight = False
+        holds.waiting[:0] = batch
+        raise
+
+
+def released_by_sync(backend, raw):
+    """The stream ``raw`` has been synchronized: its work so far is done, so the refs it was
+    holding (not those a marker in flight carries, which goes by itself) can go."""
+    holds = backend._holds.get(raw)
+    if holds is not None:
+        holds.waiting = []
 
 
 def host_func(backend, fn, *, stream=None):
