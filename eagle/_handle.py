@@ -8,12 +8,41 @@ from ._seam_ffi import ffi
 from .errors import EagleTypeError, HandleError
 
 
-def _release(release_fn, handle, backend, bound_calls):
-    # `backend` is held only so the library stays loaded until the handle is released. Bound calls
-    # that outlive their owner (someone kept `stream.synchronize`) are disarmed first.
-    for bound in bound_calls:
-        bound.disarm()
+def _release(release_fn, handle, backend):
+    # `backend` is held only so the library stays loaded until the handle is released.
     release_fn(handle)
+
+
+class _Keeper:
+    """What the release of one handle hangs on. The owner holds it, and so does every bound call
+    made from the owner: ``b.stream().synchronize()`` keeps the handle alive for the call even
+    though the Stream object is gone at once. Bound calls report failures to it (calling it
+    returns itself); it passes them to the owner while the owner lives."""
+
+    __slots__ = ("backend", "thread", "owner", "__weakref__")
+
+    def __init__(self, owner):
+        self.backend, self.thread, self.owner = owner._backend, owner._thread, weakref.ref(owner)
+
+    def __call__(self):
+        return self
+
+    def _hot_failed(self, symbol, status):
+        owner = self.owner()
+        if owner is not None:
+            return owner._hot_failed(symbol, status)
+        if self.thread != get_ident():
+            raise HandleError("eagle: this handle belongs to the thread that created it, or has been "
+                              "closed; handles are thread-affine")
+        if status == 0 and self.backend.host_errors_of(self.thread):
+            self.backend._raise_host_error(self.thread)
+        self.backend._check(symbol, status)
+
+    def _hot_bad_args(self, symbol, args):
+        owner = self.owner()
+        if owner is not None:
+            return owner._hot_bad_args(symbol, args)
+        raise EagleTypeError(f"eagle: {symbol} was called with arguments it does not take: {args!r}")
 
 
 class Owner:
@@ -23,7 +52,7 @@ class Owner:
     release function. Every use goes through :meth:`_live`, which refuses use after close,
     after a consuming call, and from a thread other than the creator's."""
 
-    __slots__ = ("_h", "_backend", "_thread", "_finalizer", "_gone", "_bound", "__weakref__")
+    __slots__ = ("_h", "_backend", "_thread", "_finalizer", "_gone", "_bound", "_keeper", "__weakref__")
     _what = "handle"
 
     def _own(self, backend, handle, release_name):
@@ -32,11 +61,12 @@ class Owner:
         self._thread = get_ident()
         self._gone = None
         self._bound = []  # bound calls made by _bind
+        self._keeper = keeper = _Keeper(self)
         if release_name is None:
             self._finalizer = None  # borrowed: someone else releases it
         else:
-            self._finalizer = weakref.finalize(self, _release, getattr(backend._f, release_name),
-                                               handle, backend, self._bound)
+            self._finalizer = weakref.finalize(keeper, _release, getattr(backend._f, release_name),
+                                               handle, backend)
 
     def _bind(self, name, watch=None, counted=False):
         """A bound call (eagle._hotcall) of ``eagle_backend_<name>`` on this live handle; it is
@@ -91,6 +121,7 @@ class Owner:
     def _disarm(self):
         for bound in self._bound:
             bound.disarm()
+        self._keeper.thread = None
 
     def close(self):
         """Release the handle now. Idempotent. Closing from another thread is refused."""

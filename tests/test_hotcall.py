@@ -98,21 +98,40 @@ def test_closed_and_foreign_thread_are_refused_without_calling(cpu, kind):
             f()
 
 
-def test_a_bound_call_kept_after_its_object_was_collected_calls_nothing(cpu, kind):
+def test_a_bound_call_kept_after_its_object_was_collected_still_works(cpu, kind):
+    """``b.stream().synchronize()``: the Stream object goes at once, but its bound call keeps the
+    handle alive (through the handle's keeper), so the call works instead of failing."""
+    cpu.stream().synchronize()
     s = cpu.stream()
     sync = s.synchronize
     del s
-    gc.collect()  # the stream's finalizer released the handle and disarmed `sync`
-    with pytest.raises(eagle.HandleError, match="garbage-collected"):
-        sync()
+    gc.collect()
+    sync()
+    sync()
 
 
-def test_the_object_is_held_while_its_bound_call_runs(cpu, kind):
+def test_the_handle_is_released_when_the_last_holder_goes(kind):
+    """The handle goes with the last of the object and its bound calls, not before, not never."""
+    b = eagle.backend("cpu", trace=True)
+    before = TRACE_COUNTS["eagle_backend_stream_release"]
+    s = b.stream()
+    alive = weakref.ref(s)
+    sync = s.synchronize
+    del s
+    gc.collect()
+    assert alive() is None
+    assert TRACE_COUNTS["eagle_backend_stream_release"] == before  # held by `sync`
+    sync()
+    del sync
+    gc.collect()
+    assert TRACE_COUNTS["eagle_backend_stream_release"] == before + 1
+
+
+def test_the_handle_is_held_while_its_bound_call_runs(cpu, kind):
     """The last reference to a stream goes (in a host function) while its synchronize waits: the
-    stream stays alive, so its finalizer cannot release the handle under the call; it goes after."""
+    handle stays alive under the call (the bound call holds it); the stream object may go."""
     s = cpu.stream()
     holder = [s]
-    alive = weakref.ref(s)
     sync = s.synchronize
     del s
     seen = []
@@ -120,13 +139,18 @@ def test_the_object_is_held_while_its_bound_call_runs(cpu, kind):
     def drop():
         holder.clear()
         gc.collect()
-        seen.append(alive() is not None)
+        seen.append(True)
     holder[0].host_func(drop)
     sync()
     assert seen == [True]
-    gc.collect()
-    assert alive() is None
-    with pytest.raises(eagle.HandleError, match="garbage-collected"):
+    sync()  # still a live handle: the bound call holds it
+
+
+def test_a_closed_objects_bound_call_is_refused(cpu, kind):
+    s = cpu.stream()
+    sync = s.synchronize
+    s.close()
+    with pytest.raises(eagle.HandleError, match="closed"):
         sync()
 
 

@@ -10,9 +10,11 @@
  *              backend (the eagle object holding this BoundCall keeps that backend loaded);
  *     handle   the handle's address (int);
  *     owner    threading.get_ident() of the thread the handle belongs to;
- *     failed   a weak reference to the eagle object; its method _hot_failed(symbol, status) is
- *              called (with the GIL) to raise whenever the call cannot succeed quietly (once the
- *              object is gone, eagle.errors.HandleError is raised here instead);
+ *     failed   a callable returning the object to report to (eagle passes the handle's keeper,
+ *              which returns itself and keeps the handle alive as long as this BoundCall; a weak
+ *              reference also works); its method _hot_failed(symbol, status) is called (with the
+ *              GIL) to raise whenever the call cannot succeed quietly (when it returns None,
+ *              eagle.errors.HandleError is raised here instead);
  *     symbol   the seam function's full name (str), passed to _hot_failed;
  *     watch    a list (the backend's pending host-function errors) or None: after a call that
  *              returned 0, a non-empty list also goes to _hot_failed(symbol, 0);
@@ -56,15 +58,23 @@ typedef struct {
     unsigned long owner;
     int armed;
     int counted;
-    PyObject* failed; /* weakref to the eagle object */
+    PyObject* failed; /* callable returning the object to report to (or None): held strongly */
     PyObject* symbol; /* str */
     PyObject* watch;  /* list or NULL */
 } BoundCall;
 
-/* obj.<method>(symbol, arg) for the eagle object behind the weak reference (a disarmed BoundCall
- * may outlive it: then ReferenceError). */
+/* A new reference to the object to report to: a weak reference's referent (or None), or `failed`
+ * itself when it is no weak reference (eagle's keeper, which returns itself when called: taken
+ * directly here, so a call costs no Python frame). */
+static PyObject* target(BoundCall* self) {
+    if (PyWeakref_Check(self->failed)) return PyObject_CallNoArgs(self->failed);
+    Py_INCREF(self->failed);
+    return self->failed;
+}
+
+/* obj.<method>(symbol, arg) for the object to report to (HandleError once it is gone). */
 static PyObject* report_to(BoundCall* self, const char* method, PyObject* arg) {
-    PyObject* obj = PyObject_CallNoArgs(self->failed);
+    PyObject* obj = target(self);
     if (!obj) return NULL;
     if (obj == Py_None) { /* raise eagle.HandleError */
         Py_DECREF(obj);
@@ -111,7 +121,7 @@ static PyObject* bound_call(PyObject* op, PyObject* args, PyObject* kwargs) {
     if (times == 0) Py_RETURN_NONE;
     /* Hold the eagle object while the GIL is released, so that its finalizer (which releases the
      * handle) cannot run in another thread during the call. Armed implies it is alive. */
-    PyObject* obj = PyObject_CallNoArgs(self->failed); /* new reference: the referent or None */
+    PyObject* obj = target(self); /* new reference: held while the GIL is released */
     if (!obj) return NULL;
     if (obj == Py_None) {
         Py_DECREF(obj);
@@ -131,8 +141,10 @@ static PyObject* bound_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOUO|p", names, &fn, &handle, &owner, &failed, &symbol,
                                      &watch, &counted))
         return NULL;
-    if (!PyWeakref_Check(failed)) {
-        PyErr_SetString(PyExc_TypeError, "eagle._hotcall._compiled.BoundCall: failed must be a weak reference");
+    if (!PyCallable_Check(failed)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "eagle._hotcall._compiled.BoundCall: failed must be callable (returning the object "
+                        "to report to, or None once it is gone: a weak reference, or a keeper returning itself)");
         return NULL;
     }
     if (watch != Py_None && !PyList_Check(watch)) {

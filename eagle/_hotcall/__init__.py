@@ -21,7 +21,6 @@ Two implementations keep that contract:
 :func:`bind` picks one.
 """
 import os
-import weakref
 from _thread import get_ident
 
 from .. import BORROWED_FROM
@@ -94,7 +93,10 @@ def bind(owner, name, watch=None, counted=False):
     backend = owner._backend
     fn = getattr(backend._f, name)
     symbol = "eagle_backend_" + name
+    # `failed` is the owner's keeper: it keeps the handle alive as long as the bound call, and
+    # passes failures on to the owner while it lives (eagle/_handle.py)
+    keeper = owner._keeper
     if CompiledBoundCall is not None and not backend._traced:
         return CompiledBoundCall(int(ffi.cast("uintptr_t", fn)), int(ffi.cast("uintptr_t", owner._h)),
-                                 owner._thread, weakref.ref(owner), symbol, watch, counted)
-    return py_bound_call(fn, owner._h, owner._thread, weakref.ref(owner), symbol, watch, counted)
+                                 owner._thread, keeper, symbol, watch, counted)
+    return py_bound_call(fn, owner._h, owner._thread, keeper, symbol, watch, counted)
