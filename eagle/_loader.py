@@ -287,16 +287,28 @@ class Library:
             del self._capturing[raw]
 
     def host_errors_of(self, thread):
-        """The list of exceptions raised by host functions that ``thread`` enqueued; re-raised by
-        that thread's next synchronize (a bound call watches it)."""
+        """``thread``'s attention list: exceptions raised by host functions it enqueued (re-raised
+        by its next synchronize; a bound call watches the list) and the references of its
+        finished work (eagle.memory.Finished, dropped there)."""
         errors = self._host_errors.get(thread)
         if errors is None:
             errors = self._host_errors.setdefault(thread, [])
         return errors
 
     def _raise_host_error(self, thread):
-        exc = self.host_errors_of(thread).pop(0)
-        raise exc
+        """Drop ``thread``'s finished work and raise the first host-function error, if any."""
+        pending = self.host_errors_of(thread)
+        while pending:
+            item = pending.pop(0)
+            if isinstance(item, BaseException):
+                raise item
+
+    def drop_finished(self, thread):
+        """Drop the references of ``thread``'s finished work, keeping its errors."""
+        pending = self._host_errors.get(thread)
+        # items are appended by host-function threads: pop from the front only, one at a time
+        while pending and not isinstance(pending[0], BaseException):
+            pending.pop(0)
 
     def __repr__(self):
         return (f"<eagle.Backend {self.kind} {self.version[0]}.{self.version[1]} '{self.path}' "

@@ -128,9 +128,10 @@ def _trampoline(user_data):
         remember_callback_exception(e)
         call.errors.append(e)
     finally:
-        if call.once:
+        if call.once:  # dropped later on the enqueuing thread (see Finished): it may hold arrays
             with _PENDING_LOCK:
                 _PENDING.discard(call)
+            call.errors.append(Finished(call))
 
 
 def _drain_at_exit():
@@ -172,17 +173,30 @@ class _StreamHolds:
         self.waiting, self.in_flight = [], False
 
 
+class Finished:
+    """References of work that has run, put in the enqueuing thread's attention list by the
+    backend's host-function thread: they are dropped by that thread's next synchronize (or eagle
+    call), never in the host-function thread, where the last reference to a framework's array
+    would free device memory inside a stream callback (CUDA forbids API calls there)."""
+
+    __slots__ = ("refs",)
+
+    def __init__(self, refs):
+        self.refs = refs
+
+
 class _Release:
     """The release marker: a host function behind the work; when it runs, that work is done and
-    the references it carries go."""
+    the references it carries go to the enqueuing thread (:class:`Finished`)."""
 
-    __slots__ = ("holds", "batch")
+    __slots__ = ("holds", "batch", "attention")
 
-    def __init__(self, holds, batch):
-        self.holds, self.batch = holds, batch
+    def __init__(self, holds, batch, attention):
+        self.holds, self.batch, self.attention = holds, batch, attention
 
     def __call__(self):
-        self.batch = None
+        batch, self.batch = self.batch, None
+        self.attention.append(Finished(batch))
         self.holds.in_flight = False
 
 
@@ -193,6 +207,7 @@ def hold_until_done(backend, raw, refs):
     later refs wait for the next call on the stream to enqueue theirs (or for
     :func:`released_by_sync`). A backend without host functions keeps them until
     :func:`released_by_sync` or until it goes."""
+    backend.drop_finished(get_ident())
     cap = backend._capturing.get(raw)
     if cap is not None:
         cap.keep(refs)
@@ -206,7 +221,7 @@ def hold_until_done(backend, raw, refs):
     batch, holds.waiting = holds.waiting, []
     holds.in_flight = True
     try:
-        _enqueue(backend, raw, _Release(holds, batch))
+        _enqueue(backend, raw, _Release(holds, batch, backend.host_errors_of(get_ident())))
     except BaseException:
         holds.in_flight = False
         holds.waiting[:0] = batch
@@ -219,6 +234,7 @@ def released_by_sync(backend, raw):
     holds = backend._holds.get(raw)
     if holds is not None:
         holds.waiting = []
+    backend.drop_finished(get_ident())
 
 
 def host_func(backend, fn, *, stream=None):
