@@ -4,7 +4,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "guarded.h"
@@ -80,6 +82,17 @@ inline std::string first_error_line(const std::string& log) {
         start = end + 1;
     }
     return first.empty() ? std::string("(the compiler gave no message)") : first;
+}
+
+// Device addresses mem_alloc handed out and mem_free has not taken back: mem_free frees only these
+// (a foreign or already freed address is never passed to the allocator). One per backend library.
+struct Allocations {
+    std::mutex mu;
+    std::unordered_set<uint64_t> live;
+};
+inline Allocations& allocations() {
+    static Allocations* a = new Allocations();  // never destroyed: frees may run at exit
+    return *a;
 }
 
 }  // namespace eagle

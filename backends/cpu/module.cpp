@@ -170,16 +170,6 @@ Module* open_module(const std::string& so, const std::string& name, char** log) 
     return m;
 }
 
-// Addresses mem_alloc returned and not yet freed (a foreign address is never freed).
-struct Allocations {
-    std::mutex mu;
-    std::unordered_set<uint64_t> live;
-};
-Allocations& allocations() {
-    static Allocations* a = new Allocations();
-    return *a;
-}
-
 }  // namespace
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct eagle_backend_module_desc* desc,

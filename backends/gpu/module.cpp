@@ -135,15 +135,6 @@ Module* load(const void* image, size_t bytes, int device, const std::string& nam
     return m;
 }
 
-struct Allocations {
-    std::mutex mu;
-    std::unordered_set<uint64_t> live;
-};
-Allocations& allocations() {
-    static Allocations* a = new Allocations();
-    return *a;
-}
-
 }  // namespace
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct eagle_backend_module_desc* desc,
