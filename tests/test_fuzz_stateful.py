@@ -98,6 +98,75 @@ class ApiMachine(RuleBasedStateMachine):
     def copy(self, s):
         self.call(self.b.copy, self.words[:2], self.words[2:], stream=s)
 
+    @rule(s=streams, k=st.integers(0, 1000))
+    def copy_from_a_temporary(self, s, k):
+        """The README's taste: the source is a temporary, other allocations follow before the
+        stream runs the copy; after synchronize the destination holds the copy."""
+        dst = np.zeros(64)
+        try:
+            self.b.copy(dst, np.arange(64.0) + k, stream=s)
+        except eagle.HandleError:  # a closed stream
+            self.misuses += 1
+            return
+        _ = [np.full(64, -1.0) for _ in range(3)]
+        while True:
+            try:
+                s.synchronize()
+                break
+            except Planted:
+                continue
+            except eagle.EagleError:  # the stream is being captured: the copy was recorded
+                self.misuses += 1
+                return
+        assert (dst == np.arange(64.0) + k).all(), "a copy from a temporary lost its data"
+
+    @rule(s=streams, how=st.sampled_from(["flag", "bytes"]))
+    def copy_into_read_only_memory(self, s, how):
+        if how == "flag":
+            dst = np.zeros(4)
+            dst.setflags(write=False)
+        else:
+            dst = np.frombuffer(bytes(32))
+        try:
+            self.b.copy(dst, np.ones(4), stream=s)
+        except (eagle.EagleValueError, eagle.HandleError):
+            self.misuses += 1
+        else:
+            raise AssertionError("a copy into read-only memory was accepted")
+        assert not dst.any(), "read-only memory was written"
+
+    @rule(s=streams, fail=st.booleans())
+    def host_func_from_another_thread(self, s, fail):
+        """A host function enqueued by another thread on this thread's stream is refused there; one
+        on the other thread's own stream raises (if it fails) in that thread only."""
+        box = []
+
+        def other():
+            try:
+                self.b.host_func(lambda: None, stream=s)
+                box.append("accepted")
+            except eagle.HandleError:
+                box.append("refused")
+            mine = self.b.stream()
+            try:
+                def fn():
+                    if fail:
+                        raise Planted("other thread")
+                mine.host_func(fn)
+                try:
+                    mine.synchronize()
+                    box.append("clean")
+                except Planted:
+                    box.append("planted")
+            finally:
+                mine.close()
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(30)
+        assert not t.is_alive(), "a host function across threads hung"
+        assert box[0] == "refused", box  # open or closed, the stream is not the other thread's
+        assert box[-1] == ("planted" if fail else "clean"), box
+
     @rule(s=streams)
     def compact(self, s):
         self.call(self.b.compact, self.m, self.idx, self.count, self.scratch, stream=s)
