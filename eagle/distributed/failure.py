@@ -13,6 +13,7 @@ Two tools, for the two kinds of failure:
 import contextlib
 import os
 import sys
+import time
 import traceback
 
 from ..errors import EagleError
@@ -70,6 +71,9 @@ def check(comm, error=None, *, what="the work"):
         raise exc
 
 
+_FORWARD_S = 0.5
+
+
 @contextlib.contextmanager
 def fail_fast(comm=None, *, exit_code=1):
     """Abort the whole job when an exception escapes the block on any rank.
@@ -106,5 +110,8 @@ def _abort(comm, exc, exit_code):
         sys.stderr.write(f"{head}\n{tb}{head}\n")
         sys.stderr.flush()
         sys.stdout.flush()
+        # The launcher forwards our stderr through a pipe and tears it down at MPI_Abort: give it
+        # a moment to pass the message on (without this, MPICH's hydra lost it in ~1 of 6 runs).
+        time.sleep(_FORWARD_S)
     finally:
         comm.Abort(exit_code)
