@@ -155,6 +155,53 @@ class Card:
 RK4_C = open(os.path.join(KDIR, "oscillator_rk4.h")).read()
 
 
+OPENMP_C = r"""
+#include "oscillator.c"
+#include <omp.h>
+/* The card's single-kernel reference as a plain OpenMP loop over the same per-sample body (the
+ * one source's osc_single), bit-exact flags like eagle's: the cpu host's limit for the card. */
+__attribute__((visibility("default"))) void omp_single(double* x, double* v, const double* omega,
+        const double* zeta, const int* target, long long n, int dynamic) {
+    if (dynamic) {
+        #pragma omp parallel for schedule(dynamic, 256)
+        for (long long i = 0; i < n; ++i) eagle_body_osc_single(i, n, x, v, omega, zeta, target);
+    } else {
+        #pragma omp parallel for schedule(static)
+        for (long long i = 0; i < n; ++i) eagle_body_osc_single(i, n, x, v, omega, zeta, target);
+    }
+}
+__attribute__((visibility("default"))) int omp_threads(void) { return omp_get_max_threads(); }
+"""
+
+
+def peer_openmp(omega, zeta, steps, dynamic):
+    """The single-kernel reference as an OpenMP C loop (cc -O3 -fopenmp -ffp-contract=off), over
+    the one source's per-sample body; called through ctypes. The cpu backend's goal: the card
+    >= 0.9x this."""
+    import ctypes
+    import shutil
+    import subprocess
+    import tempfile
+    import eagle
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    d = tempfile.mkdtemp(prefix="eagle-omp-")
+    src, lib = os.path.join(d, "omp.c"), os.path.join(d, "libomp_card.so")
+    with open(src, "w") as f:
+        f.write(OPENMP_C)
+    subprocess.run([cc, "-O3", "-ffp-contract=off", "-fopenmp", "-shared", "-fPIC", "-I", eagle.include_dir(),
+                    "-I", os.path.dirname(ONE_SOURCE), src, "-o", lib], check=True)
+    so = ctypes.CDLL(lib)
+    n = len(omega)
+    x, v = np.zeros(n), np.zeros(n)
+    om, ze, st = (np.ascontiguousarray(a) for a in (omega, zeta, steps.astype(np.int32)))
+    ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+    args = (ptr(x), ptr(v), ptr(om), ptr(ze), ptr(st), ctypes.c_longlong(n), ctypes.c_int(int(dynamic)))
+
+    def run():
+        so.omp_single(*args)
+    return run, lambda: (x, v), int(so.omp_threads())
+
+
 def peer_cupy(omega, zeta, steps):
     import cupy as cp
     kern = cp.ElementwiseKernel(
@@ -301,6 +348,10 @@ def main(argv=None):
     if args.peers:
         timed("single kernel (one thread per sample)", card.run_single, lambda: (card.x.numpy(), card.v.numpy()))
         if args.backend == "cpu":
+            for dynamic in (False, True):
+                run, res, threads = peer_openmp(omega, zeta, steps, dynamic)
+                timed(f"OpenMP single-kernel loop, {threads} threads, "
+                      f"schedule({'dynamic, 256' if dynamic else 'static'})", run, res)
             timed("numpy masked loop", lambda: numpy_reference(omega, zeta, steps), r=1)
         else:
             for name, make, r in (("CuPy masked host loop (ElementwiseKernel)", peer_cupy, reps),
