@@ -207,7 +207,7 @@ def peer_cupy(omega, zeta, steps):
     kern = cp.ElementwiseKernel(
         "int32 t, float64 c1, float64 c2, int32 k", "float64 x, float64 v",
         "if (k < t) { double xi = x, vi = v; osc_rk4(&xi, &vi, c1, c2); x = xi; v = vi; }",
-        "osc_masked_step", preamble="#define OSC_FN __device__ __forceinline__\n#define OSC_STEP_ONLY\n" + RK4_C)
+        "osc_masked_step", preamble="#define OSC_FN __device__ __forceinline__\n" + RK4_C)
     t, om, ze = cp.asarray(steps), cp.asarray(omega), cp.asarray(zeta)
     c1, c2 = 2.0 * ze * om, om * om
     x, v = cp.ones_like(om), cp.zeros_like(om)

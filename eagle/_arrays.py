@@ -5,6 +5,7 @@ anything with ``__cuda_array_interface__``, or anything that exports DLPack."""
 import ctypes
 
 from . import _hostmem
+from ._dlpack import DLTensor as _DLTensor
 from ._device_kind import HOST_DEVICE_TYPES, kind_of_device_type
 from .errors import EagleTypeError, EagleValueError
 
@@ -60,20 +61,6 @@ def _from_interface(obj, iface, device_type, device_id):
         _hostmem.check_range(ptr, nbytes, what)
         readonly = readonly or not _hostmem.is_writable(ptr, nbytes)
     return ArrayInfo(ptr, nbytes, device_type, device_id, obj, readonly)
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
 
 
 # PyCapsule_GetPointer with its signature, made once: a private prototype, so neither another

@@ -14,6 +14,7 @@ import weakref
 
 import numpy as np
 
+from . import _dlpack as _dl
 from ._device_kind import CUDA_ARRAY_INTERFACE_DEVICE_TYPES, HOST_DEVICE_TYPES
 from ._seam_ffi import ffi
 from .errors import EagleBufferError as _BufferError
@@ -26,40 +27,10 @@ _ALLOC = "eagle_backend_mem_alloc"
 _DL_CODE = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}  # numpy kind -> DLDataTypeCode
 
 
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
-
-
-class _DLPackVersion(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
-
-
-class _DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [("version", _DLPackVersion), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER),
-                ("flags", ctypes.c_uint64), ("dl_tensor", _DLTensor)]
-
-
 _exported = {}  # managed tensor address -> (struct, shape, array): alive until the consumer deletes it
 
 
-@_DELETER
+@_dl.DELETER
 def _delete_managed(address):
     _exported.pop(address, None)
 
@@ -85,18 +56,18 @@ def _capsule(arr, versioned):
     """A DLPack capsule over ``arr`` that keeps it alive until the consumer's deleter runs."""
     ndim = len(arr.shape)
     shape = (ctypes.c_int64 * max(ndim, 1))(*arr.shape)
-    managed = _DLManagedTensorVersioned() if versioned else _DLManagedTensor()
+    managed = _dl.DLManagedTensorVersioned() if versioned else _dl.DLManagedTensor()
     t = managed.dl_tensor
     t.data = arr.address
-    t.device = _DLDevice(arr.device_type, arr.device_id)
+    t.device = _dl.DLDevice(arr.device_type, arr.device_id)
     t.ndim = ndim
-    t.dtype = _DLDataType(_DL_CODE[arr.dtype.kind], arr.dtype.itemsize * 8, 1)
+    t.dtype = _dl.DLDataType(_DL_CODE[arr.dtype.kind], arr.dtype.itemsize * 8, 1)
     t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
     t.strides = None  # C-contiguous
     t.byte_offset = 0
     managed.deleter = _delete_managed
     if versioned:
-        managed.version = _DLPackVersion(1, 0)
+        managed.version = _dl.DLPackVersion(1, 0)
         managed.flags = 0
     address = ctypes.addressof(managed)
     _exported[address] = (managed, shape, arr)

@@ -266,21 +266,7 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
             return mod
     keep = []
     desc = _desc(device, name, dirs, options, compiler, fast_math, keep)
-    out = ffi.new("eagle_backend_module*")
-    logp = ffi.new("char**")
-    status = b._f.module_from_source(desc, data, len(data), out, logp)
-    log = _take_log(b, logp)
-    try:
-        b._check(_SRC, status)
-    except CompileError as e:
-        raise CompileError(f"{e}\n{log}" if log else str(e), log=log) from None
-    mod = Module(b, out[0], name, log, ())
-    try:
-        for k in kernels:
-            mod.kernel(k)
-    except BaseException:
-        mod.close()
-        raise
+    mod = _load(b, _SRC, b._f.module_from_source, desc, data, name, kernels)
     if cache:
         with _cache_lock:
             _cache[key] = mod
@@ -300,17 +286,27 @@ def load_image(backend, image, *, kernels=(), name=None, device=-1):
     image = bytes(image)
     keep = []
     desc = _desc(device, name or "image", (), (), None, False, keep)
+    return _load(b, _IMG, b._f.module_from_image, desc, image, name or "image", kernels)
+
+
+def _load(b, symbol, fn, desc, data, name, kernels):
+    """Call ``fn`` (module_from_source or module_from_image) and wrap its module, looking up
+    ``kernels`` at once; the compiler's log rides on a CompileError, or on the Module."""
     out = ffi.new("eagle_backend_module*")
     logp = ffi.new("char**")
-    status = b._f.module_from_image(desc, image, len(image), out, logp)
+    status = fn(desc, data, len(data), out, logp)
     log = _take_log(b, logp)
     try:
-        b._check(_IMG, status)
+        b._check(symbol, status)
     except CompileError as e:
         raise CompileError(f"{e}\n{log}" if log else str(e), log=log) from None
-    mod = Module(b, out[0], name or "image", log, ())
-    for k in kernels:
-        mod.kernel(k)
+    mod = Module(b, out[0], name, log, ())
+    try:
+        for k in kernels:
+            mod.kernel(k)
+    except BaseException:
+        mod.close()
+        raise
     return mod
 
 

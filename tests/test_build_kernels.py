@@ -39,10 +39,10 @@ def test_a_changed_option_is_a_cache_miss(cpu):
 
 
 def test_load_from_a_path_finds_its_headers(cpu):
-    k = kernels.load(cpu, os.path.join(ROOT, "benchmarks", "kernels", "oscillator_cpu.c"),
-                     ["osc_reset", "osc_steps", "osc_single"])
+    k = kernels.load(cpu, os.path.join(ROOT, "examples", "oscillator", "oscillator.c"),
+                     ["osc_reset", "osc_steps", "osc_single"])  # includes <eagle/kernel.h>
     assert len({k[n].handle for n in ("osc_reset", "osc_steps", "osc_single")}) == 3
-    assert k.name == "oscillator_cpu.c"
+    assert k.name == "oscillator.c"
 
 
 def test_kernel_errors_name_the_problem(cpu):

@@ -9,7 +9,7 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "eagle"
 
 FLOORS = {
-    0: {"errors", "_seam_ffi", "_seam_meta", "_status", "_device_kind", "_arrays", "_stream_arg", "_validate", "_hostmem", "_elf_check", "_compilers",
+    0: {"errors", "_seam_ffi", "_seam_meta", "_status", "_device_kind", "_arrays", "_stream_arg", "_validate", "_hostmem", "_elf_check", "_compilers", "_dlpack",
         "_hotcall", "_handle", "_loader"},
     1: {"stream", "capture", "fork", "conditional", "launcher", "memory", "filtering", "interop", "exec",
         "device", "module", "array"},

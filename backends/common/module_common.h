@@ -4,12 +4,11 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "guarded.h"
+#include "handle_registry.h"
 
 namespace eagle {
 
@@ -85,14 +84,13 @@ inline std::string first_error_line(const std::string& log) {
 }
 
 // Device addresses mem_alloc handed out and mem_free has not taken back: mem_free frees only these
-// (a foreign or already freed address is never passed to the allocator). One per backend library.
-struct Allocations {
-    std::mutex mu;
-    std::unordered_set<uint64_t> live;
-};
-inline Allocations& allocations() {
-    static Allocations* a = new Allocations();  // never destroyed: frees may run at exit
+// (a foreign or already freed address is never passed to the allocator). One per backend library,
+// in the same registry the handles use.
+inline HandleRegistry<bool>& allocations() {
+    static auto* a = new HandleRegistry<bool>();  // never destroyed: frees may run at exit
     return *a;
 }
+
+inline bool any_entry(bool) { return true; }
 
 }  // namespace eagle

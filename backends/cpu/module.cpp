@@ -282,8 +282,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_mem_alloc(int32_t device, uint64
         if (!p) fail(EAGLE_BACKEND_UNAVAILABLE, "mem_alloc of " + std::to_string(bytes) + " bytes failed");
         const uint64_t a = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));
         try {
-            std::lock_guard<std::mutex> lock(allocations().mu);
-            allocations().live.insert(a);
+            allocations().add(p, true);
         } catch (...) {
             std::free(p);
             throw;
@@ -295,10 +294,8 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_mem_alloc(int32_t device, uint64
 EAGLE_EXPORT void eagle_backend_mem_free(uint64_t address) {
     guarded_void([&] {
         if (!address) return;
-        {
-            std::lock_guard<std::mutex> lock(allocations().mu);
-            if (allocations().live.erase(address) == 0) return;  // not ours
-        }
-        std::free(reinterpret_cast<void*>(static_cast<uintptr_t>(address)));
+        void* p = reinterpret_cast<void*>(static_cast<uintptr_t>(address));
+        if (!allocations().take(p, any_entry)) return;  // not ours: never freed
+        std::free(p);
     });
 }
