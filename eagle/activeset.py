@@ -7,7 +7,7 @@ to ``theta`` of the live region (DESIGN.md §3): kernels then index the planes b
 index map holds positions, and :meth:`ActiveSet.restore` puts the planes back in sample order."""
 import numpy as np
 
-from . import _alloc
+from . import _alloc, _validate
 from ._arrays import address_of
 from ._resolve import resolve
 from .errors import EagleError, EagleTypeError, EagleValueError
@@ -114,6 +114,8 @@ class ActiveSet:
         self.count = _alloc.zeros(1, "uint32", mask)
         self._scratch = _alloc.zeros(max(b.compact_scratch_bytes(n), 1), "uint8", mask)
         self.theta = None
+        self._queue = None    # the drain's queue words (allocated at the first drain)
+        self._workers = None  # the drain's default lane count (from the device, at the first drain)
         self._planes = []
         if reorder is not None:
             theta = float(reorder)
@@ -183,6 +185,51 @@ class ActiveSet:
                   span=self.span, fire=self.fire, theta=self.theta)
 
     __call__ = compact  # an ActiveSet is itself a step: eagle.Graph.build([..., aset])
+
+    def drain(self, stream, kernel, args, rounds, *, workers=None):
+        """Enqueue on ``stream`` the drained form of ``rounds`` iterations of
+        (``kernel``'s ``_active`` entry; :meth:`compact`): one launch of the ``_drain`` entry that
+        eagle/kernel.h makes (``mod.step_drain`` for ``EAGLE_KERNEL(step, ...)``), in which every
+        live sample's body is called until its mask byte drops it or it was called ``rounds``
+        times, and a lane that is done takes the next live sample. Each sample ends exactly as
+        after that loop (bit for bit), with no synchronisation between the rounds and no kernel
+        per round, so unequal samples keep every lane busy. Valid when sample i's body reads and
+        writes only sample i's data. Capturable; the index map must be current (compact first),
+        and is stale afterwards (compact again to count what is left).
+
+        ``args`` are the kernel's declared arguments; eagle appends the index map, the count, the
+        mask, its queue words, ``rounds`` and ``workers``. ``workers`` (lanes launched) defaults
+        to what the device keeps resident: ``sm_count`` x 2048 lanes on a GPU, x 256 on the cpu
+        kind, at most n."""
+        if self.theta is not None:
+            raise EagleValueError("eagle.ActiveSet.drain: an ActiveSet with reorder= indexes its planes by "
+                                  "position; drain one without reorder")
+        name = getattr(kernel, "name", None)
+        if name is not None and not str(name).endswith("_drain"):
+            raise EagleValueError(f"eagle.ActiveSet.drain: kernel {name!r} is not a drain entry; pass the "
+                                  f"'{name}_drain' entry that eagle/kernel.h makes (compile with kernels=[..., "
+                                  f"'{name}_drain'])")
+        rounds = _validate.integer(rounds, "eagle.ActiveSet.drain: rounds", minimum=1, maximum=(1 << 62))
+        if not isinstance(args, (list, tuple)):
+            raise EagleTypeError(f"eagle.ActiveSet.drain: args must be a list or tuple, got a {type(args).__name__}")
+        if workers is None:
+            workers = self._default_workers()
+        workers = _validate.integer(workers, "eagle.ActiveSet.drain: workers", minimum=1, maximum=1 << 31)
+        workers = min(workers, max(self.n, 1))
+        if self._queue is None:
+            self._queue = _alloc.zeros(2, "uint32", self.mask)
+        full = [*args, self.index_map, self.count, self.mask, self._queue, rounds, workers]
+        if self.n == 0:
+            return False
+        return stream.run(kernel, full, workers, n_samples=self.n)
+
+    def _default_workers(self):
+        if self._workers is None:
+            dev = self.mask.__dlpack_device__()[1] if hasattr(self.mask, "__dlpack_device__") else 0
+            props = self.backend.device_props(int(dev) if self.backend.kind != "cpu" else 0)
+            per_core = 2048 if props.warp_size > 1 else 256
+            self._workers = max(1, int(props.sm_count)) * per_core
+        return self._workers
 
     @property
     def __name__(self):

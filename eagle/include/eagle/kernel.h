@@ -17,6 +17,19 @@
  *   drift_active   the ActiveSet variant: two more arguments follow the declared ones,
  *                  (const int32_t* index_map, const uint32_t* live_count); lane l < *live_count
  *                  runs sample i = index_map[l]; lanes at or past *live_count do nothing.
+ *   drift_drain    the drained ActiveSet variant, launched by ActiveSet.drain(): six more
+ *                  arguments follow the declared ones, (const int32_t* index_map,
+ *                  const uint32_t* live_count, const uint8_t* drop_mask, uint32_t* queue,
+ *                  int64_t rounds, int64_t workers). Every live sample i (index_map[p] for
+ *                  p < *live_count, each exactly once) has its body called again and again
+ *                  until drop_mask[i] != 0 or it was called `rounds` times. That is what
+ *                  `rounds` iterations of (drift_active; compact) give each sample, with no
+ *                  synchronisation between the rounds: valid when sample i's body touches only
+ *                  sample i. A lane that finishes its sample takes the next live one, so the
+ *                  lanes stay busy however unequal the samples are. On cuda, the `workers` lanes
+ *                  take positions 0..workers-1 first, then chunks claimed by their warp from
+ *                  queue[0]; the last block to finish leaves queue[0..1] at zero for the next
+ *                  launch (it must be zero before the first). The cpu kind strides by `workers`.
  * On the cpu kind each is `void k(void* const* params, int64_t base, int64_t count, int64_t n)`
  * with a lane loop; on cuda and hip each is an extern "C" __global__ function taking the declared
  * arguments, then eagle's partition triple (int64 base, count, n_samples), one lane per thread.
@@ -102,6 +115,90 @@ typedef unsigned long long uint64_t;
 /* Marks a helper function the body calls. */
 #define EAGLE_FN static __device__ __forceinline__
 
+/* ---- the drain loop's lane state (see name_drain above). Every lane of a warp runs these
+ * together (the warp stays converged around them); the pool is the same in every lane. */
+#define EAGLE_DRAIN_CHUNK 64
+typedef struct {
+    int64_t p, i, r;            /* this lane's map position (-1: none), its sample, body calls made */
+    int64_t live, first_dynamic; /* positions [0, live); those from first_dynamic on are claimed */
+    int64_t pool_next, pool_end; /* the warp's claimed positions not yet taken */
+    int exhausted;               /* the queue has nothing more below live */
+} eagle_drain_lane;
+
+EAGLE_FN eagle_drain_lane eagle_drain_begin(const uint32_t* live, int64_t workers) {
+    eagle_drain_lane d;
+    const int64_t w = (int64_t)blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    d.live = (int64_t)*live;
+    d.first_dynamic = workers;
+    d.p = -1;
+    d.i = 0;
+    d.r = 0;
+    d.pool_next = d.pool_end = 0;
+    d.exhausted = workers >= d.live;
+    if (w < workers && w < d.live) d.p = w;
+    return d;
+}
+
+/* Releases a finished sample, refills the lanes that have none, and says whether any lane of
+ * the warp has a sample to step (then d->p >= 0 marks the lanes that do, d->i their sample). */
+EAGLE_FN bool eagle_drain_next(eagle_drain_lane* d, const int32_t* map, const uint8_t* mask, uint32_t* queue,
+                               int64_t rounds) {
+    if (d->p >= 0 && d->r == 0) d->i = map[d->p];
+    if (d->p >= 0 && (d->r >= rounds || mask[d->i] != 0)) d->p = -1;
+#if defined(__HIPCC_RTC__) || defined(__HIPCC__)
+    /* hip: each lane claims alone (wavefront-width ballots are not used here). */
+    if (d->p < 0 && !d->exhausted) {
+        const int64_t q = d->first_dynamic + (int64_t)atomicAdd(queue, 1u);
+        if (q < d->live) { d->p = q; d->i = map[q]; d->r = 0; if (mask[d->i] != 0) d->p = -1; } else { d->exhausted = 1; }
+    }
+    if (d->p >= 0) d->r++;
+    return d->p >= 0 || !d->exhausted;
+#else
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned want = __ballot_sync(0xffffffffu, d->p < 0);
+    if (want != 0u && !d->exhausted) {
+        const int64_t k = __popc(want);
+        const int64_t rank = __popc(want & ((1u << lane) - 1u));
+        int64_t avail = d->pool_end - d->pool_next;
+        if (avail < 0) avail = 0;
+        int64_t mine = rank < avail ? d->pool_next + rank : -1;
+        if (avail < k) {
+            unsigned c = 0;
+            if (lane == 0) c = atomicAdd(queue, (unsigned)EAGLE_DRAIN_CHUNK);
+            c = __shfl_sync(0xffffffffu, c, 0);
+            const int64_t start = d->first_dynamic + (int64_t)c;
+            if (rank >= avail) mine = start + (rank - avail);
+            d->pool_next = start + (k - avail);
+            d->pool_end = start + EAGLE_DRAIN_CHUNK < d->live ? start + EAGLE_DRAIN_CHUNK : d->live;
+            if (start + EAGLE_DRAIN_CHUNK >= d->live) d->exhausted = 1;
+        } else {
+            d->pool_next += k;
+        }
+        if (d->p < 0 && mine >= 0 && mine < d->live) {
+            d->p = mine;
+            d->i = map[mine];
+            d->r = 0;
+            if (mask[d->i] != 0) d->p = -1;  /* dropped before this launch: take another next time */
+        }
+    }
+    if (d->p >= 0) d->r++;
+    return __any_sync(0xffffffffu, d->p >= 0) != 0;
+#endif
+}
+
+/* The last block to finish leaves the queue at zero for the next launch. */
+EAGLE_FN void eagle_drain_end(uint32_t* queue) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(queue + 1, 1u) == gridDim.x - 1) {
+            queue[0] = 0u;
+            queue[1] = 0u;
+            __threadfence();
+        }
+    }
+}
+
 #define EAGLE_KERNEL(name, ...)                                                                      \
     EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__));  \
     extern "C" __global__ void name(EAGLE_PP_MAP(EAGLE_PP_PARAM, __VA_ARGS__) int64_t eagle_base,     \
@@ -116,6 +213,18 @@ typedef unsigned long long uint64_t;
         const int64_t eagle_l = eagle_base + (int64_t)blockIdx.x * (int64_t)blockDim.x + threadIdx.x; \
         if (eagle_l < eagle_base + eagle_count && eagle_l < (int64_t)*eagle_live)                     \
             eagle_body_##name(eagle_map[eagle_l], eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));  \
+    }                                                                                                \
+    extern "C" __global__ void name##_drain(EAGLE_PP_MAP(EAGLE_PP_PARAM, __VA_ARGS__)                \
+                                            const int32_t* eagle_map, const uint32_t* eagle_live,    \
+                                            const uint8_t* eagle_mask, uint32_t* eagle_queue,        \
+                                            int64_t eagle_rounds, int64_t eagle_workers,             \
+                                            int64_t eagle_base, int64_t eagle_count, int64_t eagle_n) { \
+        (void)eagle_base; (void)eagle_count;                                                         \
+        eagle_drain_lane eagle_d = eagle_drain_begin(eagle_live, eagle_workers);                     \
+        while (eagle_drain_next(&eagle_d, eagle_map, eagle_mask, eagle_queue, eagle_rounds))          \
+            if (eagle_d.p >= 0)                                                                      \
+                eagle_body_##name(eagle_d.i, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));       \
+        eagle_drain_end(eagle_queue);                                                                \
     }                                                                                                \
     EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
 
@@ -145,6 +254,22 @@ typedef unsigned long long uint64_t;
         const int64_t eagle_hi = eagle_end < (int64_t)*eagle_live ? eagle_end : (int64_t)*eagle_live; \
         for (int64_t eagle_l = eagle_base; eagle_l < eagle_hi; ++eagle_l)                            \
             eagle_body_##name(eagle_map[eagle_l], eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));  \
+    }                                                                                                \
+    EAGLE_CPU_EXPORT void name##_drain(void* const* eagle_params, int64_t eagle_base,                \
+                                       int64_t eagle_count, int64_t eagle_n) {                       \
+        EAGLE_PP_MAP(EAGLE_PP_UNPACK, __VA_ARGS__)                                                    \
+        const int32_t* eagle_map = *(const int32_t* const*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__)]; \
+        const int64_t eagle_live =                                                                   \
+            (int64_t)**(const uint32_t* const*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 1];         \
+        const uint8_t* eagle_mask = *(const uint8_t* const*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 2]; \
+        const int64_t eagle_rounds = *(const int64_t*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 4];  \
+        const int64_t eagle_workers = *(const int64_t*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 5]; \
+        for (int64_t eagle_w = eagle_base; eagle_w < eagle_base + eagle_count; ++eagle_w)            \
+            for (int64_t eagle_p = eagle_w; eagle_p < eagle_live; eagle_p += eagle_workers) {         \
+                const int64_t eagle_i = eagle_map[eagle_p];                                          \
+                for (int64_t eagle_r = 0; eagle_r < eagle_rounds && eagle_mask[eagle_i] == 0; ++eagle_r) \
+                    eagle_body_##name(eagle_i, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));     \
+            }                                                                                        \
     }                                                                                                \
     EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
 #endif
