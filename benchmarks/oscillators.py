@@ -101,9 +101,9 @@ class Card:
     the sample is done, then takes the next live one), compact. mode 'while': reset, compact, then
     a WHILE decided on the device whose body runs K steps over the live index map and compacts."""
 
-    def __init__(self, kind, n, K, reorder=None, mode="drain", fast_math=False, module=None):
+    def __init__(self, kind, n, K, reorder=None, mode="drain", fast_math=False, module=None, workers=None):
         import eagle
-        self.eagle, self.n, self.K, self.mode = eagle, n, K, mode
+        self.eagle, self.n, self.K, self.mode, self.workers = eagle, n, K, mode, workers
         self.backend = b = eagle.backend(kind)
         self.k = module or load_kernels(b, fast_math)
         omega, zeta, steps = workload(n)
@@ -136,7 +136,7 @@ class Card:
 
     def drain(self, s):
         self.aset.drain(s, self.k.osc_steps_drain, [self.x, self.v, self.omega, self.zeta, self.done, self.target,
-                                                    self.mask, self.K], self.max_iters)
+                                                    self.mask, self.K], self.max_iters, workers=self.workers)
 
     def iterations(self):
         """WHILE iterations the last replay ran (mode 'while'); 1 drained launch otherwise."""
@@ -176,10 +176,10 @@ class SortedLimit:
     Same module (same flags) as the card; the step counts are known in advance here, which eagle
     does not know. Sorting is not timed; the result is put back in sample order for the check."""
 
-    def __init__(self, card):
+    def __init__(self, card, descending=False):
         b = card.backend
         omega, zeta, steps = card.host
-        self.order = np.argsort(steps, kind="stable")
+        self.order = np.argsort(-steps if descending else steps, kind="stable")
         self.card = card
         self.om, self.ze, self.t = (b.asarray(np.ascontiguousarray(a[self.order])) for a in (omega, zeta, steps))
         self.x, self.v = b.zeros(card.n), b.zeros(card.n)
@@ -393,6 +393,8 @@ def main(argv=None):
         lim = SortedLimit(card)
         cases.append(("single kernel over samples sorted by step count (the limit, same flags)", lim.run,
                       lim.result, ""))
+        down = SortedLimit(card, descending=True)
+        cases.append(("the same, sorted longest first", down.run, down.result, ""))
     if args.peers:
         cases.append(("single kernel (one thread per sample)", card.run_single,
                       lambda: (card.x.numpy(), card.v.numpy()), ""))
@@ -408,6 +410,15 @@ def main(argv=None):
                 ok &= same
                 cases.append((f"eagle graph, {mode}, K={k}", lambda c=c: c.run_graph(), None,
                               f"{it} iteration(s), {'bit-identical' if same else 'DIFFERENT'}"))
+        if card.mode == "drain":
+            sms = card.backend.device_props().sm_count
+            for per in (256, 512, 1024):
+                c = Card(args.backend, args.n, K, None, mode="drain", module=card.k, workers=sms * per)
+                c.run_graph()
+                same = np.array_equal(c.result()[0], gx)
+                ok &= same
+                cases.append((f"eagle graph, drain, K={K}, workers={sms}x{per}", lambda c=c: c.run_graph(), None,
+                              "bit-identical" if same else "DIFFERENT"))
     rows = {name: [] for name, *_ in cases}
     for fn in (c[1] for c in cases):
         fn()  # warm-up

@@ -156,13 +156,13 @@ EAGLE_FN bool eagle_drain_next(eagle_drain_lane* d, const int32_t* map, const ui
 #else
     const unsigned lane = threadIdx.x & 31u;
     const unsigned want = __ballot_sync(0xffffffffu, d->p < 0);
-    if (want != 0u && !d->exhausted) {
+    if (want != 0u) {
         const int64_t k = __popc(want);
         const int64_t rank = __popc(want & ((1u << lane) - 1u));
         int64_t avail = d->pool_end - d->pool_next;
         if (avail < 0) avail = 0;
         int64_t mine = rank < avail ? d->pool_next + rank : -1;
-        if (avail < k) {
+        if (avail < k && !d->exhausted) {
             unsigned c = 0;
             if (lane == 0) c = atomicAdd(queue, (unsigned)EAGLE_DRAIN_CHUNK);
             c = __shfl_sync(0xffffffffu, c, 0);
@@ -172,7 +172,7 @@ EAGLE_FN bool eagle_drain_next(eagle_drain_lane* d, const int32_t* map, const ui
             d->pool_end = start + EAGLE_DRAIN_CHUNK < d->live ? start + EAGLE_DRAIN_CHUNK : d->live;
             if (start + EAGLE_DRAIN_CHUNK >= d->live) d->exhausted = 1;
         } else {
-            d->pool_next += k;
+            d->pool_next += avail < k ? avail : k;  /* the queue is empty: the pool's last positions */
         }
         if (d->p < 0 && mine >= 0 && mine < d->live) {
             d->p = mine;
@@ -182,7 +182,8 @@ EAGLE_FN bool eagle_drain_next(eagle_drain_lane* d, const int32_t* map, const ui
         }
     }
     if (d->p >= 0) d->r++;
-    return __any_sync(0xffffffffu, d->p >= 0) != 0;
+    /* pool and exhausted are the same in every lane, so the warp leaves the loop together */
+    return __any_sync(0xffffffffu, d->p >= 0) != 0 || d->pool_next < d->pool_end || !d->exhausted;
 #endif
 }
 

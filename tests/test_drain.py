@@ -1,0 +1,146 @@
+"""ActiveSet.drain: one launch of a kernel's _drain entry ends every sample exactly as `rounds`
+iterations of (its _active entry; compact) do, however unequal the samples are; on cpu (in CI) and
+on cuda (where the lanes refill from warp-claimed chunks; skipped without a GPU)."""
+import math
+
+import numpy as np
+import pytest
+
+import eagle
+
+SRC = r"""
+#include <eagle/kernel.h>
+/* Sample i takes cost[i] steps of a chain that depends on every step (so a lost, repeated or
+ * reordered step changes its bits); K steps a call; mask[i] = 1 once done. */
+EAGLE_KERNEL(walk, (double*, x), (int32_t*, done), (const int32_t*, cost), (uint8_t*, mask), (int64_t, K))
+{
+    (void)n;
+    int32_t d = done[i];
+    const int32_t t = cost[i];
+    const int32_t stop = (int64_t)t - d < K ? t : (int32_t)(d + K);
+    double v = x[i];
+    for (; d < stop; ++d) v = v * 0.999 + (double)(i % 7) + 0.5 * (double)d;
+    x[i] = v;
+    done[i] = d;
+    mask[i] = d >= t;
+}
+EAGLE_KERNEL(walk_reset, (double*, x), (int32_t*, done), (uint8_t*, mask))
+{
+    (void)n;
+    x[i] = 1.0;
+    done[i] = 0;
+    mask[i] = 0;
+}
+"""
+
+
+def _costs(n, seed=7):
+    rng = np.random.default_rng(seed)
+    return np.maximum(1, np.exp(rng.uniform(0, math.log(3000), n))).astype(np.int32)
+
+
+class Walk:
+    def __init__(self, b, n, K=32, seed=7):
+        self.b, self.n, self.K = b, n, K
+        self.mod = eagle.compile(SRC, backend=b, kernels=["walk_active", "walk_drain", "walk_reset"])
+        self.cost_host = _costs(n, seed)
+        self.x, self.done = b.zeros(n), b.zeros(n, "int32")
+        self.mask, self.cost = b.zeros(n, "uint8"), b.asarray(self.cost_host)
+        self.s = b.stream()
+        self.aset = eagle.ActiveSet(self.mask, backend=b, stream=self.s)
+        self.rounds = math.ceil(int(self.cost_host.max()) / K) + 1
+
+    def args(self):
+        return [self.x, self.done, self.cost, self.mask, self.K]
+
+    def reset(self, s):
+        s.run(self.mod.walk_reset, [self.x, self.done, self.mask], self.n)
+
+    def drain(self, s, rounds=None, workers=None):
+        self.aset.drain(s, self.mod.walk_drain, self.args(), rounds or self.rounds, workers=workers)
+
+    def step(self, s):
+        s.run(self.mod.walk_active, self.args() + [self.aset.index_map, self.aset.count], self.n)
+
+    def while_result(self, rounds=None):
+        """The reference: `rounds` iterations of (active step; compact), from the host."""
+        s = self.s
+        self.reset(s)
+        self.aset.compact(s)
+        s.synchronize()
+        for _ in range(rounds or self.rounds):
+            if not self.aset.live:
+                break
+            self.step(s)
+            self.aset.compact(s)
+            s.synchronize()
+        return self.x.numpy(), self.done.numpy()
+
+
+def _kinds(request):
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def kind(request):
+    return _kinds(request)
+
+
+@pytest.mark.parametrize("workers", [None, 1, 37, 4096])
+def test_drain_equals_the_while_loop_bit_for_bit(kind, workers):
+    w = Walk(kind, 8000)
+    want_x, want_d = w.while_result()
+    assert np.array_equal(want_d, w.cost_host)
+    g = eagle.Graph.build([w.reset, w.aset, lambda s: w.drain(s, workers=workers), w.aset],
+                          planes=[w.x, w.done, w.mask, w.cost], stream=w.s, toggle=False)
+    for _ in range(3):  # replays reuse the queue words: each must leave them ready for the next
+        w.x.numpy()  # noqa - a host read between replays changes nothing
+        g.launch()
+        g.synchronize()
+        assert w.aset.live == 0
+        assert np.array_equal(w.done.numpy(), w.cost_host)
+        assert np.array_equal(w.x.numpy(), want_x)
+
+
+def test_drain_stops_each_sample_after_rounds_calls(kind):
+    w = Walk(kind, 5000)
+    want_x, want_d = w.while_result(rounds=3)
+    w.reset(w.s)
+    w.aset.compact(w.s)
+    w.drain(w.s, rounds=3, workers=64)
+    w.aset.compact(w.s)
+    w.s.synchronize()
+    assert np.array_equal(w.done.numpy(), np.minimum(w.cost_host, 3 * w.K))
+    assert np.array_equal(w.x.numpy(), want_x)
+    assert w.aset.live == int((w.cost_host > 3 * w.K).sum())
+
+
+def test_drain_skips_samples_dropped_after_the_compaction(kind):
+    """A stale index map (samples dropped since the compaction) is not stepped again."""
+    w = Walk(kind, 3000)
+    w.reset(w.s)
+    w.aset.compact(w.s)
+    w.s.synchronize()
+    mask = np.zeros(w.n, np.uint8)
+    mask[::3] = 1
+    w.s.copy(w.mask, mask)
+    w.drain(w.s, workers=100)
+    w.s.synchronize()
+    d = w.done.numpy()
+    assert np.all(d[::3] == 0)
+    keep = np.ones(w.n, bool)
+    keep[::3] = False
+    assert np.array_equal(d[keep], w.cost_host[keep])
+
+
+def test_drain_refuses_what_it_cannot_run(cpu):
+    w = Walk(cpu, 100)
+    with pytest.raises(eagle.EagleValueError, match="walk_active.*not a drain entry"):
+        w.aset.drain(w.s, w.mod.walk_active, w.args(), 3)
+    with pytest.raises(eagle.EagleValueError, match="rounds"):
+        w.aset.drain(w.s, w.mod.walk_drain, w.args(), 0)
+    with pytest.raises(eagle.EagleTypeError, match="args"):
+        w.aset.drain(w.s, w.mod.walk_drain, 5, 3)
+    re = eagle.ActiveSet(cpu.zeros(100, "uint8"), reorder=0.5, backend=cpu)
+    with pytest.raises(eagle.EagleValueError, match="reorder"):
+        re.drain(w.s, w.mod.walk_drain, w.args(), 3)
