@@ -322,8 +322,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="cpu", help="eagle kind: cpu or cuda")
     ap.add_argument("--n", type=int, default=10000)
-    ap.add_argument("--mode", choices=("drain", "while"), default="drain",
-                    help="drain (default): one drained launch; while: a WHILE of K steps + compaction")
+    ap.add_argument("--mode", choices=("drain", "while"), default=None,
+                    help="drain (default): one drained launch; while (default with --reorder): a WHILE of "
+                         "K steps + compaction")
     ap.add_argument("--k", type=int, default=None,
                     help="RK4 steps per body call (default: 16 drained, 32 in a WHILE)")
     ap.add_argument("--fast-math", action="store_true", help="compile every kernel with fast_math (FMA on)")
@@ -337,6 +338,9 @@ def main(argv=None):
     ap.add_argument("--sweep-k", action="store_true", help="also time the graph for other K, both modes")
     args = ap.parse_args(argv)
     reps = args.reps or (10 if args.backend != "cpu" else 3)
+    args.mode = args.mode or ("while" if args.reorder is not None else "drain")
+    if args.mode == "drain" and args.reorder is not None:
+        ap.error("--reorder needs --mode while (a drained ActiveSet does not reorder its planes)")
     K = args.k or (16 if args.mode == "drain" else 32)
 
     t0 = time.perf_counter()

@@ -198,9 +198,13 @@ class ActiveSet:
         and is stale afterwards (compact again to count what is left).
 
         ``args`` are the kernel's declared arguments; eagle appends the index map, the count, the
-        mask, its queue words, ``rounds`` and ``workers``. ``workers`` (lanes launched) defaults
-        to what the device keeps resident: ``sm_count`` x 2048 lanes on a GPU, x 256 on the cpu
-        kind, at most n."""
+        mask, its queue words, ``rounds`` and ``workers``. ``workers`` (lanes launched, at most n)
+        defaults to ``sm_count`` x 512 on a GPU: enough warps to keep the FP64 pipes busy while
+        every lane stays resident (lanes that wait for a second wave start their samples late, and
+        the last samples to start set the end). On the H200 the card ran 0.68 ms with 512 lanes a
+        multiprocessor against 0.82 / 0.74 / 1.01 ms with 256 / 1024 / 2048
+        (benchmarks/RESULTS.md). A body that waits on memory more than on arithmetic may want more:
+        pass ``workers``. On the cpu kind the default is ``sm_count`` (cores) x 256."""
         if self.theta is not None:
             raise EagleValueError("eagle.ActiveSet.drain: an ActiveSet with reorder= indexes its planes by "
                                   "position; drain one without reorder")
@@ -227,7 +231,7 @@ class ActiveSet:
         if self._workers is None:
             dev = self.mask.__dlpack_device__()[1] if hasattr(self.mask, "__dlpack_device__") else 0
             props = self.backend.device_props(int(dev) if self.backend.kind != "cpu" else 0)
-            per_core = 2048 if props.warp_size > 1 else 256
+            per_core = 512 if props.warp_size > 1 else 256
             self._workers = max(1, int(props.sm_count)) * per_core
         return self._workers
 

@@ -3,8 +3,9 @@
 Each rank integrates its share of the N damped oscillators of the card
 (benchmarks/oscillators.py): its planes hold samples [base, base + count), the reset kernel is
 launched over the global samples with ``job.run`` (planes through ``job.plane``), the ActiveSet
-and the K-step kernel work on the rank's own positions, and the whole loop is one recorded graph
-per rank, its WHILE decided on the device. Rank 0 gathers x and v in sample order and writes
+and the drained K-step kernel work on the rank's own positions (ActiveSet.drain: each lane steps its
+sample until it is done, then takes the next live one), and the whole program is one recorded
+graph per rank, every sample's loop decided on the device. Rank 0 gathers x and v in sample order and writes
 them to one .npz file; with --check it also runs the card in one process and compares bit for bit.
 
     mpiexec -n 2 python examples/card_mpi.py --backend cpu --n 20000 --check --out card.npz
@@ -28,7 +29,7 @@ def load_kernels(backend, device):
     kind's own compiler for this rank's device."""
     import eagle
     return eagle.compile(oscillators.ONE_SOURCE, backend=backend, device=device,
-                         kernels=["osc_reset", "osc_steps_active", "osc_single"])
+                         kernels=["osc_reset", "osc_steps_drain", "osc_single"])
 
 
 class RankCard:
@@ -37,7 +38,7 @@ class RankCard:
     ``steps`` replaces the card's step counts when given: a function of the global sample
     indices (int64) returning int32 step counts (the dynamic-balance workload uses it)."""
 
-    def __init__(self, job, kind, K=32, part=None, steps=None):
+    def __init__(self, job, kind, K=16, part=None, steps=None):
         import eagle
         self.job, self.K = job, K
         self.part = p = part or job.part
@@ -59,8 +60,7 @@ class RankCard:
             return  # a rank with no samples records nothing; it still gathers
         self.aset = eagle.ActiveSet(self.mask, backend=self.backend, stream=self.stream)
         self.max_iters = math.ceil(int(target.max()) / K) + 1
-        self.loop = eagle.repeat_while([self.steps, self.aset], self.aset, self.max_iters, name="K steps + compact")
-        self.graph = eagle.Graph.build([self.reset, self.aset, self.loop],
+        self.graph = eagle.Graph.build([self.reset, self.aset, self.steps, self.aset],
                                        planes=[self.mask, self.x, self.v, self.omega, self.zeta, self.done,
                                                self.target],
                                        stream=self.stream, toggle=False)
@@ -72,10 +72,9 @@ class RankCard:
                                            j.plane(self.mask, p)], part=p)
 
     def steps(self, s):
-        """A lane kernel over the rank's ActiveSet: lanes and positions are the rank's own."""
-        a = self.aset
-        s.run(self.k.osc_steps_active, [self.x, self.v, self.omega, self.zeta, self.done, self.target,
-                                        self.mask, self.K, a.index_map, a.count], self.part.count)
+        """The drained step kernel over the rank's ActiveSet: positions are the rank's own."""
+        self.aset.drain(s, self.k.osc_steps_drain, [self.x, self.v, self.omega, self.zeta, self.done, self.target,
+                                                    self.mask, self.K], self.max_iters)
 
     def run(self):
         """Replay the recorded program once and wait for it."""
@@ -100,7 +99,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="cpu", help="eagle kind: cpu or cuda")
     ap.add_argument("--n", type=int, default=20000)
-    ap.add_argument("--k", type=int, default=32)
+    ap.add_argument("--k", type=int, default=16)
     ap.add_argument("--out", help="write x, v of all samples to this .npz file (from rank 0)")
     ap.add_argument("--check", action="store_true", help="rank 0 also runs the card in one process and compares")
     args = ap.parse_args(argv)

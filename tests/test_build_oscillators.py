@@ -16,7 +16,7 @@ def _main():
     return oscillators
 
 
-@pytest.mark.parametrize("extra", [[], ["--reorder", "0.5", "--k", "8"], ["--k", "1"]])
+@pytest.mark.parametrize("extra", [[], ["--reorder", "0.5", "--k", "8"], ["--k", "1"], ["--mode", "while"]])
 def test_the_oscillator_card_passes_its_checks_on_cpu(cpu, capsys, extra):
     rc = _main().main(["--backend", "cpu", "--n", "3000", "--reps", "1", *extra])
     out = capsys.readouterr().out

@@ -26,11 +26,11 @@ def _example(name):
     return mod
 
 
-@pytest.mark.parametrize("reorder", [None, 0.5])
-def test_oscillator_example_equals_numpy_bit_for_bit(cpu, reorder):
+@pytest.mark.parametrize("loop, reorder", [("drain", None), ("while", None), ("while", 0.5)])
+def test_oscillator_example_equals_numpy_bit_for_bit(cpu, loop, reorder):
     osc = _example("oscillator")
     n = 1500
-    x, v = osc.run("cpu", n, K=32, reorder=reorder)
+    x, v = osc.run("cpu", n, K=32, reorder=reorder, loop=loop)
     rx, rv = osc.numpy_reference(*osc.workload(n))
     assert np.array_equal(x, rx) and np.array_equal(v, rv)
 

@@ -56,12 +56,12 @@ def test_a_syntax_error_on_cuda_is_a_compile_error_naming_the_line(cuda):
     assert "bad.c(4)" in e.value.log
 
 
-@pytest.mark.parametrize("reorder", [None, 0.5])
-def test_oscillator_on_cuda_equals_cpu_bit_for_bit(cuda, cpu, reorder):
+@pytest.mark.parametrize("loop, reorder", [("drain", None), ("while", None), ("while", 0.5)])
+def test_oscillator_on_cuda_equals_cpu_bit_for_bit(cuda, cpu, loop, reorder):
     osc = _example("oscillator")
     n = 100_000
-    xg, vg = osc.run("cuda", n, K=64, reorder=reorder)
-    xc, vc = osc.run("cpu", n, K=64, reorder=reorder)
+    xg, vg = osc.run("cuda", n, K=64, reorder=reorder, loop=loop)
+    xc, vc = osc.run("cpu", n, K=64, reorder=reorder, loop=loop)
     rel = np.max(np.abs(xg - xc) / np.maximum(np.abs(xc), 1e-300))
     assert rel <= 1e-12
     assert np.array_equal(xg, xc) and np.array_equal(vg, vc)  # bit-exact mode: the same bits

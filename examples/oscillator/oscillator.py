@@ -1,6 +1,9 @@
 """The oscillator card on eagle's one-source path: compile oscillator.c for the chosen kind, allocate
-the planes through eagle, record reset + compact + a device-decided WHILE of (K steps over the live
-samples, compact) once, launch it, and read the result with numpy.
+the planes through eagle, record reset + compact + one drained launch of the K-step kernel (each
+lane steps its sample until the sample is done, then takes the next live one) once, launch it, and
+read the result with numpy. With --loop while (or reorder=) the steps run instead as a WHILE decided
+on the device: (K steps over the live samples, compact) until none is live -- the form for a body
+that needs every sample to finish a round before the next one starts.
 
     python examples/oscillator/oscillator.py --backend cpu --n 10000
     python examples/oscillator/oscillator.py --backend cuda --n 1000000
@@ -47,8 +50,9 @@ def numpy_reference(omega, zeta, steps):
     return x, v
 
 
-def run(backend, n, K=64, reorder=None):
-    """Integrate n oscillators on ``backend``; returns (x, v) as numpy arrays."""
+def run(backend, n, K=16, reorder=None, loop="drain"):
+    """Integrate n oscillators on ``backend``; returns (x, v) as numpy arrays. ``loop``: 'drain'
+    (one drained launch) or 'while' (a WHILE of K steps + compaction; reorder= needs it)."""
     b = eagle.backend(backend)
     mod = b.compile(os.path.join(HERE, "oscillator.c"))
     omega, zeta, steps = workload(n)
@@ -58,15 +62,22 @@ def run(backend, n, K=64, reorder=None):
     stream = b.stream()
     planes = [x, v, om, ze, done, target]
     aset = eagle.ActiveSet(mask, reorder=reorder, planes=planes if reorder else (), backend=b, stream=stream)
+    rounds = math.ceil(int(steps.max()) / K) + 1  # calls of the step body a sample may need, at most
 
     def reset(s):
         s.run(mod.osc_reset, [x, v, done, mask], n)
 
+    def drain(s):
+        aset.drain(s, mod.osc_steps_drain, [x, v, om, ze, done, target, mask, K], rounds)
+
     def advance(s):
         s.run(mod.osc_steps_active, [x, v, om, ze, done, target, mask, K, aset.index_map, aset.count], n)
 
-    loop = eagle.repeat_while([advance, aset], aset, math.ceil(int(steps.max()) / K) + 1, name="K steps")
-    graph = eagle.Graph.build([reset, aset, loop], planes=[mask] + planes, stream=stream, toggle=False)
+    if loop == "drain" and reorder is None:
+        program = [reset, aset, drain, aset]  # the last compaction leaves aset.live == 0
+    else:
+        program = [reset, aset, eagle.repeat_while([advance, aset], aset, rounds, name="K steps")]
+    graph = eagle.Graph.build(program, planes=[mask] + planes, stream=stream, toggle=False)
     graph.launch()
     graph.synchronize()
     if reorder:
@@ -78,9 +89,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--backend", required=True, help="cpu, cuda, hip or gpu")
     ap.add_argument("--n", type=int, default=10000)
-    ap.add_argument("--K", type=int, default=64)
+    ap.add_argument("--K", type=int, default=16)
+    ap.add_argument("--loop", choices=("drain", "while"), default="drain")
     args = ap.parse_args()
-    x, v = run(args.backend, args.n, args.K)
+    x, v = run(args.backend, args.n, args.K, loop=args.loop)
     print(f"{args.n} oscillators on {args.backend}: x[:4] = {x[:4]}, |x| max = {np.abs(x).max():.6f}")
 
 
