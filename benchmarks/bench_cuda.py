@@ -1,6 +1,6 @@
 """eagle's cuda backend against its anchors, interleaved in one process (issue 5).
 
-    python benchmarks/bench_cuda.py [--rounds 7] [--out FILE]
+    python benchmarks/bench_cuda.py [--rounds 7] [--out FILE] [--no-card] [--no-sweep]
 
 Needs: the cuda backend ($EAGLE_BACKEND_CUDA or installed), a GPU, nvcc (builds the raw-CUDA
 peers in benchmarks/cuda/peers.cu), cupy (device arrays and events) and, optionally, torch.
@@ -28,7 +28,8 @@ def build_peers():
         subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", src, "-o", out],
                        check=True)
     lib = ctypes.CDLL(out)
-    for name in ("peer_graph_launch_loop", "peer_seam_launch_loop", "peer_while", "peer_host_loop", "peer_cub_flagged", "peer_memcpy"):
+    for name in ("peer_graph_launch_loop", "peer_seam_launch_loop", "peer_while", "peer_host_loop", "peer_cub_flagged",
+                 "peer_cub_flagged_counting", "peer_memcpy"):
         getattr(lib, name).restype = ctypes.c_int
     return lib
 
@@ -47,6 +48,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--launches", type=int, default=2000)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--card-n", type=int, default=1000000)
+    ap.add_argument("--card-k", type=int, default=32)
+    ap.add_argument("--no-card", action="store_true", help="skip the oscillator card with/without reorder")
+    ap.add_argument("--no-sweep", action="store_true", help="skip benchmarks/cuda/compact_sweep.cu")
     args = ap.parse_args()
 
     import cupy as cp
@@ -72,6 +77,7 @@ def main():
     f_dec = u64.value
 
     rows = {}
+    failures = []
 
     def add(name, value):
         rows.setdefault(name, []).append(value)
@@ -238,6 +244,10 @@ def main():
                                       ctypes.c_void_p(out.data.ptr), ctypes.c_void_p(num.data.ptr), n,
                                       ctypes.c_uint64(s.handle), 5, ctypes.byref(dbl)), "cub")
             add(f"compact 2^{logn}: cub::DeviceSelect::Flagged (us)", dbl.value)
+            ok(peers.peer_cub_flagged_counting(ctypes.c_void_p(mask.data.ptr), ctypes.c_void_p(out.data.ptr),
+                                               ctypes.c_void_p(num.data.ptr), n, ctypes.c_uint64(s.handle), 5,
+                                               ctypes.byref(dbl)), "cub counting")
+            add(f"compact 2^{logn}: cub::DeviceSelect::Flagged, counting iterator (us)", dbl.value)
             if torch is not None:
                 times = []
                 for _ in range(5):
@@ -271,6 +281,57 @@ def main():
                "peer_memcpy")
             add(f"copy 256 MiB {kind}: cudaMemcpyAsync (GB/s)", nbytes / dbl.value / 1e3)
     assert bool((dev[:1024] == 7).all())
+
+    # -- 5. the oscillator card with and without reorder (issue 17) --------------------------------
+    # The graph alone (launch + sync); restore() (host-driven, through the host) timed apart: it is
+    # not part of the loop, and the card's own timing in oscillators.py includes it.
+    card_rows = {}
+    if not args.no_card:
+        sys.path.insert(0, HERE)
+        import numpy as np
+        import oscillators
+        cards = {name: oscillators.Card("cuda", args.card_n, args.card_k, theta)
+                 for name, theta in (("reorder off", None), ("reorder 0.5", 0.5))}
+        results = {}
+        for name, card in cards.items():
+            card.run_graph()
+            results[name] = card.result()
+        same = all(np.array_equal(a, b) for a, b in zip(results["reorder off"], results["reorder 0.5"]))
+        for _ in range(args.rounds):
+            for name, card in cards.items():
+                t0 = time.perf_counter()
+                card.run_graph()
+                t1 = time.perf_counter()
+                card_rows.setdefault(f"card N={args.card_n} K={args.card_k}, {name}: graph (ms)", []).append((t1 - t0) * 1e3)
+                if card.aset.theta is not None:
+                    t0 = time.perf_counter()
+                    card.aset.restore()
+                    card_rows.setdefault(f"card N={args.card_n} K={args.card_k}, {name}: restore() (ms)", []).append(
+                        (time.perf_counter() - t0) * 1e3)
+        iters = {name: card.graph.ran(card.loop) for name, card in cards.items()}
+        for name, vals in card_rows.items():
+            rows[name] = vals
+        card_note = (f"card: results with and without reorder bit-identical: {'PASS' if same else 'FAIL'}; "
+                     f"WHILE iterations {iters}")
+        print(card_note)
+        if not same:
+            failures.append("card results differ with reorder on")
+    else:
+        card_note = "card: skipped (--no-card)"
+
+    # -- 6. the compaction variant sweep and the reorder kernels (benchmarks/cuda/compact_sweep.cu) --
+    sweep_text = ""
+    if not args.no_sweep:
+        exe = "/tmp/eagle_compact_sweep"
+        src = os.path.join(HERE, "cuda", "compact_sweep.cu")
+        inc = os.path.join(HERE, "..", "backends", "gpu")
+        subprocess.run(["nvcc", "-O3", "-std=c++17", "-arch=sm_90", "--expt-relaxed-constexpr", "-I", inc, src,
+                        "-o", exe], check=True)
+        r = subprocess.run([exe, str(args.rounds), "15"], capture_output=True, text=True)
+        sweep_text = r.stdout + (f"\nstderr: {r.stderr}" if r.stderr else "")
+        print(sweep_text)
+        if r.returncode:
+            failures.append(f"compact_sweep exited {r.returncode} (a MISMATCH line above, or a CUDA error)")
 
     # -- report -----------------------------------------------------------------------------------
     lines = [f"machine: {props.name}, {props.sm_count} SMs, driver via eagle {b.build_info.get('eagle_version')}"
@@ -315,15 +376,28 @@ def main():
               f"{ratio('compact 2^26: eagle compact_device (us)', 'compact 2^26: cub::DeviceSelect::Flagged (us)'):.2f}x (<= 1.0)",
               f"- compact 2^20, eagle / CUB Flagged: "
               f"{ratio('compact 2^20: eagle compact_device (us)', 'compact 2^20: cub::DeviceSelect::Flagged (us)'):.2f}x (<= 1.0)",
+              f"- compact 2^26, eagle / CUB Flagged over a counting iterator (eagle's output): "
+              f"{ratio('compact 2^26: eagle compact_device (us)', 'compact 2^26: cub::DeviceSelect::Flagged, counting iterator (us)'):.2f}x (<= 0.8)",
+              f"- compact 2^20, eagle / CUB Flagged over a counting iterator: "
+              f"{ratio('compact 2^20: eagle compact_device (us)', 'compact 2^20: cub::DeviceSelect::Flagged, counting iterator (us)'):.2f}x (<= 1.0)",
               f"- copy H2D, eagle / cudaMemcpyAsync bandwidth: "
               f"{ratio('copy 256 MiB H2D: eagle.copy (GB/s)', 'copy 256 MiB H2D: cudaMemcpyAsync (GB/s)'):.3f}x (>= 0.95)",
               f"- copy D2H, eagle / cudaMemcpyAsync bandwidth: "
               f"{ratio('copy 256 MiB D2H: eagle.copy (GB/s)', 'copy 256 MiB D2H: cudaMemcpyAsync (GB/s)'):.3f}x (>= 0.95)"]
+    on, off = (f"card N={args.card_n} K={args.card_k}, reorder 0.5: graph (ms)",
+               f"card N={args.card_n} K={args.card_k}, reorder off: graph (ms)")
+    lines += [f"- card graph, reorder 0.5 / reorder off: {ratio(on, off):.2f}x (< 1.0); per-round median "
+              f"{per_round(on, off):.2f}x", f"- {card_note}"]
+    if sweep_text:
+        lines += ["", sweep_text]
+    if failures:
+        lines += ["", "FAILURES:"] + [f"- {f}" for f in failures]
     text = "\n".join(lines)
     print(text)
     if args.out:
         with open(args.out, "w") as fh:
             fh.write(text + "\n")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 // Every function returns 0 on success or the cudaError_t, and writes its timing to *out.
 #include <cuda_runtime.h>
 #include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
 #include <string>
@@ -225,6 +226,33 @@ extern "C" int peer_cub_flagged(const int* d_in, const char* d_flags, int* d_out
     for (int r = 0; r < reps + 1; ++r) {
         TRY(cudaEventRecord(a, s));
         TRY(cub::DeviceSelect::Flagged(d_temp, temp, d_in, d_flags, d_out, d_num, n, s));
+        TRY(cudaEventRecord(b, s));
+        TRY(cudaEventSynchronize(b));
+        float m; TRY(cudaEventElapsedTime(&m, a, b));
+        if (r) ms.push_back(m);
+    }
+    std::sort(ms.begin(), ms.end());
+    *us = ms[ms.size() / 2] * 1000.0;
+    cudaFree(d_temp); cudaEventDestroy(a); cudaEventDestroy(b);
+    return 0;
+}
+
+// cub::DeviceSelect::Flagged over a counting iterator with the uint8 mask as flags: int32 indices of
+// the kept samples + the count, the output eagle's compaction writes; median GPU time over reps.
+extern "C" int peer_cub_flagged_counting(const char* d_flags, int* d_out, int* d_num, int n, uint64_t stream, int reps,
+                                         double* us) {
+    cudaStream_t s = (cudaStream_t)(uintptr_t)stream;
+    thrust::counting_iterator<int> first(0);
+    size_t temp = 0;
+    TRY(cub::DeviceSelect::Flagged(nullptr, temp, first, d_flags, d_out, d_num, n, s));
+    void* d_temp = nullptr;
+    TRY(cudaMalloc(&d_temp, temp));
+    cudaEvent_t a, b;
+    TRY(cudaEventCreate(&a)); TRY(cudaEventCreate(&b));
+    std::vector<float> ms;
+    for (int r = 0; r < reps + 1; ++r) {
+        TRY(cudaEventRecord(a, s));
+        TRY(cub::DeviceSelect::Flagged(d_temp, temp, first, d_flags, d_out, d_num, n, s));
         TRY(cudaEventRecord(b, s));
         TRY(cudaEventSynchronize(b));
         float m; TRY(cudaEventElapsedTime(&m, a, b));
