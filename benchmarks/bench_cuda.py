@@ -290,7 +290,7 @@ def main():
         sys.path.insert(0, HERE)
         import numpy as np
         import oscillators
-        cards = {name: oscillators.Card("cuda", args.card_n, args.card_k, theta)
+        cards = {name: oscillators.Card("cuda", args.card_n, args.card_k, theta, mode="while")
                  for name, theta in (("reorder off", None), ("reorder 0.5", 0.5))}
         results = {}
         for name, card in cards.items():
