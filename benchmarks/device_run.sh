@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels check bench seam card multigpu distributed distbench
+#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels sanitize check bench seam card multigpu distributed distbench
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there.
@@ -62,6 +62,17 @@ for stage in "$@"; do
         && python3 examples/barrier/barrier.py --backend cuda --n 10000000 \
         && python3 benchmarks/oscillators.py --backend cuda --n 1000000 --reps 5' 2>&1 | tee "$OUT/kernels_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
+    sanitize)
+      # compute-sanitizer memcheck over the GPU tests, one process per test file (a crash or a
+      # stall loses one file, not the run); faulthandler prints the stack of a test that stalls.
+      # torch and JAX tests are left out: their own runtimes under the sanitizer are not eagle's.
+      for f in ${SANITIZE_FILES:-tests/test_gpu_cuda.py tests/test_drain.py tests/test_gpu_kernels.py}; do
+        echo "==== compute-sanitizer memcheck: $f" | tee -a "$OUT/sanitizer.log"
+        timeout ${SANITIZE_TIMEOUT:-240} compute-sanitizer --tool memcheck --error-exitcode 86 --print-limit 20 \
+          python3 -X faulthandler -m pytest -q -p no:cacheprovider -o faulthandler_timeout=100 -rs "$f" \
+          -k "${SANITIZE_K:-not torch and not jax}" 2>&1 | tail -40 | tee -a "$OUT/sanitizer.log"
+        st=${PIPESTATUS[0]}; echo "exit status $st" | tee -a "$OUT/sanitizer.log"; rc=$((rc | st))
+      done ;;
     check)
       python3 -m eagle.check cuda cpu 2>&1 | tee "$OUT/check_cuda_h200.log"; rc=$((rc | ${PIPESTATUS[0]}))
       python3 -m eagle.check cuda --json > "$OUT/check_cuda_h200.json" 2>/dev/null ;;
