@@ -2,6 +2,8 @@
 
 ``with backend.capture(stream) as cap: ...`` records; ``cap.captured`` is the result,
 which :meth:`Backend.graph_from_captured` turns into a replayable graph."""
+import weakref
+
 from ._handle import Owner
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
@@ -29,7 +31,7 @@ class Capture(Owner):
     """A capturer bound to one stream. ``begin()`` ... ``end() -> Captured``; or use it as a
     context manager, which begins on entry and ends on exit into :attr:`captured`."""
 
-    __slots__ = ("stream", "captured", "_keepalive", "_raw")
+    __slots__ = ("stream", "captured", "_keepalive", "_raw", "_opened")
     _what = "capturer"
 
     def __init__(self, backend, stream, device=-1):
@@ -45,6 +47,7 @@ class Capture(Owner):
         self.stream = stream
         self.captured = None
         self._keepalive = []
+        self._opened = []  # weak refs to the conditionals created on this recording's streams
 
     def begin(self):
         """Start recording the stream's work."""
@@ -68,18 +71,42 @@ class Capture(Owner):
         """Note that work on ``raw`` (a fork branch, a conditional body) belongs to this capture."""
         self._backend._capturing[int(raw)] = self
 
+    def adopt_conditional(self, conditional):
+        """Note a conditional node recorded on one of this capture's streams: a capture that ends
+        in an exception releases it at once, so no body stream is left capturing (until the
+        garbage collector finds it, a capturing stream blocks device-wide work such as a device
+        synchronize in another library)."""
+        self._opened.append(weakref.ref(conditional))
+
     def keep(self, obj):
         """Keep ``obj`` alive as long as the recording (and graphs made of it) live."""
         self._keepalive.append(obj)
+
+    def abandon(self):
+        """Stop recording and drop what was recorded: the conditionals opened on this capture's
+        streams are released (innermost first, ending their bodies' captures), then the capturer
+        itself. Idempotent; what ``end()`` already returned is not touched."""
+        opened, self._opened = self._opened, []
+        for ref in reversed(opened):
+            c = ref()
+            if c is not None:
+                c.close()
+        self._backend._forget_capture(self)
+        self.close()
 
     def __enter__(self):
         self.begin()
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
+        if exc_type is not None:
+            self.abandon()
+            return False
+        try:
             self.end()
-        else:
-            self._backend._forget_capture(self)
+        except BaseException:
+            self.abandon()  # e.g. a body left open: nothing stays capturing
+            raise
+        self._opened = []
         self.close()
         return False

@@ -55,6 +55,9 @@ class Conditional(Owner):
         out = ffi.new("eagle_backend_conditional*")
         b.call.conditional_create(desc, out)
         self._own(b, out[0], "conditional_release")
+        cap = b._capturing.get(self._origin_raw)
+        if cap is not None:
+            cap.adopt_conditional(self)  # released with the capture if it ends in an exception
 
     def _adopt(self, raw):
         cap = self._backend._capturing.get(self._origin_raw)

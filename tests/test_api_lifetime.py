@@ -195,6 +195,43 @@ def test_capture_context_abandons_on_exception(cpu):
     assert x[0] == 1
 
 
+def test_a_capture_that_raises_releases_the_conditionals_opened_in_it_at_once(cpu):
+    """A body left open by an exception does not wait for the garbage collector: on the GPU a
+    capturing stream blocks device-wide work in every library until it is released."""
+    s = cpu.stream()
+    count = np.ones(1, np.uint32)
+    gc.disable()
+    try:
+        with pytest.raises(KeyError):
+            with cpu.capture(s):
+                outer = cpu.if_(s, count)
+                body = outer.begin()
+                inner = cpu.while_(body, count, np.zeros(2, np.uint32), loop_cap=4)
+                inner.begin()
+                raise KeyError("inside a body")
+        assert outer.closed and inner.closed  # released now, innermost first, with no gc pass
+    finally:
+        gc.enable()
+    x = np.zeros(1)
+    s.run(kaddr("add1"), [x], 1)  # the origin runs eagerly again
+    s.synchronize()
+    assert x[0] == 1
+
+
+def test_a_capture_ended_with_a_body_open_raises_and_leaves_nothing_capturing(cpu):
+    s = cpu.stream()
+    count = np.ones(1, np.uint32)
+    with pytest.raises(eagle.EagleError):
+        with cpu.capture(s):
+            c = cpu.if_(s, count)
+            c.begin()  # never ended: end() of the capture refuses it
+    assert c.closed
+    x = np.zeros(1)
+    s.run(kaddr("add1"), [x], 1)
+    s.synchronize()
+    assert x[0] == 1
+
+
 def test_borrowed_stream_ref_does_not_release(cpu):
     s = cpu.stream()
     ref = eagle.StreamRef.from_handle(cpu, s.handle)

@@ -293,6 +293,26 @@ def test_host_func_inside_a_conditional_body_is_refused(cuda, s):
             cuda.host_func(lambda: None, stream=body)
 
 
+def test_a_refused_body_leaves_no_stream_capturing(cuda, s):
+    """Found by compute-sanitizer: the body stream of a conditional left open by the refusal above
+    stayed in capture until the garbage collector released the conditional, and in between every
+    device-wide call (CuPy's device synchronize here) failed with 'operation not permitted when
+    stream is capturing'. The capture that ends in an exception now releases it at once."""
+    import gc
+    count = cp.ones(1, cp.uint32)
+    gc.disable()
+    try:
+        with pytest.raises(ValueError, match="host"):
+            with cuda.capture(s):
+                c = cuda.if_(s, count)
+                body = c.begin()
+                cuda.host_func(lambda: None, stream=body)
+        assert c.closed
+        cp.cuda.Device().synchronize()  # raised cudaErrorStreamCaptureUnsupported before the fix
+    finally:
+        gc.enable()
+
+
 def test_fence_orders_a_foreign_stream(cuda, s, k):
     other = cp.cuda.Stream(non_blocking=True)
     x = cp.zeros(1 << 20, cp.float64)
