@@ -240,7 +240,7 @@ def main(argv=None):
     ap.add_argument("--in-flight", type=int, default=None, help="dynamic chunks in flight per rank (4 on a GPU)")
     ap.add_argument("--spreads", default="1,10,100",
                     help="cost spreads to compare static and dynamic at (100 is the goal's)")
-    ap.add_argument("--k", type=int, default=16, help="card: RK4 steps per body call of the drained step kernel")
+    ap.add_argument("--k", type=int, default=32, help="card: RK4 steps per body call of the drained step kernel")
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--json", help="write the figures here (rank 0)")
     args = ap.parse_args(argv)

@@ -326,7 +326,7 @@ def main(argv=None):
                     help="drain (default): one drained launch; while (default with --reorder): a WHILE of "
                          "K steps + compaction")
     ap.add_argument("--k", type=int, default=None,
-                    help="RK4 steps per body call (default: 16 drained, 32 in a WHILE)")
+                    help="RK4 steps per body call (default 32)")
     ap.add_argument("--fast-math", action="store_true", help="compile every kernel with fast_math (FMA on)")
     ap.add_argument("--reorder", type=float, default=None, help="ActiveSet reorder theta (0.25-0.75), mode while")
     ap.add_argument("--reps", type=int, default=None, help="timed repetitions (median)")
@@ -341,7 +341,7 @@ def main(argv=None):
     args.mode = args.mode or ("while" if args.reorder is not None else "drain")
     if args.mode == "drain" and args.reorder is not None:
         ap.error("--reorder needs --mode while (a drained ActiveSet does not reorder its planes)")
-    K = args.k or (16 if args.mode == "drain" else 32)
+    K = args.k or 32
 
     t0 = time.perf_counter()
     card = Card(args.backend, args.n, K, args.reorder, mode=args.mode, fast_math=args.fast_math)
@@ -403,7 +403,7 @@ def main(argv=None):
         cases.append(("single kernel (one thread per sample)", card.run_single,
                       lambda: (card.x.numpy(), card.v.numpy()), ""))
     if args.sweep_k:
-        for mode, ks in (("drain", (4, 8, 16, 32, 64)), ("while", (16, 32, 64, 128))):
+        for mode, ks in (("drain", (8, 16, 32, 64)), ("while", (32, 64, 128))):
             for k in ks:
                 if k == K and mode == card.mode:
                     continue
@@ -416,7 +416,7 @@ def main(argv=None):
                               f"{it} iteration(s), {'bit-identical' if same else 'DIFFERENT'}"))
         if card.mode == "drain":
             sms = card.backend.device_props().sm_count
-            for per in (256, 512, 1024):
+            for per in (384, 512, 768, 1024):
                 c = Card(args.backend, args.n, K, None, mode="drain", module=card.k, workers=sms * per)
                 c.run_graph()
                 same = np.array_equal(c.result()[0], gx)

@@ -38,7 +38,7 @@ class RankCard:
     ``steps`` replaces the card's step counts when given: a function of the global sample
     indices (int64) returning int32 step counts (the dynamic-balance workload uses it)."""
 
-    def __init__(self, job, kind, K=16, part=None, steps=None):
+    def __init__(self, job, kind, K=32, part=None, steps=None):
         import eagle
         self.job, self.K = job, K
         self.part = p = part or job.part
@@ -99,7 +99,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="cpu", help="eagle kind: cpu or cuda")
     ap.add_argument("--n", type=int, default=20000)
-    ap.add_argument("--k", type=int, default=16)
+    ap.add_argument("--k", type=int, default=32)
     ap.add_argument("--out", help="write x, v of all samples to this .npz file (from rank 0)")
     ap.add_argument("--check", action="store_true", help="rank 0 also runs the card in one process and compares")
     args = ap.parse_args(argv)

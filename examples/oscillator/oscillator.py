@@ -50,7 +50,7 @@ def numpy_reference(omega, zeta, steps):
     return x, v
 
 
-def run(backend, n, K=16, reorder=None, loop="drain"):
+def run(backend, n, K=32, reorder=None, loop="drain"):
     """Integrate n oscillators on ``backend``; returns (x, v) as numpy arrays. ``loop``: 'drain'
     (one drained launch) or 'while' (a WHILE of K steps + compaction; reorder= needs it)."""
     b = eagle.backend(backend)
@@ -89,7 +89,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--backend", required=True, help="cpu, cuda, hip or gpu")
     ap.add_argument("--n", type=int, default=10000)
-    ap.add_argument("--K", type=int, default=16)
+    ap.add_argument("--K", type=int, default=32)
     ap.add_argument("--loop", choices=("drain", "while"), default="drain")
     args = ap.parse_args()
     x, v = run(args.backend, args.n, args.K, loop=args.loop)
