@@ -29,7 +29,7 @@ def build_peers():
                        check=True)
     lib = ctypes.CDLL(out)
     for name in ("peer_graph_launch_loop", "peer_seam_launch_loop", "peer_while", "peer_host_loop", "peer_cub_flagged",
-                 "peer_cub_flagged_counting", "peer_memcpy"):
+                 "peer_cub_flagged_counting", "peer_memcpy", "peer_memcpy_wall"):
         getattr(lib, name).restype = ctypes.c_int
     return lib
 
@@ -201,7 +201,21 @@ def main():
                                 ctypes.byref(dbl)), "peer_host_loop")
         add("WHILE 1000 it: host-driven loop (us/iter)", dbl.value)
 
+    def wall_us(fn, reps=5):  # host microseconds of one blocking call, median of reps after a warm-up
+        fn()
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e6)
+        return med(times)
+
     # -- 3. compaction, 50 % kept --------------------------------------------------------------
+    # Two ways of calling it. With stream=s the call returns at once and the stream holds the
+    # arrays until the work has run (a release marker behind it): timed by events around it.
+    # Eager, with no stream=, eagle runs it on a stream of its own and waits (no marker): timed on
+    # the host, against the same seam call made raw (prepared desc, cffi) and waited for the same way.
+    raw_sync = b._f.stream_synchronize
     for logn in (26, 20):
         n = 1 << logn
         rng = cp.random.default_rng(1)
@@ -225,7 +239,30 @@ def main():
         desc.mask, desc.index_map, desc.count = mask.data.ptr, idx.data.ptr, count.data.ptr
         desc.scratch, desc.scratch_bytes = scratch.data.ptr, scratch.nbytes
         raw_compact = b._f.compact_device
+        # eager calls on eagle's own device arrays (no protocol to read) and on CuPy arrays (their
+        # __cuda_array_interface__, read on every call); each set has its own scratch
+        e_mask, e_idx, e_count = b.empty(n, "uint8"), b.empty(n, "int32"), b.zeros(1, "uint32")
+        e_scratch = b.zeros(scratch.nbytes, "uint8")
+        cp.asarray(e_mask)[...] = mask
+        c_idx, c_count, c_scratch = cp.zeros(n, cp.int32), cp.zeros(1, cp.uint32), cp.zeros_like(scratch)
+        cp.cuda.Device().synchronize()
+        eagle.compact(e_mask, e_idx, e_count, e_scratch)
+        eagle.compact(mask, c_idx, c_count, c_scratch)
+        assert int(e_count.numpy()[0]) == expect.size and int(c_count.get()[0]) == expect.size, \
+            "eager eagle.compact() counted wrong"
+        assert bool((cp.asarray(e_idx)[:expect.size] == expect).all()), "eager eagle.compact() differs from flatnonzero"
+
+        def raw_blocking():
+            ok(raw_compact(desc), "compact_device")
+            ok(raw_sync(s._h), "stream_synchronize")
+
         for _ in range(args.rounds):
+            for name, fn in ((f"compact 2^{logn}: raw compact_device + stream_synchronize, wall (us)", raw_blocking),
+                             (f"compact 2^{logn}: eager eagle.compact(), eagle arrays, wall (us)",
+                              lambda: eagle.compact(e_mask, e_idx, e_count, e_scratch)),
+                             (f"compact 2^{logn}: eager eagle.compact(), CuPy arrays, wall (us)",
+                              lambda: eagle.compact(mask, c_idx, c_count, c_scratch))):
+                add(name, wall_us(fn))
             times, wrapped = [], []
             for _ in range(5):
                 ev0.record(cs)
@@ -239,7 +276,7 @@ def main():
                 ev1.synchronize()
                 wrapped.append(cp.cuda.get_elapsed_time(ev0, ev1) * 1000.0)
             add(f"compact 2^{logn}: eagle compact_device (us)", med(times))
-            add(f"compact 2^{logn}: eagle.compact() Python wrapper, same events (us)", med(wrapped))
+            add(f"compact 2^{logn}: Backend.compact(stream=s), same events (us)", med(wrapped))
             ok(peers.peer_cub_flagged(ctypes.c_void_p(data.data.ptr), ctypes.c_void_p(mask.data.ptr),
                                       ctypes.c_void_p(out.data.ptr), ctypes.c_void_p(num.data.ptr), n,
                                       ctypes.c_uint64(s.handle), 5, ctypes.byref(dbl)), "cub")
@@ -280,6 +317,15 @@ def main():
                                  1 if kind == "H2D" else 2, ctypes.c_uint64(s.handle), 5, ctypes.byref(dbl)),
                "peer_memcpy")
             add(f"copy 256 MiB {kind}: cudaMemcpyAsync (GB/s)", nbytes / dbl.value / 1e3)
+            # blocking: eager eagle.copy() (eagle's own stream, waits, no marker) against
+            # cudaMemcpyAsync + cudaStreamSynchronize, both timed on the host
+            add(f"copy 256 MiB {kind}: eager eagle.copy(), wall (GB/s)",
+                nbytes / wall_us(lambda: eagle.copy(dst, src)) / 1e3)
+            ok(peers.peer_memcpy_wall(ctypes.c_void_p(d), ctypes.c_void_p(sp), ctypes.c_size_t(nbytes),
+                                      1 if kind == "H2D" else 2, ctypes.c_uint64(s.handle), 5, ctypes.byref(dbl)),
+               "peer_memcpy_wall")
+            add(f"copy 256 MiB {kind}: cudaMemcpyAsync + cudaStreamSynchronize, wall (GB/s)",
+                nbytes / dbl.value / 1e3)
     assert bool((dev[:1024] == 7).all())
 
     # -- 5. the oscillator card with and without reorder (issue 17) --------------------------------
@@ -349,9 +395,32 @@ def main():
     def per_round(a, c):  # the median of the ratios taken within each round
         return med([x / y for x, y in zip(rows[a], rows[c])]) if a in rows and c in rows else float("nan")
     C = 'replay: C loop of cudaGraphLaunch'
-    lines += ["", "ratios (goal):",
+    c20 = "compact 2^20: "
+    lines += ["", "issue 17 (host-side overheads), same run:",
+              f"- eager eagle.compact() 2^20, eagle arrays, wall / raw compact_device + sync, wall: "
+              f"{ratio(c20 + 'eager eagle.compact(), eagle arrays, wall (us)', c20 + 'raw compact_device + stream_synchronize, wall (us)'):.2f}x (<= 1.3)",
+              f"- eager eagle.compact() 2^20, CuPy arrays, wall / raw compact_device + sync, wall: "
+              f"{ratio(c20 + 'eager eagle.compact(), CuPy arrays, wall (us)', c20 + 'raw compact_device + stream_synchronize, wall (us)'):.2f}x",
+              f"- eager eagle.compact() 2^20, eagle arrays, wall / its kernel (events): "
+              f"{ratio(c20 + 'eager eagle.compact(), eagle arrays, wall (us)', c20 + 'eagle compact_device (us)'):.2f}x "
+              "(a blocking call also pays the launch and the wake-up)",
+              f"- Backend.compact(stream=s) 2^20, events / its kernel (events), session 3's 5.6x row: "
+              f"{ratio(c20 + 'Backend.compact(stream=s), same events (us)', c20 + 'eagle compact_device (us)'):.2f}x "
+              "(the stream path keeps its release marker)",
               f"- replay enqueue, Launcher.launch() / C cudaGraphLaunch loop: "
-              f"{ratio('replay: eagle Launcher.launch()', C):.2f}x (<= 1.2); "
+              f"{ratio('replay: eagle Launcher.launch()', C):.2f}x (<= 1.1); per-round median "
+              f"{per_round('replay: eagle Launcher.launch()', C):.2f}x",
+              f"- copy 256 MiB H2D, eager eagle.copy() / cudaMemcpyAsync + sync, wall: "
+              f"{ratio('copy 256 MiB H2D: eager eagle.copy(), wall (GB/s)', 'copy 256 MiB H2D: cudaMemcpyAsync + cudaStreamSynchronize, wall (GB/s)'):.3f}x (>= 0.95)",
+              f"- copy 256 MiB D2H, eager eagle.copy() / cudaMemcpyAsync + sync, wall: "
+              f"{ratio('copy 256 MiB D2H: eager eagle.copy(), wall (GB/s)', 'copy 256 MiB D2H: cudaMemcpyAsync + cudaStreamSynchronize, wall (GB/s)'):.3f}x (>= 0.95)",
+              f"- copy 256 MiB H2D / D2H, Backend.copy(stream=s) / cudaMemcpyAsync, events: "
+              f"{ratio('copy 256 MiB H2D: eagle.copy (GB/s)', 'copy 256 MiB H2D: cudaMemcpyAsync (GB/s)'):.3f}x / "
+              f"{ratio('copy 256 MiB D2H: eagle.copy (GB/s)', 'copy 256 MiB D2H: cudaMemcpyAsync (GB/s)'):.3f}x "
+              "(session 3's 0.93x rows; the stream path keeps its release marker)",
+              "", "ratios (goal):",
+              f"- replay enqueue, Launcher.launch() / C cudaGraphLaunch loop: "
+              f"{ratio('replay: eagle Launcher.launch()', C):.2f}x (<= 1.1); "
               f"per-round median {per_round('replay: eagle Launcher.launch()', C):.2f}x",
               f"- replay enqueue, Launcher.launch() on the cffi fallback / C loop: "
               f"{ratio('replay: eagle Launcher.launch(), cffi fallback', C):.2f}x",

@@ -7,7 +7,15 @@ import ctypes
 from . import _hostmem
 from ._dlpack import DLTensor as _DLTensor
 from ._device_kind import HOST_DEVICE_TYPES, kind_of_device_type
+from ._seam_ffi import ffi
 from .errors import EagleTypeError, EagleValueError
+
+#: Per-type fast paths of :func:`address_of`, for exact types only (no subclasses): type ->
+#: ``fn(obj) -> ArrayInfo``, or None to take the general path (which then names what is wrong).
+#: numpy's ndarray is added once numpy is in use; eagle's DeviceArray registers itself.
+_EXACT = {}
+#: Exact types whose DLPack device is known without asking them: type -> fn(obj) -> (type, id).
+_DEVICE_EXACT = {}
 
 
 class ArrayInfo:
@@ -41,8 +49,44 @@ def _contiguous_nbytes(shape, strides, itemsize, what):
     return n * itemsize
 
 
+def register_exact(cls, info, device):
+    """Give the exact type ``cls`` a fast path: ``info(obj)`` is its :class:`ArrayInfo` (or None
+    for the general path), ``device(obj)`` its ``(device_type, device_id)``."""
+    _EXACT[cls] = info
+    _DEVICE_EXACT[cls] = device
+
+
+_from_buffer, _cast = ffi.from_buffer, ffi.cast
+
+
+def fast_info(obj):
+    """:class:`ArrayInfo` of ``obj`` when its exact type has a fast path (and it takes it), else None."""
+    fast = _EXACT.get(type(obj))
+    return None if fast is None else fast(obj)
+
+
+def _ndarray_info(a):
+    """A numpy array's memory through its buffer: what its ``__array_interface__`` says, without
+    building that dict (which costs microseconds a call). Not C-contiguous, or a dtype the
+    buffer protocol refuses: None, for the general path."""
+    flags = a.flags
+    if not flags.c_contiguous:
+        return None
+    try:
+        ptr = int(_cast("uintptr_t", _from_buffer(a)))
+    except (TypeError, ValueError, BufferError):
+        return None
+    return ArrayInfo(ptr, a.nbytes, 1, 0, a, not flags.writeable)
+
+
+def _host_device(_obj):
+    return 1, 0
+
+
 def _from_interface(obj, iface, device_type, device_id):
     import numpy as np
+    if np.ndarray not in _EXACT:
+        register_exact(np.ndarray, _ndarray_info, _host_device)
     what = type(obj).__name__
     try:
         ptr, readonly = iface["data"]
@@ -93,6 +137,11 @@ def _read_dlpack(obj):
 
 def address_of(obj) -> ArrayInfo:
     """Address, size and DLPack device of ``obj``'s memory (which must be contiguous)."""
+    fast = _EXACT.get(type(obj))
+    if fast is not None:
+        info = fast(obj)
+        if info is not None:
+            return info
     if isinstance(obj, ArrayInfo):
         return obj
     if isinstance(obj, bool):
@@ -116,6 +165,9 @@ def address_of(obj) -> ArrayInfo:
 
 def dlpack_device(obj):
     """(device_type, device_id) of an array, from ``__dlpack_device__`` (numpy arrays: (1, 0))."""
+    fast = _DEVICE_EXACT.get(type(obj))
+    if fast is not None:
+        return fast(obj)
     dev = getattr(obj, "__dlpack_device__", None)
     if dev is not None:
         t, i = dev()

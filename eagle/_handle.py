@@ -73,7 +73,7 @@ class Owner:
         disarmed when the handle goes (closed, consumed or collected)."""
         bound = _hotcall.bind(self, name, watch, counted)
         self._bound.append(bound)
-        return bound
+        return _hotcall.hot(bound)
 
     @property
     def backend(self):

@@ -36,6 +36,7 @@ TRACE_COUNTS = Counter()
 
 _lock = threading.Lock()
 _opened = {}
+_by_kind = {}  # kind -> (cls, reader of $EAGLE_BACKEND_<KIND>, its value, $EAGLE_TRACE_CALLS, library)
 
 
 def _package_dirs():
@@ -114,6 +115,13 @@ def open_library(name, cls, *, trace=None):
 
     Raises :class:`eagle.BackendLoadError` when the library is refused and
     :class:`eagle.BackendUnavailable` when no such backend is installed."""
+    by_env = trace is None  # tracing as $EAGLE_TRACE_CALLS says
+    if by_env and type(name) is str:
+        # the fast path of a kind opened before: valid while the two variables that decided it
+        # (its $EAGLE_BACKEND_<KIND> and $EAGLE_TRACE_CALLS) read as they did then
+        hit = _by_kind.get(name)
+        if hit is not None and hit[0] is cls and hit[1]() == hit[2] and _trace_env() == hit[3]:
+            return hit[4]
     if not isinstance(name, (str, os.PathLike)):
         raise EagleTypeError(f"eagle: a backend is named by a kind ('cpu', 'cuda', 'gpu', ...), a path or "
                              f"an eagle.Backend, not a {type(name).__name__}")
@@ -126,7 +134,25 @@ def open_library(name, cls, *, trace=None):
         if lib is None:
             lib = cls(path, kind, how, trace=bool(trace))
             _opened[key] = lib
-        return lib
+    if by_env and type(name) is str and name == kind:  # a kind by name: not 'gpu', not a path
+        probe = _env_probe(_env_var(kind))
+        _by_kind[name] = (cls, probe, probe(), _trace_env(), lib)
+    return lib
+
+
+def _env_probe(var):
+    """A reader of ``os.environ[var]`` (None when unset) for the hot path. ``os.environ.get``
+    raises and catches a KeyError for every unset variable (a microsecond); this reads the
+    mapping behind ``os.environ`` (its raw values: compare them only with each other)."""
+    env = os.environ
+    encode = getattr(env, "encodekey", None)
+    if encode is None or not isinstance(getattr(env, "_data", None), dict):
+        return lambda: env.get(var)
+    key = encode(var)
+    return lambda: env._data.get(key)
+
+
+_trace_env = _env_probe("EAGLE_TRACE_CALLS")
 
 
 class _Functions:

@@ -38,16 +38,19 @@ def devices_of(arrays, what, noun="argument"):
 
 def device_of(arrays, what, host_ok=False, noun="argument"):
     """The one device the arrays live on, ``(device_type, device_id)``; the host when none is
-    given. Refuses arrays on two devices, naming both."""
+    given. Refuses arrays on two devices, naming both (the first two neighbours that differ)."""
     devs = devices_of(arrays, what, noun)
-    on_device = [(i, d) for i, d in devs if d[0] not in HOST_DEVICE_TYPES] if host_ok else devs
-    for (i, d), (j, e) in zip(on_device, on_device[1:]):
-        if d != e:
-            raise EagleValueError(f"{what}: the arrays live on different devices: {noun} {i} on "
-                                  f"{describe_device(d)}, {noun} {j} on {describe_device(e)}; "
+    found = None  # (index, device) of the last array on a device that counts
+    for i, d in devs:
+        if host_ok and d[0] in HOST_DEVICE_TYPES:
+            continue
+        if found is not None and found[1] != d:
+            raise EagleValueError(f"{what}: the arrays live on different devices: {noun} {found[0]} on "
+                                  f"{describe_device(found[1])}, {noun} {i} on {describe_device(d)}; "
                                   "put them on one device")
-    if on_device:
-        return on_device[0][1]
+        found = (i, d)
+    if found is not None:
+        return found[1]
     return devs[0][1] if devs else None
 
 
@@ -56,7 +59,7 @@ def resolve(arrays=(), *, backend=None, streams=(), what="eagle", host_ok=False,
 
     ``device`` is the arrays' device id (None when no array names one)."""
     where = device_of(arrays, what, host_ok, noun)
-    named = [b for b in (backend_of_stream(s) for s in streams) if b is not None]
+    named = [b for b in (backend_of_stream(s) for s in streams if s is not None) if b is not None]
     if backend is not None:
         b = open_backend(backend)
     elif named:

@@ -10,6 +10,8 @@ INT64_MAX = (1 << 63) - 1
 
 def integer(value, what, *, minimum=None, maximum=INT64_MAX):
     """``value`` as an int: ints and integer scalars only (no bool, float, str), within range."""
+    if type(value) is int and (minimum is None or value >= minimum) and (maximum is None or value <= maximum):
+        return value
     if isinstance(value, bool):
         raise EagleTypeError(f"{what} must be an integer, got {value!r}")
     try:

@@ -34,16 +34,38 @@ def own_stream(backend):
     return s
 
 
-def blocking(backend, stream, enqueue):
-    """``enqueue(stream)`` on ``stream``; with no stream, on :func:`own_stream`, then wait for it.
-    Returns what ``enqueue`` returned."""
+def eager(backend, stream, enqueue, *args, **kw):
+    """``enqueue(backend, *args, stream=..., **kw) -> (result, raw stream, refs)`` on ``stream``,
+    whose stream then holds ``refs`` until it has run the work (a release marker behind it,
+    eagle/memory.py). With no stream: on :func:`own_stream`, then wait for it. The work is done
+    when this returns and ``refs`` (the caller's arguments) were alive throughout, so nothing is
+    held and no marker is enqueued. Returns ``result``."""
     if stream is not None:
-        return enqueue(stream)
+        out, raw, refs = enqueue(backend, *args, stream=stream, **kw)
+        if refs is not None:
+            _memory.hold_until_done(backend, raw, refs)
+        return out
     s = own_stream(backend)
-    out = enqueue(s)
-    s.synchronize()
-    _memory.released_by_sync(backend, s.handle)
+    out, raw, refs = enqueue(backend, *args, stream=s, **kw)
+    try:
+        s.synchronize()
+    except BaseException:
+        # the wait failed: the work may not have run, so the stream keeps refs until a later wait
+        if refs is not None:
+            _memory.keep_until_sync(backend, raw, refs)
+        raise
+    _memory.released_by_sync(backend, raw)
     return out
+
+
+def _copy(backend, dst, src, nbytes, stream, direction):
+    raw, refs = _memory.enqueue_copy(backend, dst, src, nbytes, stream=stream, direction=direction)
+    return None, raw, refs
+
+
+def _compact(backend, mask, index_map, count, scratch, stream, **kw):
+    raw, refs = _filtering.enqueue_compact(backend, mask, index_map, count, scratch, stream=stream, **kw)
+    return None, raw, refs
 
 
 def copy(dst, src, nbytes=None, *, stream=None, backend=None, direction=None):
@@ -66,7 +88,7 @@ def copy(dst, src, nbytes=None, *, stream=None, backend=None, direction=None):
     The copy keeps ``dst`` and ``src`` alive until it has run.
     """
     b, _ = resolve((dst, src), backend=backend, streams=(stream,), what="eagle.copy", host_ok=True)
-    return blocking(b, stream, lambda s: _memory.copy(b, dst, src, nbytes, stream=s, direction=direction))
+    return eager(b, stream, _copy, dst, src, nbytes, direction=direction)
 
 
 def run(kernel, args, n, *, backend=None, stream=None, **kw):
@@ -82,7 +104,7 @@ def run(kernel, args, n, *, backend=None, stream=None, **kw):
         backend = owner
     b, _ = resolve(list(args) if isinstance(args, (list, tuple)) else [], backend=backend,
                    streams=(stream,), what="eagle.run")
-    return blocking(b, stream, lambda s: _exec.run(b, kernel, args, n, stream=s, **kw))
+    return eager(b, stream, _exec.enqueue_run, kernel, args, n, **kw)
 
 
 def compact(mask, index_map, count, scratch, *, backend=None, stream=None, **kw):
@@ -91,7 +113,7 @@ def compact(mask, index_map, count, scratch, *, backend=None, stream=None, **kw)
     stream, done on a stream of eagle's own before the call returns."""
     b, _ = resolve((mask, index_map, count, scratch), backend=backend, streams=(stream,),
                    what="eagle.compact")
-    return blocking(b, stream, lambda s: _filtering.compact(b, mask, index_map, count, scratch, stream=s, **kw))
+    return eager(b, stream, _compact, mask, index_map, count, scratch, **kw)
 
 
 def pinned(shape, dtype="float64", *, backend=None):

@@ -14,6 +14,7 @@ import weakref
 
 import numpy as np
 
+from . import _arrays
 from . import _dlpack as _dl
 from ._device_kind import CUDA_ARRAY_INTERFACE_DEVICE_TYPES, HOST_DEVICE_TYPES
 from ._seam_ffi import ffi
@@ -182,6 +183,14 @@ class DeviceArray:
     def __repr__(self):
         return (f"<eagle.DeviceArray shape={self.shape} dtype={self.dtype} on {self.backend.kind}:"
                 f"{self.device_id} at 0x{self.address:x}>")
+
+
+def _array_info(a):
+    """eagle's own arrays need no protocol: their memory never moves and its size is known."""
+    return _arrays.ArrayInfo(a.address, a.nbytes, a.device_type, a.device_id, a)
+
+
+_arrays.register_exact(DeviceArray, _array_info, DeviceArray.__dlpack_device__)
 
 
 def empty(backend, shape, dtype="float64", *, device=0):

@@ -7,7 +7,7 @@ the partition triple ``(base, count, n_samples)``."""
 import struct
 
 from . import _validate
-from ._arrays import address_of
+from ._arrays import address_of, fast_info
 from ._handle import raw_int
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
@@ -15,11 +15,19 @@ from .memory import hold_until_done
 from .errors import EagleTypeError, EagleValueError
 
 _MAX_PARAMS = 64
+_U64 = struct.Struct("<Q")
+_LAUNCH = "struct eagle_backend_launch_desc*"
+_LAUNCH_SIZE = ffi.sizeof("struct eagle_backend_launch_desc")
 
 
 def _arg_bytes(arg):
     """Bytes of one kernel argument: ints are int64 (or addresses), floats double, arrays their
     data address, numpy scalars their own bytes, bytes as given."""
+    info = fast_info(arg)  # eagle's and numpy's own arrays, first: the common case
+    if info is not None and arg.shape != ():  # a 0-d array is a scalar, passed by value below
+        if info.readonly:
+            _validate.writable(info, f"eagle.run: the {type(arg).__name__} argument")
+        return _U64.pack(info.ptr)
     if isinstance(arg, bool):
         return struct.pack("<q", int(arg))
     if isinstance(arg, int):
@@ -48,6 +56,8 @@ def kernel_handle(kernel):
     """An int kernel handle from an int, a cffi function pointer, an object with an int
     ``.handle`` / ``.address`` / ``.ptr`` (e.g. numba cfunc), or a ctypes function pointer.
     Strings, bytes, bools, floats and arrays are refused: their bytes are no kernel."""
+    if type(kernel) is int:
+        return _validate.integer(kernel, "eagle.run: the kernel handle", minimum=0, maximum=(1 << 64) - 1)
     import ctypes
     if isinstance(kernel, (bool, float, str, bytes, bytearray)) or kernel is None:
         raise EagleTypeError(f"eagle.run: a {type(kernel).__name__} ({kernel!r:.40}) is no kernel handle; pass "
@@ -71,6 +81,17 @@ def run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=
     ``backend``.
 
     Returns True when a launch was enqueued, False for an empty partition."""
+    launched, raw, refs = enqueue_run(backend, kernel, args, n, base=base, count=count, n_samples=n_samples,
+                                      stream=stream, block=block, device=device)
+    if refs is not None:
+        hold_until_done(backend, raw, refs)
+    return launched
+
+
+def enqueue_run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=None, block=0, device=-1):
+    """:func:`run` without the keepalive: ``(launched, raw stream, refs)``, where ``refs`` must stay
+    alive until the stream has run the launch (the caller holds them, or waits for the stream);
+    None when nothing was launched."""
     b = backend
     n = _validate.integer(n, "eagle.run: n", minimum=0)
     base = _validate.integer(base, "eagle.run: base", minimum=0)
@@ -85,23 +106,21 @@ def run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=
     if len(args) > _MAX_PARAMS:
         raise EagleValueError(f"eagle: a kernel takes at most {_MAX_PARAMS} arguments, got {len(args)}")
     blobs = [_arg_bytes(a) for a in args]
-    storage = [ffi.from_buffer(bytearray(bl).ljust(max(len(bl), 8), b"\0")) for bl in blobs]
-    params = ffi.new("uint64_t[]", [raw_int(s) for s in storage] or [0])
+    # every argument in one buffer, each in its own 16-byte-aligned slot of at least 8 bytes
+    slots = [bl.ljust((max(len(bl), 8) + 15) & ~15, b"\0") for bl in blobs]
+    storage = ffi.new("char[]", b"".join(slots) or b"\0" * 8)
+    at = raw_int(storage)
+    offsets = []
+    for sl in slots:
+        offsets.append(at)
+        at += len(sl)
+    params = ffi.new("uint64_t[]", offsets or [0])
     sizes = ffi.new("uint64_t[]", [len(bl) for bl in blobs] or [0])
-    desc = ffi.new("struct eagle_backend_launch_desc*")
-    desc.struct_size = ffi.sizeof(desc[0])
-    desc.device = device
-    desc.block = int(block)
-    desc.function = kernel_handle(kernel)
-    desc.params = params
-    desc.param_sizes = sizes
-    desc.nparams = len(args)
-    desc.base = int(base)
-    desc.count = count
-    desc.n_samples = n_samples
-    raw = desc.stream = raw_stream(b, stream)
+    function = kernel_handle(kernel)
+    raw = raw_stream(b, stream)
+    desc = ffi.new(_LAUNCH, {"struct_size": _LAUNCH_SIZE, "device": device, "block": block, "function": function,
+                             "params": params, "param_sizes": sizes, "nparams": len(args), "base": base,
+                             "count": count, "n_samples": n_samples, "stream": raw})
     launched = ffi.new("int32_t*")
     b.call.run_device(desc, launched)
-    if launched[0]:
-        hold_until_done(b, raw, (args, storage))
-    return bool(launched[0])
+    return (True, raw, (args, storage)) if launched[0] else (False, raw, None)

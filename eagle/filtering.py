@@ -11,6 +11,8 @@ from .memory import hold_until_done
 from .errors import EagleValueError
 
 MASK_IS_DROP = meta.CONSTANTS["EAGLE_BACKEND_COMPACT_MASK_IS_DROP"]
+_COMPACT = "struct eagle_backend_compact_desc*"
+_COMPACT_SIZE = ffi.sizeof("struct eagle_backend_compact_desc")
 
 
 def _ptr(x):
@@ -43,30 +45,45 @@ def compact(backend, mask, index_map, count, scratch, *, n=None, drop=False, str
 
     ``scratch`` holds :func:`compact_scratch_bytes` bytes, zero-filled before its first use; the
     backend may keep state in it between compactions, so give each stream its own and do not reuse
-    it for anything else. All buffers must stay alive until the stream has run the compaction."""
+    it for anything else. The stream holds every buffer until it has run the compaction."""
+    raw, refs = enqueue_compact(backend, mask, index_map, count, scratch, n=n, drop=drop, stream=stream,
+                                live32=live32, span=span, fire=fire, theta=theta, device=device, flags=flags)
+    hold_until_done(backend, raw, refs)
+
+
+def enqueue_compact(backend, mask, index_map, count, scratch, *, n=None, drop=False, stream=None,
+                    live32=None, span=None, fire=None, theta=0.0, device=-1, flags=None):
+    """:func:`compact` without the keepalive: ``(raw stream, refs)``, where ``refs`` must stay
+    alive until the stream has run the compaction (the caller holds them, or waits for the stream)."""
     # Each array's address is looked up once: for device arrays every lookup builds their
-    # __cuda_array_interface__ or DLPack capsule, which costs microseconds a call.
+    # __cuda_array_interface__ or DLPack capsule, which costs microseconds a call. This runs on
+    # every eager compaction, so it is written out flat: no loops over tuples, constant messages.
     if scratch is None:
         raise EagleValueError("eagle.compact: a scratch buffer is needed; size it with compact_scratch_bytes()")
-    mask, index_map, count, sc = (address_of(a) for a in (mask, index_map, count, scratch))
-    n = _validate.integer(_n_of(mask, n), "eagle.compact: n", minimum=0)
-    for info, what, need in ((mask, "mask", n), (index_map, "index_map", 4 * n), (count, "count", 4)):
-        _validate.holds(info, need, f"eagle.compact: {what}")
-    for info, what in ((index_map, "index_map"), (count, "count"), (sc, "scratch")):
-        _validate.writable(info, f"eagle.compact: {what}")
-    desc = ffi.new("struct eagle_backend_compact_desc*")
-    desc.struct_size = ffi.sizeof(desc[0])
-    desc.flags = (MASK_IS_DROP if drop else 0) if flags is None else flags
-    desc.device = device
-    desc.mask, desc.index_map, desc.count = mask.ptr, index_map.ptr, count.ptr
-    desc.scratch = sc.ptr
-    desc.scratch_bytes = 0 if sc.nbytes is None else sc.nbytes
-    desc.n = n
-    desc.stream = raw_stream(backend, stream)
-    desc.live32, desc.span, desc.fire = _ptr(live32), _ptr(span), _ptr(fire)
-    desc.theta = float(theta)
-    backend.call.compact_device(desc)
-    hold_until_done(backend, desc.stream, (mask.keepalive, index_map.keepalive, count.keepalive, sc.keepalive))
+    m, im, c, sc = address_of(mask), address_of(index_map), address_of(count), address_of(scratch)
+    if n is None:
+        if m.nbytes is None:
+            raise EagleValueError("eagle.compact: give n when the mask is a raw address")
+        n = m.nbytes
+    else:
+        n = _validate.integer(n, "eagle.compact: n", minimum=0)
+    _validate.holds(m, n, "eagle.compact: mask")
+    _validate.holds(im, 4 * n, "eagle.compact: index_map")
+    _validate.holds(c, 4, "eagle.compact: count")
+    _validate.writable(im, "eagle.compact: index_map")
+    _validate.writable(c, "eagle.compact: count")
+    _validate.writable(sc, "eagle.compact: scratch")
+    raw = raw_stream(backend, stream)
+    fields = {"struct_size": _COMPACT_SIZE, "flags": (MASK_IS_DROP if drop else 0) if flags is None else flags,
+              "device": device, "mask": m.ptr, "index_map": im.ptr, "count": c.ptr, "scratch": sc.ptr,
+              "scratch_bytes": 0 if sc.nbytes is None else sc.nbytes, "n": n, "stream": raw, "theta": float(theta)}
+    refs = (m.keepalive, im.keepalive, c.keepalive, sc.keepalive)
+    if live32 is not None or span is not None or fire is not None:  # the reorder trigger
+        trigger = [None if a is None else address_of(a) for a in (live32, span, fire)]
+        fields["live32"], fields["span"], fields["fire"] = (0 if a is None else a.ptr for a in trigger)
+        refs += tuple(a.keepalive for a in trigger if a is not None)
+    backend.call.compact_device(ffi.new(_COMPACT, fields))
+    return raw, refs
 
 
 def _reorder_desc(backend, planes, mask, perm, inv, span, fire, scratch, n, drop, stream, device, flags):

@@ -21,6 +21,8 @@ from .errors import EagleTypeError, EagleValueError
 
 _C = meta.CONSTANTS
 H2D, D2H, D2D, H2H = (_C[f"EAGLE_BACKEND_MEMCPY_{d}"] for d in ("H2D", "D2H", "D2D", "H2H"))
+_BY_NAME = {"h2d": H2D, "d2h": D2H, "d2d": D2D, "h2h": H2H}
+_BY_PLACE = {(True, True): H2H, (False, True): H2D, (True, False): D2H, (False, False): D2D}  # (dst, src) on host
 
 
 def copy(backend, dst, src, nbytes=None, *, stream=None, direction=None):
@@ -29,6 +31,13 @@ def copy(backend, dst, src, nbytes=None, *, stream=None, direction=None):
     ``dst``/``src`` are arrays (their DLPack device gives the direction) or int addresses (then
     pass ``direction``: ``'h2d'``, ``'d2h'``, ``'d2d'``, ``'h2h'``). A size mismatch is refused:
     nothing is ever truncated silently."""
+    raw, refs = enqueue_copy(backend, dst, src, nbytes, stream=stream, direction=direction)
+    hold_until_done(backend, raw, refs)
+
+
+def enqueue_copy(backend, dst, src, nbytes=None, *, stream=None, direction=None):
+    """:func:`copy` without the keepalive: ``(raw stream, refs)``, where ``refs`` must stay alive
+    until the stream has run the copy (the caller holds them, or waits for the stream)."""
     b = backend
     b.require("eagle_backend_memcpy")
     d, s = address_of(dst), address_of(src)
@@ -36,23 +45,22 @@ def copy(backend, dst, src, nbytes=None, *, stream=None, direction=None):
         if s.nbytes is None:
             raise EagleValueError("eagle.copy: give nbytes when src is a raw address")
         nbytes = s.nbytes
-    nbytes = _validate.integer(nbytes, "eagle.copy: nbytes", minimum=0)
+    else:
+        nbytes = _validate.integer(nbytes, "eagle.copy: nbytes", minimum=0)
     _validate.writable(d, "eagle.copy: dst")
-    for info, what in ((d, "dst"), (s, "src")):
-        _validate.holds(info, nbytes, f"eagle.copy: {what}")
+    _validate.holds(d, nbytes, "eagle.copy: dst")
+    _validate.holds(s, nbytes, "eagle.copy: src")
     if direction is None:
         if d.device_type is None or s.device_type is None:
             raise EagleValueError("eagle.copy: give direction= when dst or src is a raw address")
-        dh, sh = d.device_type in HOST_DEVICE_TYPES, s.device_type in HOST_DEVICE_TYPES
-        code = {(True, True): H2H, (False, True): H2D, (True, False): D2H, (False, False): D2D}[(dh, sh)]
+        code = _BY_PLACE[d.device_type in HOST_DEVICE_TYPES, s.device_type in HOST_DEVICE_TYPES]
     else:
-        try:
-            code = {"h2d": H2D, "d2h": D2H, "d2d": D2D, "h2h": H2H}[str(direction).lower()]
-        except KeyError:
-            raise EagleValueError(f"eagle.copy: direction must be h2d, d2h, d2d or h2h, got {direction!r}") from None
+        code = _BY_NAME.get(str(direction).lower())
+        if code is None:
+            raise EagleValueError(f"eagle.copy: direction must be h2d, d2h, d2d or h2h, got {direction!r}")
     raw = raw_stream(b, stream)
     b.call.memcpy(d.ptr, s.ptr, nbytes, code, raw)
-    hold_until_done(b, raw, (d.keepalive, s.keepalive))
+    return raw, (d.keepalive, s.keepalive)
 
 
 class PinnedMemory:
@@ -226,6 +234,15 @@ def hold_until_done(backend, raw, refs):
         holds.in_flight = False
         holds.waiting[:0] = batch
         raise
+
+
+def keep_until_sync(backend, raw, refs):
+    """Keep ``refs`` with the stream ``raw`` until :func:`released_by_sync`, with no marker: for
+    work whose stream eagle itself waits for."""
+    holds = backend._holds.get(raw)
+    if holds is None:
+        holds = backend._holds[raw] = _StreamHolds()
+    holds.waiting.append(refs)
 
 
 def released_by_sync(backend, raw):

@@ -26,6 +26,8 @@
  *     Nothing is called, and _hot_failed(symbol, NOT_CALLED) is called instead, when the calling
  *     thread is not `owner` or the BoundCall was disarmed. The GIL is released around the calls,
  *     as cffi does, so a backend thread may run Python host functions meanwhile.
+ *   bc.call(...)  the same call as a METH_FASTCALL method: CPython calls it by vectorcall, with no
+ *     argument tuple and no tp_call dispatch. eagle stores this bound method on its objects.
  *   bc.disarm()  every later call goes to _hot_failed(symbol, NOT_CALLED); the eagle object calls
  *     it when its handle is closed or consumed, before the handle is released.
  *
@@ -105,17 +107,15 @@ static PyObject* report(BoundCall* self, long long status) {
     return r;
 }
 
-static PyObject* bound_call(PyObject* op, PyObject* args, PyObject* kwargs) {
-    BoundCall* self = (BoundCall*)op;
-    if (kwargs && PyDict_Size(kwargs) != 0) return report_to(self, "_hot_bad_args", kwargs);
-    const Py_ssize_t nargs = PyTuple_Size(args);
+/* The call itself: `nargs` positional arguments, the first `arg0` (borrowed; NULL when none).
+ * `bad_args` builds what _hot_bad_args is given, only when an argument is refused. */
+static PyObject* invoke(BoundCall* self, Py_ssize_t nargs, PyObject* arg0, PyObject* (*bad_args)(void*), void* ctx) {
     long long times = 1;
     if (nargs != 0) {
-        if (nargs != 1 || !self->counted || !PyLong_Check(PyTuple_GetItem(args, 0)))
-            return report_to(self, "_hot_bad_args", args);
-        times = PyLong_AsLongLong(PyTuple_GetItem(args, 0));
+        if (nargs != 1 || !self->counted || !PyLong_Check(arg0)) goto bad;
+        times = PyLong_AsLongLong(arg0);
         if (times == -1 && PyErr_Occurred()) PyErr_Clear();
-        if (times < 0) return report_to(self, "_hot_bad_args", args);
+        if (times < 0) goto bad;
     }
     if (!self->armed || self->owner != PyThread_get_thread_ident()) return report(self, NOT_CALLED);
     if (times == 0) Py_RETURN_NONE;
@@ -132,6 +132,58 @@ static PyObject* bound_call(PyObject* op, PyObject* args, PyObject* kwargs) {
     if (status != 0) return report(self, status);
     if (self->watch && PyList_Size(self->watch) > 0) return report(self, 0);
     Py_RETURN_NONE;
+bad : {
+    PyObject* a = bad_args(ctx);
+    if (!a) return NULL;
+    PyObject* r = report_to(self, "_hot_bad_args", a);
+    Py_DECREF(a);
+    return r;
+}
+}
+
+static PyObject* tuple_again(void* args) {
+    Py_INCREF((PyObject*)args);
+    return (PyObject*)args;
+}
+
+/* bc(...) through tp_call: the arguments come as a tuple (and a dict of keywords). */
+static PyObject* bound_call(PyObject* op, PyObject* args, PyObject* kwargs) {
+    BoundCall* self = (BoundCall*)op;
+    if (kwargs && PyDict_Size(kwargs) != 0) return report_to(self, "_hot_bad_args", kwargs);
+    const Py_ssize_t nargs = PyTuple_Size(args);
+    return invoke(self, nargs, nargs ? PyTuple_GetItem(args, 0) : NULL, tuple_again, args);
+}
+
+typedef struct {
+    PyObject* const* args;
+    Py_ssize_t nargs;
+    PyObject* kwnames;
+} FastArgs;
+
+/* The refused arguments of a vectorcall: a dict of the keywords when there are any, else a tuple. */
+static PyObject* fast_bad_args(void* p) {
+    const FastArgs* a = (const FastArgs*)p;
+    if (a->kwnames && PyTuple_Size(a->kwnames) > 0) {
+        PyObject* d = PyDict_New();
+        for (Py_ssize_t i = 0; d && i < PyTuple_Size(a->kwnames); ++i)
+            if (PyDict_SetItem(d, PyTuple_GetItem(a->kwnames, i), a->args[a->nargs + i]) < 0) Py_CLEAR(d);
+        return d;
+    }
+    PyObject* t = PyTuple_New(a->nargs);
+    for (Py_ssize_t i = 0; t && i < a->nargs; ++i) {
+        Py_INCREF(a->args[i]);
+        PyTuple_SetItem(t, i, a->args[i]);
+    }
+    return t;
+}
+
+/* bc.call(...): the same call as a METH_FASTCALL method, which CPython calls with no argument
+ * tuple (vectorcall). eagle stores this bound method as the hot attribute (Launcher.launch, ...). */
+static PyObject* bound_fast(PyObject* op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    BoundCall* self = (BoundCall*)op;
+    FastArgs a = {args, nargs, kwnames};
+    if (kwnames && PyTuple_Size(kwnames) > 0) return invoke(self, -1, NULL, fast_bad_args, &a);
+    return invoke(self, nargs, nargs ? args[0] : NULL, fast_bad_args, &a);
 }
 
 static PyObject* bound_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
@@ -203,6 +255,8 @@ static PyObject* bound_repr(PyObject* op) {
 }
 
 static PyMethodDef bound_methods[] = {
+    {"call", (PyCFunction)(void (*)(void))bound_fast, METH_FASTCALL | METH_KEYWORDS,
+     "The call itself as a method (vectorcall, no argument tuple): bc.call(...) is bc(...)."},
     {"disarm", bound_disarm, METH_NOARGS, "Make every later call report NOT_CALLED (the handle is gone)."},
     {NULL, NULL, 0, NULL},
 };

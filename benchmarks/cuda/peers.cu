@@ -285,3 +285,23 @@ extern "C" int peer_memcpy(void* dst, const void* src, size_t bytes, int kind, u
     cudaEventDestroy(a); cudaEventDestroy(b);
     return 0;
 }
+
+// The blocking copy eager eagle.copy() makes: cudaMemcpyAsync then cudaStreamSynchronize, timed on
+// the host (wall clock, median of `reps` after one warm-up), as eagle.copy() with no stream= is.
+extern "C" int peer_memcpy_wall(void* dst, const void* src, size_t bytes, int kind, uint64_t stream, int reps,
+                                double* us) {
+    cudaStream_t s = (cudaStream_t)(uintptr_t)stream;
+    cudaMemcpyKind k = kind == 1 ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    std::vector<double> t;
+    for (int r = 0; r < reps + 1; ++r) {
+        TRY(cudaStreamSynchronize(s));
+        auto t0 = std::chrono::steady_clock::now();
+        TRY(cudaMemcpyAsync(dst, src, bytes, k, s));
+        TRY(cudaStreamSynchronize(s));
+        auto t1 = std::chrono::steady_clock::now();
+        if (r) t.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    std::sort(t.begin(), t.end());
+    *us = t[t.size() / 2];
+    return 0;
+}

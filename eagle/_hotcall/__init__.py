@@ -1,7 +1,8 @@
 """The hot call path: the seam calls a replay loop makes every step, with no Python frame.
 
 ``Stream.synchronize``, ``Launcher.launch`` and ``Launcher.synchronize`` each make one call of the
-shape ``eagle_backend_status fn(handle)``. Each of them is a *bound call* stored on the object:
+shape ``eagle_backend_status fn(handle)``. Each of them is a *bound call* stored on the object
+(the compiled one as its vectorcall method ``call``, see :func:`hot`):
 calling it checks that the calling thread owns the handle, makes the call (``launch(n)``: n calls,
 stopping at the first failure) and returns ``None``. Whenever it cannot succeed quietly -- the
 wrong thread, a closed or consumed handle, a nonzero status, a pending host-function error -- it
@@ -83,8 +84,16 @@ def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False):
 
 
 def is_compiled(bound):
-    """True when ``bound`` is the compiled eagle._hotcall._compiled.BoundCall."""
-    return CompiledBoundCall is not None and isinstance(bound, CompiledBoundCall)
+    """True when ``bound`` is the compiled eagle._hotcall._compiled.BoundCall (or its ``call``)."""
+    return CompiledBoundCall is not None and (isinstance(bound, CompiledBoundCall)
+                                              or isinstance(getattr(bound, "__self__", None), CompiledBoundCall))
+
+
+def hot(bound):
+    """What an owner stores as its hot attribute for the bound call ``bound``: the compiled
+    call's ``call`` method, which CPython invokes by vectorcall (no argument tuple, no ``tp_call``
+    dispatch), or the cffi closure itself. ``bound`` keeps ``disarm``."""
+    return bound.call if is_compiled(bound) else bound
 
 
 def bind(owner, name, watch=None, counted=False):
