@@ -230,7 +230,7 @@ class ActiveSet:
     def _default_workers(self):
         if self._workers is None:
             dev = self.mask.__dlpack_device__()[1] if hasattr(self.mask, "__dlpack_device__") else 0
-            props = self.backend.device_props(int(dev) if self.backend.kind != "cpu" else 0)
+            props = self.backend.device_props(int(dev))
             per_core = 512 if props.warp_size > 1 else 256
             self._workers = max(1, int(props.sm_count)) * per_core
         return self._workers
