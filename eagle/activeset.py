@@ -5,9 +5,9 @@ single-writer guard for a WHILE that runs until no sample is live. With ``reorde
 owned planes are physically reordered (live samples first) whenever the live samples have thinned
 to ``theta`` of the live region (DESIGN.md §3): kernels then index the planes by *position*, the
 index map holds positions, and :meth:`ActiveSet.restore` puts the planes back in sample order."""
-import numpy as np
-
 import threading
+
+import numpy as np
 
 from . import _alloc, _validate
 from . import module as _module
