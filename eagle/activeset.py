@@ -5,14 +5,67 @@ single-writer guard for a WHILE that runs until no sample is live. With ``reorde
 owned planes are physically reordered (live samples first) whenever the live samples have thinned
 to ``theta`` of the live region (DESIGN.md §3): kernels then index the planes by *position*, the
 index map holds positions, and :meth:`ActiveSet.restore` puts the planes back in sample order."""
+import threading
+
 import numpy as np
 
 from . import _alloc, _validate
-from ._arrays import address_of
+from . import module as _module
+from ._arrays import address_of, dlpack_device
 from ._resolve import resolve
-from .errors import EagleError, EagleTypeError, EagleValueError
+from .errors import BackendUnavailable, EagleError, EagleTypeError, EagleValueError
 
 _THETA_RANGE = (0.25, 0.75)
+
+# restore() on the device: one source for every kind (eagle/kernel.h), compiled once per backend
+# and device by the kind's own compiler. Sample i sits at position inv[i]: each plane is gathered
+# into a buffer, then copied back.
+_RESTORE_SOURCE = r"""
+#include <eagle/kernel.h>
+
+/* dst[r, i] = src[r, inv[i]] for the `rows` rows of n elements of `words` words each. */
+#define EAGLE_RESTORE_GATHER(name, T)                                                              \
+    EAGLE_KERNEL(name, (T*, dst), (const T*, src), (const int32_t*, inv), (int64_t, rows),         \
+                 (int64_t, words)) {                                                               \
+        const int64_t p = inv[i];                                                                  \
+        for (int64_t r = 0; r < rows; ++r)                                                         \
+            for (int64_t k = 0; k < words; ++k) dst[(r * n + i) * words + k] = src[(r * n + p) * words + k]; \
+    }
+EAGLE_RESTORE_GATHER(eagle_restore_gather1, uint8_t)
+EAGLE_RESTORE_GATHER(eagle_restore_gather2, uint16_t)
+EAGLE_RESTORE_GATHER(eagle_restore_gather4, uint32_t)
+EAGLE_RESTORE_GATHER(eagle_restore_gather8, uint64_t)
+
+/* perm and inv back to the identity; the span to n and the trigger off. */
+EAGLE_KERNEL(eagle_restore_identity, (int32_t*, perm), (int32_t*, inv), (uint32_t*, span), (uint32_t*, fire)) {
+    perm[i] = (int32_t)i;
+    inv[i] = (int32_t)i;
+    if (i == 0) {
+        *span = (uint32_t)n;
+        *fire = 0u;
+    }
+}
+"""
+_RESTORE_KERNELS = ("eagle_restore_gather1", "eagle_restore_gather2", "eagle_restore_gather4",
+                    "eagle_restore_gather8", "eagle_restore_identity")
+_restore_modules = {}  # (library path, kind, device) -> Module, or None where the kind cannot compile
+_restore_lock = threading.Lock()
+
+
+def _restore_module(backend, device):
+    """The restore kernels of ``backend`` on ``device``; None when the kind has no compiler
+    (or its backend predates seam minor 7): restore() then gathers through the host."""
+    key = (backend.path, backend.kind, device)
+    with _restore_lock:
+        if key in _restore_modules:
+            return _restore_modules[key]
+    try:
+        mod = _module.compile(backend, _RESTORE_SOURCE, kernels=_RESTORE_KERNELS, name="eagle_restore.c",
+                              device=device)
+    except BackendUnavailable:
+        mod = None
+    with _restore_lock:
+        return _restore_modules.setdefault(key, mod)
 
 
 class PermutedError(EagleError, RuntimeError):
@@ -129,6 +182,7 @@ class ActiveSet:
             self.span = _alloc.zeros(1, "uint32", mask)
             self.fire = _alloc.zeros(1, "uint32", mask)
             self._rscratch = None
+            self._restore_buf = None  # restore()'s gather buffer on the device (the largest plane)
             self._write(self.perm, ident, "int32")
             self._write(self.inv, ident, "int32")
             self._write(self.span, [n], "uint32")
@@ -268,22 +322,50 @@ class ActiveSet:
     def restore(self):
         """Put the owned planes back in sample order, reset the permutation, and recompact.
 
-        Host-driven (not capturable): synchronize the work on the planes first."""
+        Host-driven (not capturable): synchronize the work on the planes first. The planes are
+        gathered where they live, by small kernels compiled once per backend and device with the
+        kind's own compiler; where the kind has no compiler, through the host with numpy."""
         if self.theta is None:
             return
         n = self.n
-        inv = self._read(self.inv, np.int32, n)
-        ident = np.arange(n, dtype=np.int32)
-        if not np.array_equal(inv, ident):
-            for p in self._planes:
-                self._gather(p, inv)
-            self._write(self.perm, ident, "int32")
-            self._write(self.inv, ident, "int32")
-        self._write(self.span, [n], "uint32")
-        self._write(self.fire, [0], "uint32")
         st = self._io_stream()
+        if self.permuted:  # a reorder has fired since the last restore (the span is below n)
+            dev = -1 if _alloc.is_host(self.mask) else int(dlpack_device(self.mask)[1])
+            mod = _restore_module(self.backend, dev)
+            if mod is not None:
+                self._restore_on_device(mod, st)
+            else:
+                inv = self._read(self.inv, np.int32, n)
+                for p in self._planes:
+                    self._gather(p, inv)
+                ident = np.arange(n, dtype=np.int32)
+                self._write(self.perm, ident, "int32")
+                self._write(self.inv, ident, "int32")
+                self._write(self.span, [n], "uint32")
+                self._write(self.fire, [0], "uint32")
+        else:
+            self._write(self.fire, [0], "uint32")  # a fired trigger whose reorder has not run yet
         self.backend.compact(self.mask, self.index_map, self.count, self._scratch, n=n, drop=True, stream=st)
         st.synchronize()
+
+    def _restore_on_device(self, mod, st):
+        """Enqueue on ``st``: each plane gathered by inv into a buffer and copied back, then
+        perm, inv, span and fire reset (a kernel). Nothing crosses to the host."""
+        n = self.n
+        infos = [address_of(p) for p in self._planes]
+        need = max(info.nbytes for info in infos)
+        if self._restore_buf is None or _nbytes(self._restore_buf) < need:
+            self._restore_buf = _alloc.zeros(need, "uint8", self.mask)
+        buf = self._restore_buf
+        bptr = address_of(buf).ptr
+        for p, info in zip(self._planes, infos):
+            _alloc.order_before(p, st)
+            rows = int(p.shape[0]) if len(p.shape) == 2 else 1
+            esize = info.nbytes // (rows * n)
+            word = next(w for w in (8, 4, 2, 1) if esize % w == 0)
+            st.run(mod[f"eagle_restore_gather{word}"], [bptr, info.ptr, self.inv, rows, esize // word], n)
+            st.copy(p, buf, info.nbytes)
+        st.run(mod["eagle_restore_identity"], [self.perm, self.inv, self.span, self.fire], n)
 
     def _gather(self, plane, inv):
         """plane[..., i] = plane[..., inv[i]] (sample i sits at position inv[i]). Device planes

@@ -182,3 +182,85 @@ def test_reorder_inside_a_graph_matches_numpy_bit_for_bit(cpu):
         want[live] = want[live] * r[live] + 0.125
         live &= ~(want < 0.5)
     assert np.array_equal(x, want)
+
+
+def _permuted_set(n, planes, seed):
+    """An ActiveSet owning ``planes`` whose reorder has fired (90 % dropped); the drop mask."""
+    rng = np.random.default_rng(seed)
+    mask = np.zeros(n, np.uint8)
+    aset = eagle.ActiveSet(mask, reorder=0.5, planes=planes)
+    drop = rng.random(n) < 0.9
+    mask[:] = drop
+    s = aset._io_stream()
+    aset.compact(s)
+    aset.compact(s)
+    s.synchronize()
+    assert aset.permuted
+    return aset, mask, drop
+
+
+def _every_element_size(n, rng):
+    return [rng.random(n), rng.integers(-9, 9, (2, n)).astype(np.int32),
+            rng.integers(0, 60000, n).astype(np.uint16), rng.integers(0, 255, n).astype(np.uint8),
+            (rng.random((3, n)) + 1j * rng.random((3, n))).astype(np.complex128)]
+
+
+def test_restore_gathers_with_the_compiled_kernels_every_element_size_and_resets_the_words(cpu):
+    from eagle import activeset
+    n = 3001
+    rng = np.random.default_rng(11)
+    planes = _every_element_size(n, rng)
+    before = [p.copy() for p in planes]
+    aset, mask, drop = _permuted_set(n, planes, 3)
+    aset.restore()
+    assert activeset._restore_modules[(cpu.path, cpu.kind, -1)] is not None  # the kernels ran, not numpy
+    assert all(np.array_equal(p, q) for p, q in zip(planes, before)) and np.array_equal(mask, drop)
+    ident = np.arange(n, dtype=np.int32)
+    assert np.array_equal(aset.perm, ident) and np.array_equal(aset.inv, ident)
+    assert int(aset.span[0]) == n and int(aset.fire[0]) == 0 and not aset.permuted
+    assert np.array_equal(aset.index_map[:aset.live], np.flatnonzero(~drop))
+    # again, with the buffer restore() kept
+    mask[:] = np.random.default_rng(5).random(n) < 0.8
+    s = aset._io_stream()
+    aset.compact(s)
+    aset.compact(s)
+    s.synchronize()
+    assert aset.permuted
+    aset.restore()
+    assert all(np.array_equal(p, q) for p, q in zip(planes, before))
+
+
+def test_restore_without_a_compiler_gathers_through_the_host(cpu, monkeypatch):
+    from eagle import activeset
+    from eagle.errors import BackendUnavailable
+
+    def no_compiler(*args, **kw):
+        raise BackendUnavailable("eagle: no C compiler (test)")
+    monkeypatch.setattr(activeset, "_restore_modules", {})
+    monkeypatch.setattr(activeset._module, "compile", no_compiler)
+    n = 2000
+    rng = np.random.default_rng(12)
+    planes = _every_element_size(n, rng)
+    before = [p.copy() for p in planes]
+    aset, mask, drop = _permuted_set(n, planes, 4)
+    aset.restore()
+    assert activeset._restore_modules[(cpu.path, cpu.kind, -1)] is None
+    assert all(np.array_equal(p, q) for p, q in zip(planes, before)) and np.array_equal(mask, drop)
+    assert np.array_equal(aset.perm, np.arange(n)) and int(aset.span[0]) == n and not aset.permuted
+
+
+def test_restore_clears_a_fired_trigger_whose_reorder_has_not_run(cpu):
+    n = 1000
+    x = np.arange(n, dtype=np.float64)
+    mask = np.zeros(n, np.uint8)
+    aset = eagle.ActiveSet(mask, reorder=0.5, planes=[x])
+    mask[1:] = 1
+    s = aset._io_stream()
+    aset.compact(s)  # the trigger fires; the reorder would run at the next compact()
+    s.synchronize()
+    assert int(aset.fire[0]) == 1 and not aset.permuted
+    aset.restore()
+    assert int(aset.fire[0]) == 0 and not aset.permuted and np.array_equal(x, np.arange(n))
+    aset.compact(s)
+    s.synchronize()
+    assert not aset.permuted and aset.live == 1

@@ -86,9 +86,9 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
     });
 }
 
-// Reorder scratch: [0] kernel 1's ticket word, [8] kept, [12] kernel 2's ticket; [256] tile status
-// words; then one "still" byte per tile; then every plane's rows out of place (perm first). Like the
-// compaction's, it is zero-filled by the caller before its first use and keeps the kernels' state.
+// Reorder: the scratch layout and the kernels' arguments come from reorder_setup
+// (filtering_kernels.cuh), shared with the sweep. Like the compaction's, the scratch is zero-filled
+// by the caller before its first use and keeps the kernels' state.
 EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_backend_reorder_desc* desc) {
     return guarded("eagle_backend_reorder_device", [&] {
         auto d = read_desc(desc, "desc");
@@ -97,30 +97,23 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_back
         if (d.plane_count > 64) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "plane_count > 64");
         if (d.plane_count > 0) require(d.planes, "planes");
         const uint64_t n = static_cast<uint64_t>(d.n);
-        const uint32_t tiles = static_cast<uint32_t>((n + kReorderTile - 1) / kReorderTile);
-        size_t off = 256 + align256(static_cast<size_t>(tiles) * 8);
-        const size_t off_still = off;
-        off += align256(tiles);
-        const size_t off_perm = off;
-        off += align256(n * 4);  // perm (reserved whether or not this call names one: the query may not)
-        size_t off_plane[64];
+        ReorderPlane planes[64];
         for (uint32_t i = 0; i < d.plane_count; ++i) {
             const auto& p = d.planes[i];
             const uint32_t es = p.elem_size;
             if (es != 1 && es != 2 && es != 4 && es != 8 && es != 16)
                 fail(EAGLE_BACKEND_UNSUPPORTED, "planes[" + std::to_string(i) + "].elem_size " + std::to_string(es) +
                                                     " is not 1, 2, 4, 8 or 16");
-            const uint64_t width = p.width ? p.width : 1;
-            off_plane[i] = off;
-            off += align256(width * n * es);
+            const int64_t pitch = p.pitch_bytes ? p.pitch_bytes : static_cast<int64_t>(n * es);
+            planes[i] = ReorderPlane{reinterpret_cast<char*>(p.data), pitch, p.width ? p.width : 1u, es};
         }
-        const size_t need = off;
+        const size_t need = reorder_scratch_bytes(n, planes, d.plane_count);
         if (scratch_query_or_check(desc, d, static_cast<int64_t>(need), "reorder")) return;
         if (!d.span) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "span is NULL");
         if (n > 0 && !d.mask) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "mask is NULL with n > 0");
         for (uint32_t i = 0; i < d.plane_count; ++i) {
             const auto& p = d.planes[i];
-            const int64_t pitch = p.pitch_bytes ? p.pitch_bytes : static_cast<int64_t>(n * p.elem_size);
+            const int64_t pitch = planes[i].pitch;
             if (n > 0 && (!p.data || p.data % p.elem_size || pitch % p.elem_size || pitch < static_cast<int64_t>(n * p.elem_size)))
                 fail(EAGLE_BACKEND_INVALID_ARGUMENT, "planes[" + std::to_string(i) +
                                                          "]: NULL, misaligned, or pitch shorter than a row");
@@ -128,40 +121,20 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_back
         const int dev = resolve_device(d.device, d.stream, true);
         DeviceGuard guard(dev);
         gpuStream_t s = as_stream(d.stream);
-        char* scratch = reinterpret_cast<char*>(d.scratch);
         auto* gate = reinterpret_cast<uint32_t*>(d.fire);
         auto* span = reinterpret_cast<uint32_t*>(d.span);
+        const uint32_t tiles = reorder_tiles(n);
         if (tiles == 0) {
             EAGLE_GPU_LAUNCH(reorder_empty_kernel, 1, 1, s, gate, span);
             check_launch("reorder (empty)");
             return;
         }
-        PlaneSet ps{};
-        ps.perm_index = -1;
-        if (d.perm) {  // perm moves like a plane; inv is written from it where it moves
-            ps.perm_index = 0;
-            ps.inv = reinterpret_cast<int32_t*>(d.inv);
-            ps.p[0] = PlaneDesc{reinterpret_cast<char*>(d.perm), scratch + off_perm, static_cast<int64_t>(n * 4), 1u, 4u};
-            ps.count = 1;
-        }
-        for (uint32_t i = 0; i < d.plane_count; ++i) {
-            const auto& p = d.planes[i];
-            const int64_t pitch = p.pitch_bytes ? p.pitch_bytes : static_cast<int64_t>(n * p.elem_size);
-            ps.p[ps.count++] = PlaneDesc{reinterpret_cast<char*>(p.data), scratch + off_plane[i], pitch,
-                                         p.width ? p.width : 1u, p.elem_size};
-        }
-        ReorderArgs a{};
-        a.mask = reinterpret_cast<const uint8_t*>(d.mask);
-        a.n = static_cast<uint32_t>(n);
-        a.flip = (d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP) ? 0xffffu : 0u;
-        a.gate = gate;
-        a.span = span;
-        a.ticket = reinterpret_cast<unsigned long long*>(scratch);
-        a.total = reinterpret_cast<uint32_t*>(scratch + 8);
-        a.ticket2 = reinterpret_cast<uint32_t*>(scratch + 12);
-        a.status = reinterpret_cast<unsigned long long*>(scratch + 256);
-        a.still = reinterpret_cast<uint8_t*>(scratch + off_still);
-        a.tiles = tiles;
+        ReorderArgs a;
+        PlaneSet ps;
+        reorder_setup(reinterpret_cast<char*>(d.scratch), static_cast<uint32_t>(n),
+                      reinterpret_cast<const uint8_t*>(d.mask), (d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP) != 0,
+                      gate, span, reinterpret_cast<int32_t*>(d.perm), reinterpret_cast<int32_t*>(d.inv), planes,
+                      d.plane_count, &a, &ps);
         EAGLE_GPU_LAUNCH(reorder_scan_kernel, tiles, kReorderThreads, s, a, ps);
         check_launch("reorder scan");
         EAGLE_GPU_LAUNCH(reorder_move_kernel, tiles, kReorderThreads, s, a, ps);

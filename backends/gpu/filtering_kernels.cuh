@@ -291,8 +291,7 @@ struct ReorderArgs {
     uint32_t* total;              // kept (written by kernel 1, read by kernel 2)
     unsigned long long* status;
     uint8_t* still;               // per tile: 1 when nothing in it moves
-    uint32_t tiles;
-};
+};  // both kernels run one block a tile: the tile count is gridDim.x
 
 struct alignas(16) Elem16 {
     unsigned long long lo, hi;
@@ -359,10 +358,10 @@ __global__ void __launch_bounds__(kReorderThreads)
     const int tid = threadIdx.x;
     const int lane = tid & 31;
     const int warp = tid >> 5;
-    if (tid == 0) take_ticket(a.ticket, a.tiles, &s_tile, &s_epoch);
+    if (tid == 0) take_ticket(a.ticket, gridDim.x, &s_tile, &s_epoch);
     __syncthreads();
     const uint32_t tile = s_tile;
-    if (tile >= a.tiles) return;  // scratch not zero-filled before its first use
+    if (tile >= gridDim.x) return;  // scratch not zero-filled before its first use
     const uint32_t lim = min(a.n, *a.span);
     const uint32_t start = tile * static_cast<uint32_t>(TILE);
     if (lim == 0) {
@@ -460,6 +459,75 @@ __global__ void __launch_bounds__(kReorderThreads)
             default: gather_rows<Elem16, false>(d, start, len, a.n, lim, kept, nullptr); break;
         }
     }
+}
+
+// ------------------------------------------------------------------ reorder host set-up
+// One place that lays out the reorder scratch and fills both kernels' arguments, used by the backend
+// (filtering.cu) and by the sweep (benchmarks/cuda/compact_sweep.cu), so the two cannot drive the
+// kernels differently. (The sweep once built its own ReorderArgs and left a `tiles` field at 0:
+// kernel 1's blocks all returned at "ticket past the last tile", kernel 2 read kept = 0 and set
+// span = 0. The kernels now take the tile count from gridDim.x, so there is no such field.)
+//
+// Scratch: [0] kernel 1's ticket word, [8] kept, [12] kernel 2's ticket; [256] tile status words;
+// then one "still" byte per tile; then perm's row out of place (reserved whether or not the call
+// names a perm: the size query may not); then every plane's rows out of place, in order.
+struct ReorderPlane {
+    char* data;
+    int64_t pitch;  // bytes from one row to the next (>= n * elem)
+    uint32_t rows;  // >= 1
+    uint32_t elem;  // 1, 2, 4, 8 or 16
+};
+
+inline size_t reorder_align256(size_t v) { return (v + 255) / 256 * 256; }
+inline uint32_t reorder_tiles(uint64_t n) { return static_cast<uint32_t>((n + kReorderTile - 1) / kReorderTile); }
+
+// Scratch bytes of a reorder of n samples over these planes (only rows and elem are read).
+inline size_t reorder_scratch_bytes(uint64_t n, const ReorderPlane* planes, uint32_t count) {
+    const uint32_t tiles = reorder_tiles(n);
+    size_t off = 256 + reorder_align256(static_cast<size_t>(tiles) * 8) + reorder_align256(tiles) +
+                 reorder_align256(n * 4);
+    for (uint32_t i = 0; i < count; ++i)
+        off += reorder_align256(static_cast<size_t>(planes[i].rows) * n * planes[i].elem);
+    return off;
+}
+
+// Fills both kernels' arguments for a scratch of reorder_scratch_bytes(n, planes, count) bytes,
+// zero-filled before its first use. count <= kMaxPlanes - 1; gate (fire) may be NULL (always fire);
+// perm may be NULL (then inv is not written). Launch tiles = reorder_tiles(n) blocks of
+// kReorderThreads, reorder_scan_kernel then reorder_move_kernel; n == 0 is reorder_empty_kernel.
+inline void reorder_setup(char* scratch, uint32_t n, const uint8_t* mask, bool mask_is_drop, uint32_t* gate,
+                          uint32_t* span, int32_t* perm, int32_t* inv, const ReorderPlane* planes, uint32_t count,
+                          ReorderArgs* a, PlaneSet* ps) {
+    const uint32_t tiles = reorder_tiles(n);
+    size_t off = 256 + reorder_align256(static_cast<size_t>(tiles) * 8);
+    const size_t off_still = off;
+    off += reorder_align256(tiles);
+    const size_t off_perm = off;
+    off += reorder_align256(static_cast<size_t>(n) * 4);
+    *ps = PlaneSet{};
+    ps->perm_index = -1;
+    if (perm) {  // perm moves like a plane; inv is written from it where it moves
+        ps->perm_index = 0;
+        ps->inv = inv;
+        ps->p[0] = PlaneDesc{reinterpret_cast<char*>(perm), scratch + off_perm, static_cast<int64_t>(n) * 4, 1u, 4u};
+        ps->count = 1;
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+        const ReorderPlane& p = planes[i];
+        ps->p[ps->count++] = PlaneDesc{p.data, scratch + off, p.pitch, p.rows, p.elem};
+        off += reorder_align256(static_cast<size_t>(p.rows) * n * p.elem);
+    }
+    *a = ReorderArgs{};
+    a->mask = mask;
+    a->n = n;
+    a->flip = mask_is_drop ? 0xffffu : 0u;
+    a->gate = gate;
+    a->span = span;
+    a->ticket = reinterpret_cast<unsigned long long*>(scratch);
+    a->total = reinterpret_cast<uint32_t*>(scratch + 8);
+    a->ticket2 = reinterpret_cast<uint32_t*>(scratch + 12);
+    a->status = reinterpret_cast<unsigned long long*>(scratch + 256);
+    a->still = reinterpret_cast<uint8_t*>(scratch + off_still);
 }
 
 // n == 0: nothing to move; the span becomes 0 and the gate is reset.

@@ -293,7 +293,8 @@ struct HostPlane {
     char* d;
 };
 
-// The reorder_device host path, minus validation: the same layout as filtering.cu.
+// The reorder_device host path, minus validation: reorder_setup (filtering_kernels.cuh) lays out the
+// scratch and fills both kernels' arguments, as in filtering.cu.
 struct Reorder {
     uint32_t n;
     char* scratch;
@@ -303,37 +304,16 @@ struct Reorder {
     Reorder(uint32_t n_, const uint8_t* mask, int32_t* perm, int32_t* inv, uint32_t* span, uint32_t* fire,
             std::vector<HostPlane>& planes)
         : n(n_) {
-        auto al = [](size_t v) { return (v + 255) / 256 * 256; };
-        tiles = (n + kReorderTile - 1) / kReorderTile;
-        size_t off = 256 + al(tiles * 8ull);
-        const size_t off_still = off;
-        off += al(tiles);
-        const size_t off_perm = off;
-        off += al(4ull * n);
-        std::vector<size_t> offs;
-        for (auto& p : planes) {
-            offs.push_back(off);
-            off += al(1ull * p.rows * n * p.elem);
-        }
-        CK(cudaMalloc(&scratch, off));
-        CK(cudaMemset(scratch, 0, off));
-        ps.perm_index = 0;
-        ps.inv = inv;
-        ps.p[0] = PlaneDesc{reinterpret_cast<char*>(perm), scratch + off_perm, static_cast<int64_t>(4ull * n), 1u, 4u};
-        ps.count = 1;
-        for (size_t i = 0; i < planes.size(); ++i)
-            ps.p[ps.count++] = PlaneDesc{planes[i].d, scratch + offs[i], static_cast<int64_t>(1ull * n * planes[i].elem),
-                                         planes[i].rows, planes[i].elem};
-        a.mask = mask;
-        a.n = n;
-        a.flip = 0xffffu;  // the ActiveSet's drop mask
-        a.gate = fire;
-        a.span = span;
-        a.ticket = reinterpret_cast<unsigned long long*>(scratch);
-        a.total = reinterpret_cast<uint32_t*>(scratch + 8);
-        a.ticket2 = reinterpret_cast<uint32_t*>(scratch + 12);
-        a.status = reinterpret_cast<unsigned long long*>(scratch + 256);
-        a.still = reinterpret_cast<uint8_t*>(scratch + off_still);
+        std::vector<ReorderPlane> rp;
+        for (auto& p : planes)
+            rp.push_back(ReorderPlane{p.d, static_cast<int64_t>(1ull * n * p.elem), p.rows, p.elem});
+        const size_t bytes = reorder_scratch_bytes(n, rp.data(), static_cast<uint32_t>(rp.size()));
+        CK(cudaMalloc(&scratch, bytes));
+        CK(cudaMemset(scratch, 0, bytes));  // zero-filled before its first use
+        tiles = reorder_tiles(n);
+        // the ActiveSet's drop mask (a nonzero byte drops)
+        reorder_setup(scratch, n, mask, true, fire, span, perm, inv, rp.data(), static_cast<uint32_t>(rp.size()), &a,
+                      &ps);
     }
     void operator()(cudaStream_t s) const {
         reorder_scan_kernel<<<tiles, kReorderThreads, 0, s>>>(a, ps);
