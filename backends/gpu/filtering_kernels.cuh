@@ -16,6 +16,10 @@
 // words are tagged with the epoch, so a word left by an earlier launch reads as "not published"
 // and the status array needs no clearing. No memset node, no "done" counter.
 //
+// The WHILE fold (cuda): the thread that writes the count may also end an iteration of the WHILE
+// whose guard that count is, setting the loop's condition itself (CompactArgs::loop_set; the
+// backend's conditional.cu decides when a compaction may, gpu.h says how).
+//
 // Reorder: two kernels, both gated on *fire (an unfired reorder is two launches whose blocks read
 // one word and exit). Kernel 1 scans the mask over positions < *span as above and moves every plane
 // (all planes in one launch: descriptors in a __grid_constant__ parameter) out of place into the
