@@ -24,12 +24,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def build_peers():
     out = os.path.join("/tmp", "libeagle_peers.so")
     src = os.path.join(HERE, "cuda", "peers.cu")
-    if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
-        subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", src, "-o", out],
-                       check=True)
+    gpu = os.path.join(HERE, "..", "backends", "gpu")  # eagle's compaction kernels (filtering_kernels.cuh)
+    deps = [src] + [os.path.join(gpu, f) for f in ("filtering_kernels.cuh", "device_intrinsics.h")]
+    if not os.path.exists(out) or os.path.getmtime(out) < max(os.path.getmtime(d) for d in deps):
+        subprocess.run(["nvcc", "-O3", "-std=c++17", "-arch=sm_90", "--expt-relaxed-constexpr", "-I", gpu,
+                        "-shared", "-Xcompiler", "-fPIC", src, "-o", out], check=True)
     lib = ctypes.CDLL(out)
     for name in ("peer_graph_launch_loop", "peer_seam_launch_loop", "peer_while", "peer_host_loop", "peer_cub_flagged",
-                 "peer_cub_flagged_counting", "peer_memcpy", "peer_memcpy_wall"):
+                 "peer_cub_flagged_counting", "peer_memcpy", "peer_memcpy_wall", "peer_activeset_while"):
         getattr(lib, name).restype = ctypes.c_int
     return lib
 
@@ -200,6 +202,68 @@ def main():
         ok(peers.peer_host_loop(ctypes.c_uint64(s.handle), ctypes.c_void_p(d_counter.data.ptr), 1000,
                                 ctypes.byref(dbl)), "peer_host_loop")
         add("WHILE 1000 it: host-driven loop (us/iter)", dbl.value)
+
+    # -- 2b. the ActiveSet loop per iteration (issue 17) ------------------------------------------
+    # eagle.repeat_while([step, aset], aset): the step kernel (peer_drop_step: each live sample
+    # drops with probability 1/32 a step, by a hash, so every run drops the same samples at the
+    # same steps) and the ActiveSet's compaction, which ends each iteration itself (the WHILE
+    # fold) -- against the same loop built by hand as a raw WHILE (peer_activeset_while): body =
+    # the same step kernel + eagle's compaction kernel whose last block sets the condition; and the
+    # three-kernel body eagle recorded before the fold (compaction, then a decide kernel). Figures
+    # are GPU time of one launch (events) over its iterations; both ends are checked equal.
+    ok(peers.peer_function(b"peer_drop_step", ctypes.byref(u64)), "peer_function")
+    f_drop = u64.value
+    aset_cases = []
+    for logn in (20, 10):
+        n = 1 << logn
+        mask, steps = cp.zeros(n, cp.uint8), cp.zeros(n, cp.uint32)
+        raw = {"mask": cp.zeros(n, cp.uint8), "steps": cp.zeros(n, cp.uint32), "idx": cp.zeros(n, cp.int32),
+               "count": cp.zeros(1, cp.uint32)}
+        cp.cuda.Device().synchronize()
+        aset = eagle.ActiveSet(mask, backend=b, stream=s)
+
+        def drop_step(st, aset=aset, steps=steps, mask=mask, n=n):
+            st.run(f_drop, [aset.index_map, aset.count, steps, mask], n, block=256)
+        loop = eagle.repeat_while([drop_step, aset], aset, (1 << 31), name="step + compact")
+        g = eagle.Graph.build([aset, loop], planes=[mask, steps], stream=s, toggle=False)
+        aset_cases.append((logn, n, mask, steps, g, loop, raw))
+    cp.cuda.Device().synchronize()  # the ActiveSets' words were zero-filled on CuPy's stream
+
+    def eagle_aset(n, mask, steps, g, loop, reps=5):
+        times = []
+        for r in range(reps + 1):  # the first launch warms up, untimed
+            with cs:
+                mask.fill(0)
+                steps.fill(0)
+            ev0.record(cs)
+            g.launch()
+            ev1.record(cs)
+            ev1.synchronize()
+            if r:
+                times.append(cp.cuda.get_elapsed_time(ev0, ev1) * 1000.0)
+        return med(times), g.ran(loop)
+
+    aset_iters = {}
+    for _ in range(args.rounds):
+        for logn, n, mask, steps, g, loop, raw in aset_cases:
+            us, ran = eagle_aset(n, mask, steps, g, loop)
+            add(f"ActiveSet loop 2^{logn}: eagle repeat_while([step, aset], aset) (us/iter)", us / ran)
+            for kind, what in ((0, "raw WHILE, 2-kernel body (step, compaction that sets the condition)"),
+                               (1, "raw WHILE, 3-kernel body (step, compaction, decide; programmatic edge)")):
+                ok(peers.peer_activeset_while(ctypes.c_uint64(s.handle), ctypes.c_void_p(raw["mask"].data.ptr),
+                                              ctypes.c_void_p(raw["steps"].data.ptr),
+                                              ctypes.c_void_p(raw["idx"].data.ptr),
+                                              ctypes.c_void_p(raw["count"].data.ptr), n, kind, 5, ctypes.byref(dbl)),
+                   "peer_activeset_while")
+                raw_iters = int(raw["steps"].max().get())
+                add(f"ActiveSet loop 2^{logn}: {what} (us/iter)", dbl.value / raw_iters)
+                same = (ran == raw_iters and bool((steps == raw["steps"]).all()) and bool((mask == 1).all())
+                        and bool((raw["mask"] == 1).all()) and int(raw["count"].get()[0]) == 0)
+                if not same:
+                    failures.append(f"ActiveSet loop 2^{logn}: eagle ({ran} iterations) and the raw peer kind {kind} "
+                                    f"({raw_iters} iterations) disagree")
+            aset_iters[logn] = ran
+    print(f"ActiveSet loop: WHILE iterations per launch {aset_iters} (eagle == raw peers checked every round)")
 
     def wall_us(fn, reps=5):  # host microseconds of one blocking call, median of reps after a warm-up
         fn()
@@ -395,6 +459,10 @@ def main():
     def per_round(a, c):  # the median of the ratios taken within each round
         return med([x / y for x, y in zip(rows[a], rows[c])]) if a in rows and c in rows else float("nan")
     C = 'replay: C loop of cudaGraphLaunch'
+    AS = "ActiveSet loop 2^{}: {} (us/iter)"
+    AS_E = "eagle repeat_while([step, aset], aset)"
+    AS_R2 = "raw WHILE, 2-kernel body (step, compaction that sets the condition)"
+    AS_R3 = "raw WHILE, 3-kernel body (step, compaction, decide; programmatic edge)"
     c20 = "compact 2^20: "
     lines += ["", "issue 17 (host-side overheads), same run:",
               f"- eager eagle.compact() 2^20, eagle arrays, wall / raw compact_device + sync, wall: "
@@ -439,6 +507,15 @@ def main():
               f"{ratio('WHILE 10000 it: eagle (us/iter)', 'WHILE 10000 it: raw WHILE, 2-kernel body (step, decide) (us/iter)'):.2f}x",
               f"- WHILE per iteration at 10000, eagle / raw WHILE with the same 2-kernel body, programmatic edge: "
               f"{ratio('WHILE 10000 it: eagle (us/iter)', 'WHILE 10000 it: raw WHILE, 2-kernel body, programmatic edge (us/iter)'):.2f}x",
+              f"- ActiveSet loop per iteration, eagle / raw 2-kernel WHILE: "
+              f"{ratio(AS.format(20, AS_E), AS.format(20, AS_R2)):.3f} (goal <= 1.0), n = 2^20; per-round median "
+              f"{per_round(AS.format(20, AS_E), AS.format(20, AS_R2)):.3f}",
+              f"- ActiveSet loop per iteration, eagle / raw 2-kernel WHILE: "
+              f"{ratio(AS.format(10, AS_E), AS.format(10, AS_R2)):.3f} (goal <= 1.0), n = 2^10; per-round median "
+              f"{per_round(AS.format(10, AS_E), AS.format(10, AS_R2)):.3f}",
+              f"- ActiveSet loop per iteration, eagle / raw 3-kernel WHILE (eagle's body before the fold): "
+              f"{ratio(AS.format(20, AS_E), AS.format(20, AS_R3)):.3f} at n = 2^20, "
+              f"{ratio(AS.format(10, AS_E), AS.format(10, AS_R3)):.3f} at n = 2^10",
               f"- WHILE per iteration at 1000, eagle / host-driven loop: "
               f"{ratio('WHILE 1000 it: eagle (us/iter)', 'WHILE 1000 it: host-driven loop (us/iter)'):.2f}x",
               f"- compact 2^26, eagle / CUB Flagged: "

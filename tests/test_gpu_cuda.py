@@ -2,7 +2,9 @@
 
 Skipped with the probe's reason where no cuda backend or no usable GPU exists. Device memory and
 kernels come from CuPy (``RawKernel.kernel.ptr`` is a ``CUfunction``); torch is used for DLPack."""
+import ctypes
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -28,13 +30,29 @@ extern "C" __global__ void decrement(unsigned* c, long long base, long long coun
 extern "C" __global__ void bump(unsigned* c, long long base, long long count, long long n) {
     if (blockIdx.x == 0 && threadIdx.x == 0) c[0] += 1u;
 }
+// One step of the live samples: lane j < *count steps sample idx[j]; a sample whose done count
+// reaches its life is dropped (mask 1, as an ActiveSet's mask).
+extern "C" __global__ void life_step(const int* idx, const unsigned* count, int* done, const int* life,
+                                     unsigned char* mask, long long base, long long cnt, long long n) {
+    long long j = base + (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= base + cnt || j >= (long long)count[0]) return;
+    int i = idx[j];
+    int d = done[i] + 1;
+    done[i] = d;
+    if (d >= life[i]) mask[i] = 1;
+}
+extern "C" __global__ void life_reset(int* done, unsigned char* mask, long long base, long long cnt, long long n) {
+    long long i = base + (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < base + cnt) { done[i] = 0; mask[i] = 0; }
+}
 """
 
 
 @pytest.fixture(scope="module")
 def k():
     mod = cp.RawModule(code=KERNELS)
-    return {name: kernel_ptr(mod.get_function(name)) for name in ("add_one", "record_n", "decrement", "bump")}
+    return {name: kernel_ptr(mod.get_function(name))
+            for name in ("add_one", "record_n", "decrement", "bump", "life_step", "life_reset")}
 
 
 @pytest.fixture
@@ -406,3 +424,272 @@ def test_one_scratch_serves_many_compactions_of_any_size(cuda, s):
         assert int(count.get()[0]) == kept.size, n
         assert np.array_equal(idx.get()[:kept.size], kept), n
 
+
+
+# -- the WHILE fold (issue 17): a WHILE of guard `count != 0` whose body ends with the compaction
+# writing that count ends its iterations from the compaction kernel (no setter kernel after it).
+
+def dependents(node):
+    """Nodes that depend on a raw graph node (the driver's cuGraphNodeGetDependentNodes_v2)."""
+    drv = ctypes.CDLL("libcuda.so.1")
+    f = drv.cuGraphNodeGetDependentNodes_v2
+    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
+    f.restype = ctypes.c_int
+    n = ctypes.c_size_t(0)
+    rc = f(ctypes.c_void_p(node), None, None, ctypes.byref(n))
+    assert rc == 0, f"cuGraphNodeGetDependentNodes_v2: CUresult {rc}"
+    return n.value
+
+
+def finish(L, s, seconds=30.0):
+    """Launch L and wait for it with a deadline: a WHILE whose condition is never set again would
+    loop for ever, and a plain synchronize would hang the test run."""
+    L.launch()
+    done = cp.cuda.Event(disable_timing=True)
+    done.record(cp.cuda.ExternalStream(s.handle))
+    deadline = time.monotonic() + seconds
+    while not done.done:
+        if time.monotonic() > deadline:
+            pytest.fail(f"the graph did not finish within {seconds} s (a WHILE that never stops)")
+        time.sleep(0.001)
+    L.synchronize()
+
+
+class LifeSet:
+    """n samples, sample i live for life[i] steps; a compaction (drop mask) of them on cupy arrays."""
+
+    def __init__(self, cuda, s, n, life):
+        self.cuda, self.n = cuda, n
+        self.life_h = np.asarray(life, np.int32)
+        self.life = cp.asarray(self.life_h) if n else cp.zeros(1, cp.int32)
+        self.done = cp.zeros(max(n, 1), cp.int32)
+        self.mask = cp.zeros(max(n, 1), cp.uint8)
+        self.idx = cp.zeros(max(n, 1), cp.int32)
+        self.count = cp.zeros(1, cp.uint32)
+        self.scratch = cp.zeros(max(cuda.compact_scratch_bytes(n, stream=s), 1), cp.uint8)
+
+    def compact(self, stream):
+        self.cuda.compact(self.mask, self.idx, self.count, self.scratch, n=self.n, drop=True, stream=stream)
+
+    def step(self, k, stream):
+        self.cuda.run(k["life_step"], [self.idx, self.count, self.done, self.life, self.mask], self.n,
+                      stream=stream, block=256)
+
+    def reset(self):
+        self.done.fill(0)
+        self.mask.fill(0)
+        cp.cuda.Device().synchronize()
+
+
+def record_life_while(cuda, s, k, ls, cell, loop_cap, *, after=None, guard=None, baseline=None):
+    """Capture [compact, WHILE(guard) [step, compact, after...]]; returns (launcher, body nodes
+    before the body's end)."""
+    with cuda.capture(s) as cap:
+        ls.compact(s)
+        w = cuda.while_(s, ls.count if guard is None else guard, cell, loop_cap=loop_cap, baseline=baseline)
+        body = w.begin()
+        ls.step(k, body)
+        ls.compact(body)
+        for fn in after or ():
+            fn(body)
+        nodes = cuda.snapshot_nodes(body)
+        w.end()
+        w.close()
+    L = cuda.graph_from_captured(cap.captured).launcher()
+    L.set_stream(s)
+    return L, nodes
+
+
+@pytest.mark.parametrize("n", [1, 5000, 1 << 20])
+@pytest.mark.parametrize("loop_cap", [1000, 7], ids=["guard_stops", "cap_stops"])
+def test_activeset_while_is_folded_and_iterates_as_before(cuda, s, k, n, loop_cap):
+    """Body [step, compaction of the guard word]: the compaction is the body's last node (no setter
+    kernel depends on it) and the loop still runs min(max life, cap) iterations, steps every live
+    sample each iteration and keeps the [remaining, ran] cell, replay after replay."""
+    rng = np.random.default_rng(n + loop_cap)
+    ls = LifeSet(cuda, s, n, rng.integers(1, 40, n))
+    cell = cp.zeros(2, cp.uint32)
+    L, nodes = record_life_while(cuda, s, k, ls, cell, loop_cap)
+    assert len(nodes) == 2
+    assert dependents(nodes[0]) == 1 and dependents(nodes[-1]) == 0, "the compaction must end the body"
+    ran = min(int(ls.life_h.max()), loop_cap)
+    for _ in range(2):
+        ls.reset()
+        finish(L, s)
+        assert cell.get().tolist() == [loop_cap - ran, ran]
+        assert np.array_equal(ls.done.get()[:n], np.minimum(ls.life_h, ran))
+        live = np.flatnonzero(ls.life_h > ran)
+        assert int(ls.count.get()[0]) == live.size
+        assert np.array_equal(ls.idx.get()[:live.size], live)
+
+
+def test_empty_compaction_ends_a_folded_while(cuda, s, k):
+    """n = 0: the compaction's empty-launch path takes the decision too (count 1 on entry, so one
+    iteration runs; without its decision the loop would never stop)."""
+    ls = LifeSet(cuda, s, 0, [])
+    cell = cp.zeros(2, cp.uint32)
+    with cuda.capture(s) as cap:
+        w = cuda.while_(s, ls.count, cell, loop_cap=100)
+        body = w.begin()
+        ls.compact(body)
+        nodes = cuda.snapshot_nodes(body)
+        w.end()
+        w.close()
+    L = cuda.graph_from_captured(cap.captured).launcher()
+    L.set_stream(s)
+    assert len(nodes) == 1 and dependents(nodes[0]) == 0
+    for start, ran in ((1, 1), (0, 0), (5, 1)):
+        ls.count.fill(start)
+        cp.cuda.Device().synchronize()
+        finish(L, s)
+        assert cell.get().tolist() == [100 - ran, ran] and int(ls.count.get()[0]) == 0
+
+
+def test_work_after_the_compaction_keeps_the_setter(cuda, s, k):
+    """A kernel captured after the compaction: no fold (the setter follows that kernel), and the
+    loop runs as before."""
+    n = 3000
+    ls = LifeSet(cuda, s, n, np.random.default_rng(4).integers(1, 30, n))
+    hits = cp.zeros(1, cp.uint32)
+    cell = cp.zeros(2, cp.uint32)
+    L, nodes = record_life_while(cuda, s, k, ls, cell, 1000,
+                                 after=[lambda b: cuda.run(k["bump"], [hits], 1, stream=b, block=1)])
+    assert len(nodes) == 3 and dependents(nodes[1]) == 1 and dependents(nodes[2]) == 1
+    ls.reset()
+    finish(L, s)
+    ran = int(ls.life_h.max())
+    assert cell.get().tolist() == [1000 - ran, ran] and int(hits.get()[0]) == ran
+    assert np.array_equal(ls.done.get(), ls.life_h) and int(ls.count.get()[0]) == 0
+
+
+def test_a_while_on_another_guard_word_keeps_the_setter(cuda, s, k):
+    """The guard is a separate counter: the compaction (of a different word) is not folded."""
+    n = 3000
+    ls = LifeSet(cuda, s, n, np.random.default_rng(5).integers(1, 30, n))
+    cnt = cp.zeros(1, cp.uint32)
+    cell = cp.zeros(2, cp.uint32)
+    L, nodes = record_life_while(cuda, s, k, ls, cell, 1000, guard=cnt)
+    assert dependents(nodes[-1]) == 1, "a setter must follow the compaction"
+    for start in (4, 12):
+        ls.reset()
+        cnt.fill(start)
+        cp.cuda.Device().synchronize()
+        # the body does not touch cnt: the loop runs to the cap unless the guard starts at 0
+        finish(L, s)
+        assert cell.get().tolist() == [0, 1000]
+        assert np.array_equal(ls.done.get(), ls.life_h) and int(ls.count.get()[0]) == 0
+    cnt.fill(0)
+    ls.reset()
+    finish(L, s)
+    assert cell.get().tolist() == [1000, 0] and int(ls.done.get().max()) == 0
+
+
+def test_a_while_with_a_baseline_keeps_the_setter(cuda, s, k):
+    """Guard (count, baseline): runs while the live count differs from the baseline; not folded."""
+    n = 2000
+    life = np.arange(n) % 20 + 1          # after t iterations n * (20 - t) / 20 samples are live
+    ls = LifeSet(cuda, s, n, life)
+    base = cp.zeros(1, cp.uint32)
+    cell = cp.zeros(2, cp.uint32)
+    L, nodes = record_life_while(cuda, s, k, ls, cell, 1000, baseline=base)
+    assert dependents(nodes[-1]) == 1
+    for t in (5, 13, 20):
+        base.fill(n * (20 - t) // 20)
+        ls.reset()
+        finish(L, s)
+        assert cell.get().tolist() == [1000 - t, t]
+        assert np.array_equal(ls.done.get(), np.minimum(life, t))
+
+
+def test_a_folded_while_nested_in_a_while(cuda, s, k):
+    """Outer WHILE on a counter (setter kept: its body ends with the inner WHILE), inner WHILE over
+    the live set (folded): every outer iteration resets the samples and drains them again."""
+    n = 4096
+    ls = LifeSet(cuda, s, n, np.random.default_rng(6).integers(1, 25, n))
+    outer_cnt = cp.zeros(1, cp.uint32)
+    outer_cell, inner_cell = cp.zeros(2, cp.uint32), cp.zeros(2, cp.uint32)
+    runs = cp.zeros(1, cp.uint32)
+    with cuda.capture(s) as cap:
+        o = cuda.while_(s, outer_cnt, outer_cell, loop_cap=100)
+        ob = o.begin()
+        cuda.run(k["decrement"], [outer_cnt], 1, stream=ob, block=1)
+        cuda.run(k["life_reset"], [ls.done, ls.mask], n, stream=ob)
+        ls.compact(ob)
+        i = cuda.while_(ob, ls.count, inner_cell, loop_cap=1000)
+        ib = i.begin()
+        cuda.run(k["bump"], [runs], 1, stream=ib, block=1)
+        ls.step(k, ib)
+        ls.compact(ib)
+        inner_nodes = cuda.snapshot_nodes(ib)
+        i.end()
+        i.close()
+        outer_nodes = cuda.snapshot_nodes(ob)
+        o.end()
+        o.close()
+    L = cuda.graph_from_captured(cap.captured).launcher()
+    L.set_stream(s)
+    assert dependents(inner_nodes[-1]) == 0
+    assert dependents(outer_nodes[-1]) == 1  # the inner WHILE node, followed by the outer setter
+    outer_cnt.fill(3)
+    cp.cuda.Device().synchronize()
+    finish(L, s)
+    m = int(ls.life_h.max())
+    assert outer_cell.get().tolist() == [97, 3] and inner_cell.get().tolist() == [1000 - m, m]
+    assert int(runs.get()[0]) == 3 * m
+    assert np.array_equal(ls.done.get(), ls.life_h) and int(ls.count.get()[0]) == 0
+
+
+def test_an_if_on_the_count_word_is_untouched(cuda, s, k):
+    """An IF whose guard is the count its body's compaction writes: runs once iff count != 0."""
+    n = 1000
+    life = np.arange(n) % 3 + 1
+    ls = LifeSet(cuda, s, n, life)
+    with cuda.capture(s) as cap:
+        ls.compact(s)
+        c = cuda.if_(s, ls.count)
+        body = c.begin()
+        ls.step(k, body)
+        ls.compact(body)
+        c.end()
+        c.close()
+    L = cuda.graph_from_captured(cap.captured).launcher()
+    L.set_stream(s)
+    ls.reset()
+    finish(L, s)
+    assert np.array_equal(ls.done.get(), np.ones(n, np.int32))
+    assert int(ls.count.get()[0]) == int((life > 1).sum())
+
+
+@pytest.mark.parametrize("reorder", [None, 0.5], ids=["plain", "reorder"])
+def test_graph_build_activeset_while_matches_numpy(cuda, k, reorder):
+    """eagle.Graph.build([aset, repeat_while([step, aset], aset, cap)]): the ActiveSet's own
+    compaction ends the WHILE (folded); results and iteration counts as the host model says."""
+    n = 1 << 16
+    rng = np.random.default_rng(7)
+    life_h = rng.integers(1, 60, n).astype(np.int32)
+    life, done, mask = cp.asarray(life_h), cp.zeros(n, cp.int32), cp.zeros(n, cp.uint8)
+    cp.cuda.Device().synchronize()
+    aset = eagle.ActiveSet(mask, reorder=reorder, planes=[done, life] if reorder else ())
+
+    def step(st):
+        st.run(k["life_step"], [aset.index_map, aset.count, done, life, mask], n, block=256)
+    for cap in (1000, 9):
+        loop = eagle.repeat_while([step, aset], aset, cap)
+        g = eagle.Graph.build([aset, loop], planes=[mask, done, life], toggle=False)
+        assert g.decides_on_device
+        for _ in range(2):
+            if reorder:
+                aset.restore()
+            done.fill(0)
+            mask.fill(0)
+            life.set(life_h)
+            cp.cuda.Device().synchronize()
+            g.launch()
+            g.synchronize()
+            ran = min(int(life_h.max()), cap)
+            assert g.ran(loop) == ran
+            if reorder:
+                aset.restore()
+            assert np.array_equal(done.get(), np.minimum(life_h, ran))
+            assert aset.live == int((life_h > ran).sum())
+        g.close()

@@ -4,7 +4,10 @@
 // and sets the node's condition handle, then the conditional node is added after it and becomes the
 // origin's only capture dependency. Bodies are captured on a body stream straight into the node's
 // body graphs (cudaStreamBeginCaptureToGraph). A WHILE ends every body iteration with a setter
-// kernel that re-evaluates the guard and steps the [remaining, ran] cell.
+// kernel that re-evaluates the guard and steps the [remaining, ran] cell -- except where the body's
+// last word is a compaction whose count is the guard (`count != 0`, no baseline): that compaction
+// then sets the condition and steps the cell itself (the WHILE fold, gpu.h), two kernels an
+// iteration instead of three.
 #include <cuda_runtime.h>
 
 #include <vector>
@@ -38,6 +41,75 @@ static void remember_bodies(gpuGraphNode_t node, const std::vector<gpuGraph_t>& 
     g_cond_bodies[node] = bodies;
 }
 }  // namespace eagle::gpu::native
+
+// ---------------------------------------------------------------- the WHILE fold (gpu.h)
+// (A named namespace: nvcc's stubs cannot tell two unnamed namespaces apart when kernels live in one.)
+namespace eagle::gpu::fold_state {
+// A WHILE body being captured whose guard has no baseline: what a compaction needs to end its
+// iterations, and the last compaction offered.
+struct FoldSlot {
+    cudaGraphConditionalHandle handle{};
+    const uint32_t* count = nullptr;
+    uint32_t* cell = nullptr;
+    gpuGraphNode_t node = nullptr;
+    std::shared_ptr<FoldEnabler> enable;
+};
+std::mutex g_fold_mu;
+std::unordered_map<gpuGraph_t, FoldSlot> g_fold;  // by body graph
+std::atomic<int> g_fold_open{0};                  // g_fold.size(), read without the lock
+
+void fold_open(gpuGraph_t body, cudaGraphConditionalHandle h, const uint32_t* count, uint32_t* cell) {
+    std::lock_guard<std::mutex> lk(g_fold_mu);
+    FoldSlot& f = g_fold[body];
+    f = FoldSlot{};
+    f.handle = h;
+    f.count = count;
+    f.cell = cell;
+    g_fold_open.store(static_cast<int>(g_fold.size()), std::memory_order_relaxed);
+}
+
+// Removes the body's slot and returns it (an empty slot when none).
+FoldSlot fold_close(gpuGraph_t body) noexcept {
+    FoldSlot out;
+    std::lock_guard<std::mutex> lk(g_fold_mu);
+    auto it = g_fold.find(body);
+    if (it == g_fold.end()) return out;
+    out = std::move(it->second);
+    g_fold.erase(it);
+    g_fold_open.store(static_cast<int>(g_fold.size()), std::memory_order_relaxed);
+    return out;
+}
+}  // namespace eagle::gpu::fold_state
+
+namespace eagle::gpu {
+using namespace fold_state;
+
+bool while_fold_target(gpuStream_t s, const uint32_t* count, WhileFold* out) noexcept {
+    if (g_fold_open.load(std::memory_order_relaxed) == 0 || !count) return false;
+    cudaStreamCaptureStatus status{};
+    gpuGraph_t g = nullptr;
+    if (gpuStreamGetCaptureInfo(s, &status, nullptr, &g, nullptr, nullptr) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    if (status != cudaStreamCaptureStatusActive || !g) return false;
+    std::lock_guard<std::mutex> lk(g_fold_mu);
+    auto it = g_fold.find(g);
+    if (it == g_fold.end() || it->second.count != count) return false;
+    out->body = g;
+    out->handle = static_cast<uint64_t>(it->second.handle);
+    out->cell = it->second.cell;
+    return true;
+}
+
+void while_fold_offer(gpuGraph_t body, gpuGraphNode_t node, std::unique_ptr<FoldEnabler> enable) noexcept {
+    std::lock_guard<std::mutex> lk(g_fold_mu);
+    auto it = g_fold.find(body);
+    if (it == g_fold.end()) return;
+    it->second.node = node;
+    it->second.enable = std::move(enable);
+}
+}  // namespace eagle::gpu
 
 namespace {
 
@@ -115,6 +187,10 @@ struct Conditional : Handle<0x434f4e44u> {
     uint32_t loop_cap = 0;
 };
 
+// The WHILE fold applies to a WHILE of guard `count != 0`: the setter's decision is then exactly
+// the compaction's `kept != 0` (and the cell's step).
+bool foldable(const Conditional* c) { return c->kind == kWhile && !c->baseline; }
+
 void open_body(Conditional* c, int index) {
     DeviceGuard guard(c->device);
     body_graph_add(c->bodies[index]);
@@ -126,6 +202,60 @@ void open_body(Conditional* c, int index) {
     }
     c->opened[index] = true;
     c->open = index;
+    if (foldable(c)) {
+        try {
+            fold_open(c->bodies[index], c->handle, c->count, c->cell);
+        } catch (...) {  // no fold then: the body ends with the setter
+        }
+    }
+}
+
+// True when `node` is the last word of the body graph `body` captured on s: the stream's only
+// capture dependency (the setter would follow it alone) and the graph's only node with no
+// dependents (everything else in the body finishes before it starts). Throws nothing: it runs
+// while the body capture is open.
+bool last_word(gpuStream_t s, gpuGraph_t body, gpuGraphNode_t node) noexcept {
+    cudaStreamCaptureStatus status{};
+    const cudaGraphNode_t* deps = nullptr;
+    size_t n = 0;
+    if (gpuStreamGetCaptureInfo(s, &status, nullptr, nullptr, &deps, &n) != cudaSuccess) return false;
+    if (status != cudaStreamCaptureStatusActive || n != 1 || deps[0] != node) return false;
+    size_t count = 0;
+    if (cudaGraphGetNodes(body, nullptr, &count) != cudaSuccess || count == 0) return false;
+    std::vector<cudaGraphNode_t> nodes(count);
+    if (cudaGraphGetNodes(body, nodes.data(), &count) != cudaSuccess) return false;
+    bool found = false;
+    for (size_t i = 0; i < count; ++i) {
+        size_t after = 0;
+#if CUDART_VERSION >= 13000
+        if (cudaGraphNodeGetDependentNodes(nodes[i], nullptr, nullptr, &after) != cudaSuccess) return false;
+#else
+        if (cudaGraphNodeGetDependentNodes_v2(nodes[i], nullptr, nullptr, &after) != cudaSuccess) return false;
+#endif
+        if (nodes[i] == node) {
+            if (after != 0) return false;
+            found = true;
+        } else if (after == 0) {
+            return false;
+        }
+    }
+    return found;
+}
+
+// Ends a WHILE iteration with the body's last compaction where it is the body's last word (the
+// fold: its node is rewritten to set the condition); false, leaving the body as it was, otherwise.
+// Clears the runtime's last error only for its own failed calls (close_body read it before).
+bool fold_body(Conditional* c, int index) noexcept {
+    FoldSlot f = fold_close(c->bodies[index]);
+    if (!f.node || !f.enable || !last_word(c->body, c->bodies[index], f.node)) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    if (f.enable->enable() != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return true;
 }
 
 // True when everything the next node captured on s depends on is a kernel node (false when that
@@ -186,7 +316,11 @@ void close_body(Conditional* c) {
     DeviceGuard guard(c->device);
     const int index = c->open;
     c->open = -1;
-    gpuError_t le = c->kind == kWhile ? launch_body_setter(c) : cudaGetLastError();
+    gpuError_t le = cudaGetLastError();  // an error left by the body's own launches
+    if (c->kind == kWhile && !fold_body(c, index)) {
+        const gpuError_t se = launch_body_setter(c);
+        if (le == cudaSuccess) le = se;
+    }
     gpuGraph_t g = nullptr;
     gpuError_t e = cudaStreamEndCapture(c->body, &g);
     body_graph_remove(c->bodies[index]);
@@ -338,6 +472,7 @@ EAGLE_EXPORT void eagle_backend_conditional_release(eagle_backend_conditional co
         {
             DeviceGuard guard(c->device);
             if (c->open >= 0) {
+                (void)fold_close(c->bodies[c->open]);
                 gpuGraph_t g = nullptr;
                 (void)cudaStreamEndCapture(c->body, &g);
                 (void)cudaGetLastError();

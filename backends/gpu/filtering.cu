@@ -36,6 +36,69 @@ void launch_compact(int variant, uint32_t tiles, gpuStream_t s, const CompactArg
     }
 }
 
+#if !defined(EAGLE_GPU_HIP)
+// The kernel entry of a variant (the WHILE fold rewrites its node with the same entry).
+template <int T, int I>
+const void* compact_entry_variant() {
+    return reinterpret_cast<const void*>(&compact_kernel<T, I>);
+}
+
+const void* compact_entry(int variant) {
+    switch (variant) {
+#define EAGLE_X(i, t, it) \
+    case i: return compact_entry_variant<t, it>();
+        EAGLE_COMPACT_VARIANTS(EAGLE_X)
+#undef EAGLE_X
+        default: fail(EAGLE_BACKEND_ERROR, "compaction variant out of range");
+    }
+}
+
+// Rewrites a captured compaction node with the fold's arguments (same entry, grid and block).
+struct CompactFold final : FoldEnabler {
+    CompactFold(gpuGraphNode_t n, const CompactArgs& args, const void* e, uint32_t g, uint32_t b)
+        : node(n), a(args), entry(e), grid(g), block(b) {}
+    gpuError_t enable() noexcept override {
+        cudaKernelNodeParams p{};
+        void* args[] = {&a};
+        p.func = const_cast<void*>(entry);
+        p.gridDim = dim3(grid);
+        p.blockDim = dim3(block);
+        p.sharedMemBytes = 0;  // the compaction kernels use static shared memory only
+        p.kernelParams = args;
+        p.extra = nullptr;
+        return cudaGraphKernelNodeSetParams(node, &p);
+    }
+    gpuGraphNode_t node;
+    CompactArgs a;
+    const void* entry;
+    uint32_t grid, block;
+};
+
+// The WHILE fold (gpu.h): when s is capturing the body of a WHILE whose guard is this compaction's
+// count, offers the kernel node just captured (launched with loop_set = 0) to end the body's
+// iterations; the offer, if taken at the body's end, rewrites the node with loop_set = 1.
+void offer_while_fold(gpuStream_t s, const CompactArgs& launched, const void* entry, uint32_t grid, uint32_t block) {
+    WhileFold f;
+    if (!while_fold_target(s, launched.total, &f)) return;
+    gpuStreamCaptureStatus status{};
+    const gpuGraphNode_t* deps = nullptr;
+    size_t n = 0;
+    gpuGraphNodeType type{};
+    if (gpuStreamGetCaptureInfo(s, &status, nullptr, nullptr, &deps, &n) != gpuSuccess ||
+        status != gpuStreamCaptureStatusActive || n != 1 || gpuGraphNodeGetType(deps[0], &type) != gpuSuccess ||
+        type != gpuGraphNodeTypeKernel) {
+        (void)gpuGetLastError();  // no fold: the body ends with the setter
+        return;
+    }
+    gpuGraphNode_t node = deps[0];
+    CompactArgs a = launched;
+    a.loop_handle = f.handle;
+    a.loop_cell = f.cell;
+    a.loop_set = 1;
+    while_fold_offer(f.body, node, std::make_unique<CompactFold>(node, a, entry, grid, block));
+}
+#endif
+
 // Scratch of a compaction of n samples: the ticket word, then one status word per tile of the
 // smallest variant (so any variant fits in it).
 size_t compact_scratch(uint64_t n) {
@@ -79,10 +142,16 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
         if (tiles == 0) {
             EAGLE_GPU_LAUNCH(empty_compact_kernel, 1, 1, s, a);
             check_launch("compact (empty)");
+#if !defined(EAGLE_GPU_HIP)
+            offer_while_fold(s, a, reinterpret_cast<const void*>(&empty_compact_kernel), 1, 1);
+#endif
             return;
         }
         launch_compact(variant, tiles, s, a);
         check_launch("compact scan");
+#if !defined(EAGLE_GPU_HIP)
+        offer_while_fold(s, a, compact_entry(variant), tiles, static_cast<uint32_t>(kCompactThreads[variant]));
+#endif
     });
 }
 

@@ -16,6 +16,10 @@
 // words are tagged with the epoch, so a word left by an earlier launch reads as "not published"
 // and the status array needs no clearing. No memset node, no "done" counter.
 //
+// The WHILE fold (cuda): the thread that writes the count may also end an iteration of the WHILE
+// whose guard that count is, setting the loop's condition itself (CompactArgs::loop_set; the
+// backend's conditional.cu decides when a compaction may, gpu.h says how).
+//
 // Reorder: two kernels, both gated on *fire (an unfired reorder is two launches whose blocks read
 // one word and exit). Kernel 1 scans the mask over positions < *span as above and moves every plane
 // (all planes in one launch: descriptors in a __grid_constant__ parameter) out of place into the
@@ -200,7 +204,36 @@ struct CompactArgs {
     uint32_t* fire;
     float theta;
     uint32_t tiles;
+    // The WHILE fold (cuda only; zero elsewhere). With loop_set != 0 this compaction ends an
+    // iteration of a WHILE whose guard is `*total != 0`: the thread that writes the count also
+    // takes the loop's next decision and sets the node's condition handle `loop_handle`, so no
+    // setter kernel follows. With `loop_cell` (eagle's [remaining, ran] cell) it decides exactly as
+    // the backend's while_body_setter does: go = remaining > 0 && kept != 0, and a go steps the
+    // cell; with loop_cell NULL it sets kept != 0 (a raw WHILE with no cap). The caller guarantees
+    // that nothing in the body runs after this kernel (the decision is the body's last word).
+    unsigned long long loop_handle;  // a cudaGraphConditionalHandle
+    uint32_t* loop_cell;
+    uint32_t loop_set;
 };
+
+// Ends a WHILE iteration from the compaction (see CompactArgs::loop_set). One thread calls it.
+__device__ __forceinline__ void set_loop(const CompactArgs& a, uint32_t kept) {
+#if !defined(EAGLE_GPU_HIP)
+    bool go = kept != 0u;
+    if (a.loop_cell) {
+        const uint32_t remaining = a.loop_cell[0];
+        go = go && remaining > 0u;
+        if (go) {
+            a.loop_cell[0] = remaining - 1u;
+            a.loop_cell[1] += 1u;
+        }
+    }
+    cudaGraphSetConditional(static_cast<cudaGraphConditionalHandle>(a.loop_handle), go ? 1u : 0u);
+#else
+    (void)a;
+    (void)kept;
+#endif
+}
 
 __device__ __forceinline__ void write_trigger(const CompactArgs& a, uint32_t kept) {
     *a.total = kept;
@@ -209,6 +242,7 @@ __device__ __forceinline__ void write_trigger(const CompactArgs& a, uint32_t kep
         const uint32_t span = *a.span;
         *a.fire = (kept < span && static_cast<float>(kept) <= a.theta * static_cast<float>(span)) ? 1u : 0u;
     }
+    if (a.loop_set) set_loop(a, kept);
 }
 
 template <int T, int I>

@@ -188,6 +188,34 @@ T* retire(H h) noexcept {
     return handles().take(key, [](uint32_t tag) { return tag == T::kTag; }) ? reinterpret_cast<T*>(h) : nullptr;
 }
 
+// ---------------------------------------------------------------- the WHILE fold (cuda only)
+#if !defined(EAGLE_GPU_HIP)
+// A WHILE whose guard is `*count != 0` (no baseline word) and whose body ends with a compaction
+// writing `count` needs no setter kernel after it: the compaction's last block takes the decision
+// (filtering_kernels.cuh, CompactArgs::loop_set). conditional.cu keeps the WHILE bodies being
+// captured; compact_device offers its kernel node; the body's end takes the offer when that node
+// is the body's only sink and the body stream's only capture dependency, and otherwise ends the
+// body with the setter kernel as before.
+struct WhileFold {
+    gpuGraph_t body = nullptr;     // the body graph being captured
+    uint64_t handle = 0;           // the WHILE's cudaGraphConditionalHandle
+    uint32_t* cell = nullptr;      // its [remaining, ran] cell
+};
+// True (and *out filled) when s is capturing the body of such a WHILE whose guard word is `count`.
+// One relaxed atomic load when no such body is open anywhere. Throws nothing.
+bool while_fold_target(gpuStream_t s, const uint32_t* count, WhileFold* out) noexcept;
+// Rewrites an offered node so that it sets the loop's condition (returns the runtime's status).
+struct FoldEnabler {
+    virtual ~FoldEnabler() = default;
+    virtual gpuError_t enable() noexcept = 0;
+};
+// Offers `node`, a kernel node just captured into the body `body` (from while_fold_target), as the
+// body's last word. `enable` is called at most once, at the body's end, and only while the body is
+// still being captured. A later offer for the same body replaces this one (only the last
+// compaction can be the last word).
+void while_fold_offer(gpuGraph_t body, gpuGraphNode_t node, std::unique_ptr<FoldEnabler> enable) noexcept;
+#endif
+
 // ---------------------------------------------------------------- per-kind native layer
 
 namespace native {

@@ -1,11 +1,14 @@
 // Raw CUDA peers for benchmarks/bench_cuda.py: the same work eagle does, written directly against
 // the CUDA runtime, so that eagle's cost is measured against its anchor in one process.
-// Built on the device by bench_cuda.py:  nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC peers.cu
-//   -o libeagle_peers.so
+// Built on the device by bench_cuda.py:  nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr
+//   -I backends/gpu -shared -Xcompiler -fPIC peers.cu -o libeagle_peers.so
+// (backends/gpu for eagle's compaction kernels, filtering_kernels.cuh, used by the ActiveSet peer.)
 // Every function returns 0 on success or the cudaError_t, and writes its timing to *out.
 #include <cuda_runtime.h>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
+
+#include "filtering_kernels.cuh"
 
 #include <algorithm>
 #include <string>
@@ -45,10 +48,30 @@ static double now_us() {
     return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
 }
 
+// The ActiveSet loop's step (eagle launches it through run_device over n lanes; the raw peer
+// launches the same kernel with the same grid): lane j < *count steps live sample idx[j] and drops
+// it (mask 1) with probability kDropPer1024 / 1024 per step, by a hash of (sample, step): the same
+// samples drop at the same steps in every run, so eagle and the peer must end bit-identical.
+constexpr unsigned kDropPer1024 = 32;  // 1/32 of the live samples a step
+extern "C" __global__ void peer_drop_step(const int* idx, const unsigned* count, unsigned* steps, unsigned char* mask,
+                                          long long base, long long cnt, long long) {
+    const long long j = base + (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= base + cnt || j >= (long long)count[0]) return;
+    const int i = idx[j];
+    const unsigned t = steps[i] + 1u;
+    steps[i] = t;
+    unsigned h = (unsigned)i * 0x9E3779B1u ^ t * 0x85EBCA6Bu;
+    h ^= h >> 15;
+    h *= 0x2C1B3C6Du;
+    h ^= h >> 12;
+    if ((h & 1023u) < kDropPer1024) mask[i] = 1;
+}
+
 extern "C" int peer_function(const char* name, uint64_t* out) {
     cudaFunction_t f = nullptr;
     if (std::string(name) == "peer_empty") TRY(cudaGetFuncBySymbol(&f, (const void*)peer_empty));
     else if (std::string(name) == "peer_decrement") TRY(cudaGetFuncBySymbol(&f, (const void*)peer_decrement));
+    else if (std::string(name) == "peer_drop_step") TRY(cudaGetFuncBySymbol(&f, (const void*)peer_drop_step));
     else return (int)cudaErrorInvalidSymbol;
     *out = (uint64_t)(uintptr_t)f;
     return 0;
@@ -187,6 +210,123 @@ extern "C" int peer_while(uint64_t stream, unsigned* d_counter, unsigned iters, 
     cudaEventDestroy(a); cudaEventDestroy(b);
     cudaGraphExecDestroy(ex); cudaGraphDestroy(g);
     cudaFree(cell);
+    return 0;
+}
+
+// The ActiveSet loop as a raw-CUDA user would build it by hand, with eagle's compaction kernel:
+// a compaction node (the first index map and count), an entry kernel (condition := count != 0),
+// then a WHILE node whose body is two kernel nodes joined by a plain edge: peer_drop_step over n
+// lanes (block 256, the grid eagle's run_device uses) and the compaction, whose last block sets the
+// condition to count != 0 itself (CompactArgs::loop_set with no cell). body_kind 1: the body eagle
+// recorded before the fold, three kernels: the compaction does not decide, a decide kernel
+// (raw_while_decide) follows it by a programmatic edge from its launch-completion port. Before each
+// timed launch the mask and steps are zeroed; returns the median GPU time of one launch (events),
+// in us. The iterations a launch ran are max(steps) (the last sample to drop is stepped every
+// iteration).
+namespace fk = eagle::gpu::filtering;
+template <int T, int I>
+static const void* peer_compact_entry() { return (const void*)&fk::compact_kernel<T, I>; }
+static const void* peer_compact_entry(int variant) {
+    switch (variant) {
+#define EAGLE_X(i, t, it) \
+    case i: return peer_compact_entry<t, it>();
+        EAGLE_COMPACT_VARIANTS(EAGLE_X)
+#undef EAGLE_X
+    }
+    return nullptr;
+}
+__global__ void peer_while_entry(const unsigned* count, cudaGraphConditionalHandle h) {
+    cudaGraphSetConditional(h, *count != 0u ? 1u : 0u);
+}
+
+extern "C" int peer_activeset_while(uint64_t stream, unsigned char* mask, unsigned* steps, int* idx, unsigned* count,
+                                    int n, int body_kind, int reps, double* us_per_launch) {
+    cudaStream_t s = (cudaStream_t)(uintptr_t)stream;
+    const int variant = fk::select_compact_variant(n);
+    const uint32_t tiles = (uint32_t)((n + fk::compact_tile(variant) - 1) / fk::compact_tile(variant));
+    if (tiles == 0) return (int)cudaErrorInvalidValue;
+    const size_t scratch_bytes = 256 + ((size_t)tiles * 8 + 255) / 256 * 256;
+    char* scratch = nullptr;
+    TRY(cudaMalloc(&scratch, scratch_bytes));
+    TRY(cudaMemsetAsync(scratch, 0, scratch_bytes, s));  // the kernels' state, zero before first use
+    cudaGraph_t g;
+    TRY(cudaGraphCreate(&g, 0));
+    cudaGraphConditionalHandle h;
+    TRY(cudaGraphConditionalHandleCreate(&h, g, 0, 0));
+    fk::CompactArgs a{};
+    a.mask = mask;
+    a.out = idx;
+    a.n = (uint32_t)n;
+    a.flip = 0xffffu;  // MASK_IS_DROP: the index map lists mask == 0
+    a.ticket = reinterpret_cast<unsigned long long*>(scratch);
+    a.status = reinterpret_cast<unsigned long long*>(scratch + 256);
+    a.total = count;
+    a.tiles = tiles;
+    fk::CompactArgs fold = a;
+    fold.loop_handle = h;
+    fold.loop_cell = nullptr;
+    fold.loop_set = 1;
+    cudaKernelNodeParams kp = {};
+    void* first_args[] = {&a};
+    kp.func = const_cast<void*>(peer_compact_entry(variant));
+    kp.gridDim = dim3(tiles);
+    kp.blockDim = dim3(fk::kCompactThreads[variant]);
+    kp.kernelParams = first_args;
+    cudaGraphNode_t first, entry, cond, step, compact;
+    TRY(cudaGraphAddKernelNode(&first, g, nullptr, 0, &kp));
+    const unsigned* cnt_c = count;
+    void* entry_args[] = {&cnt_c, &h};
+    cudaKernelNodeParams ep = {};
+    ep.func = (void*)peer_while_entry; ep.gridDim = dim3(1); ep.blockDim = dim3(1); ep.kernelParams = entry_args;
+    TRY(cudaGraphAddKernelNode(&entry, g, &first, 1, &ep));
+    cudaGraphNodeParams cp = {};
+    cp.type = cudaGraphNodeTypeConditional;
+    cp.conditional.handle = h;
+    cp.conditional.type = cudaGraphCondTypeWhile;
+    cp.conditional.size = 1;
+    TRY(cudaGraphAddNode(&cond, g, &entry, nullptr, 1, &cp));
+    cudaGraph_t body = cp.conditional.phGraph_out[0];
+    const int* idx_c = idx;
+    long long base = 0, cnt = n, total = n;
+    void* step_args[] = {&idx_c, &cnt_c, &steps, &mask, &base, &cnt, &total};
+    cudaKernelNodeParams sp = {};
+    sp.func = (void*)peer_drop_step; sp.gridDim = dim3((unsigned)((n + 255) / 256)); sp.blockDim = dim3(256);
+    sp.kernelParams = step_args;
+    TRY(cudaGraphAddKernelNode(&step, body, nullptr, 0, &sp));
+    void* fold_args[] = {&fold};
+    kp.kernelParams = body_kind == 1 ? first_args : fold_args;
+    TRY(cudaGraphAddKernelNode(&compact, body, &step, 1, &kp));
+    if (body_kind == 1) {
+        void* decide_args[] = {&cnt_c, &h};
+        cudaKernelNodeParams dp = {};
+        dp.func = (void*)raw_while_decide; dp.gridDim = dim3(1); dp.blockDim = dim3(1); dp.kernelParams = decide_args;
+        cudaGraphNode_t decide;
+        TRY(cudaGraphAddKernelNode(&decide, body, nullptr, 0, &dp));
+        cudaGraphEdgeData edge = {};
+        edge.type = cudaGraphDependencyTypeProgrammatic;
+        edge.from_port = cudaGraphKernelNodePortLaunchCompletion;
+        TRY(cudaGraphAddDependencies(body, &compact, &decide, &edge, 1));
+    }
+    cudaGraphExec_t ex;
+    TRY(cudaGraphInstantiate(&ex, g, 0));
+    cudaEvent_t e0, e1;
+    TRY(cudaEventCreate(&e0)); TRY(cudaEventCreate(&e1));
+    std::vector<float> ms;
+    for (int r = 0; r < reps + 1; ++r) {  // the first launch warms up, untimed
+        TRY(cudaMemsetAsync(mask, 0, (size_t)n, s));
+        TRY(cudaMemsetAsync(steps, 0, (size_t)n * sizeof(unsigned), s));
+        TRY(cudaEventRecord(e0, s));
+        TRY(cudaGraphLaunch(ex, s));
+        TRY(cudaEventRecord(e1, s));
+        TRY(cudaEventSynchronize(e1));
+        float m; TRY(cudaEventElapsedTime(&m, e0, e1));
+        if (r) ms.push_back(m);
+    }
+    std::sort(ms.begin(), ms.end());
+    *us_per_launch = ms[ms.size() / 2] * 1000.0;
+    cudaEventDestroy(e0); cudaEventDestroy(e1);
+    cudaGraphExecDestroy(ex); cudaGraphDestroy(g);
+    cudaFree(scratch);
     return 0;
 }
 
