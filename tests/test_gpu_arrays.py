@@ -167,3 +167,56 @@ def test_a_foreign_stream_orders_eagles_work_after_its_own(cuda, kern, name):
     stream.synchronize()
     assert host[0] == 42.0
 
+
+
+def _temporary(name, n):
+    """A fresh device array of 0..n-1 from `name`'s allocator, made on its current stream and
+    finished there; the caller passes it on without keeping a reference."""
+    if name == "cupy":
+        t = cp.arange(n, dtype=cp.float64)
+        cp.cuda.get_current_stream().synchronize()
+    else:
+        torch = pytest.importorskip("torch", reason="torch is the second array library")
+        t = torch.arange(n, dtype=torch.float64, device="cuda")
+        torch.cuda.current_stream().synchronize()  # not torch.cuda.synchronize(): s is held shut
+    return t
+
+
+def _reuse(name, n):
+    """What a program does next: a new array of the same size, filled, on the library's stream.
+    The library's caching allocator hands back the block of a temporary freed just before."""
+    if name == "cupy":
+        j = cp.full(n, -1.0)
+        cp.cuda.get_current_stream().synchronize()
+    else:
+        import torch
+        j = torch.full((n,), -1.0, dtype=torch.float64, device="cuda")
+        torch.cuda.current_stream().synchronize()
+    return j
+
+
+@pytest.mark.parametrize("keepalive", [True, False], ids=["kept", "keepalive_off"])
+@pytest.mark.parametrize("name", ["cupy", "torch"])
+def test_a_temporary_freed_while_its_copy_waits_is_kept_alive(cuda, name, keepalive, monkeypatch):
+    """The README's taste on the GPU, with the stream held shut by a host function until the
+    library has reused the temporary's memory: the copy must still read 0..n-1. With the keepalive
+    switched off the same test must see the reused block (-1s): that run shows it can fail."""
+    import threading
+    if not keepalive:
+        monkeypatch.setattr(eagle.memory, "hold_until_done", lambda *a, **k: None)
+    n = 1 << 20
+    s = cuda.stream(non_blocking=True)
+    gate = threading.Event()
+    s.host_func(lambda: gate.wait(30))  # the copy below waits behind this
+    dst = cp.zeros(n)
+    eagle.copy(dst, _temporary(name, n), stream=s)  # no reference to the source stays here
+    junk = _reuse(name, n)
+    gate.set()
+    s.synchronize()
+    got = dst.get()
+    if keepalive:
+        assert np.array_equal(got, np.arange(n, dtype=np.float64))
+    else:
+        assert not np.array_equal(got, np.arange(n, dtype=np.float64)), \
+            "with no keepalive the library did not reuse the block: this test could not fail"
+    del junk
