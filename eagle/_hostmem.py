@@ -3,7 +3,7 @@
 foreign object's ``__array_interface__`` may claim 200 MB over 8 bytes. Where the mappings
 cannot be read (not Linux), the claim is taken as given. Host-readable memory eagle allocated
 itself (``eagle.empty`` on a host kind) is registered here while it lives and needs no check:
-reading the mappings costs about half a millisecond, which ``eagle.run`` would pay per array."""
+reading the mappings costs about a millisecond, which ``eagle.run`` would pay per array."""
 from .errors import EagleValueError
 
 _MAPS = "/proc/self/maps"

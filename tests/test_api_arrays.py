@@ -88,7 +88,7 @@ def test_mem_free_ignores_addresses_it_did_not_give(cpu):
 
 def test_kernels_take_host_device_arrays_without_reading_the_process_mappings(cpu, monkeypatch):
     # eagle's own host allocations are known to be there: eagle.run skips /proc/self/maps for them
-    # (half a millisecond per array), while a claim beyond such an allocation is still checked.
+    # (about a millisecond per array), while a claim beyond such an allocation is still checked.
     from eagle import _hostmem
     mod = eagle.compile("#include <eagle/kernel.h>\nEAGLE_KERNEL(bump, (double*, x)) { (void)n; x[i] += 1.0; }\n",
                         backend=cpu)
