@@ -349,6 +349,9 @@ def main(argv=None):
     print(f"oscillator card: backend={args.backend} N={args.n} mode={args.mode} K={K} reorder={args.reorder} "
           f"fast_math={args.fast_math} sum s_i={int(steps.sum())} max s_i={int(steps.max())} "
           f"(setup {time.perf_counter() - t0:.2f} s)")
+    if args.backend == "cpu":
+        print(f"eagle cpu threads: {card.backend.device_props().sm_count} (the affinity mask's CPUs, or "
+              f"$EAGLE_CPU_THREADS={os.environ.get('EAGLE_CPU_THREADS', 'unset')}); host CPUs: {os.cpu_count()}")
     print(f"graph: decisions {'on the device' if card.graph.decides_on_device else 'on the host'}, "
           f"{card.graph.kernel_node_count} kernel nodes, rounds at most {card.max_iters}")
 

@@ -100,10 +100,10 @@ def _from_interface(obj, iface, device_type, device_id):
     if any(d < 0 for d in shape) or ptr < 0:
         raise EagleValueError(f"eagle: the array interface of a {what} has a negative shape or address")
     nbytes = _contiguous_nbytes(shape, strides, itemsize, what)
-    if not isinstance(obj, np.ndarray) and device_type in HOST_DEVICE_TYPES and nbytes:
+    if (not isinstance(obj, np.ndarray) and device_type in HOST_DEVICE_TYPES and nbytes
+            and not _hostmem.owned(ptr, nbytes)):
         # a foreign object's claim about host memory is checked against the process's mappings
-        _hostmem.check_range(ptr, nbytes, what)
-        readonly = readonly or not _hostmem.is_writable(ptr, nbytes)
+        readonly = not _hostmem.check_range(ptr, nbytes, what) or readonly
     return ArrayInfo(ptr, nbytes, device_type, device_id, obj, readonly)
 
 

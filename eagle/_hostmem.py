@@ -1,10 +1,29 @@
 """Is a range of host memory really there? Checked against the process's own mappings
 (``/proc/self/maps``) for the arrays whose size eagle cannot take from a trusted library: a
 foreign object's ``__array_interface__`` may claim 200 MB over 8 bytes. Where the mappings
-cannot be read (not Linux), the claim is taken as given."""
+cannot be read (not Linux), the claim is taken as given. Host-readable memory eagle allocated
+itself (``eagle.empty`` on a host kind) is registered here while it lives and needs no check:
+reading the mappings costs about a millisecond, which ``eagle.run`` would pay per array."""
 from .errors import EagleValueError
 
 _MAPS = "/proc/self/maps"
+_owned = {}  # address -> bytes of live host-readable allocations of eagle's own
+
+
+def own(ptr, nbytes):
+    """Register [ptr, ptr + nbytes), writable memory eagle allocated, until :func:`disown`."""
+    _owned[ptr] = nbytes
+
+
+def disown(ptr):
+    """Forget an allocation registered by :func:`own` (before it is freed)."""
+    _owned.pop(ptr, None)
+
+
+def owned(ptr, nbytes):
+    """True when [ptr, ptr + nbytes) lies in a live allocation registered by :func:`own` at ptr."""
+    n = _owned.get(ptr)
+    return n is not None and nbytes <= n
 
 
 def _mappings():
@@ -39,13 +58,11 @@ def _covering(ptr, nbytes):
 
 
 def check_range(ptr, nbytes, what):
-    """Refuse [ptr, ptr + nbytes) unless every byte of it is mapped in this process."""
-    if _covering(ptr, nbytes) is None:
+    """Refuse [ptr, ptr + nbytes) unless every byte of it is mapped in this process; returns whether
+    every byte of it is writable (or the mappings are unknown)."""
+    used = _covering(ptr, nbytes)
+    if used is None:
         raise EagleValueError(f"eagle: the {what} claims {nbytes} bytes at 0x{ptr:x}, but that memory is not "
                               "(all) mapped in this process; its array interface is wrong")
+    return all(used)
 
-
-def is_writable(ptr, nbytes):
-    """True when every byte of [ptr, ptr + nbytes) is in a writable mapping (or unknown)."""
-    used = _covering(ptr, nbytes)
-    return used is None or all(used)

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _arrays
 from . import _dlpack as _dl
+from . import _hostmem
 from ._device_kind import CUDA_ARRAY_INTERFACE_DEVICE_TYPES, HOST_DEVICE_TYPES
 from ._seam_ffi import ffi
 from .errors import EagleBufferError as _BufferError
@@ -79,6 +80,7 @@ def _capsule(arr, versioned):
 # ------------------------------------------------------------------------------------ arrays
 
 def _free(free_fn, address, backend):
+    _hostmem.disown(address)
     free_fn(address)  # `backend` is held so its library stays loaded until here
 
 
@@ -123,6 +125,8 @@ class DeviceArray:
         self.address = int(out[0])
         self.device_type, self.device_id = backend.device_types[0], device
         self._finalizer = weakref.finalize(self, _free, backend._f.mem_free, self.address, backend)
+        if self.device_type in HOST_DEVICE_TYPES:
+            _hostmem.own(self.address, self.nbytes)
 
     @property
     def size(self):

@@ -84,3 +84,29 @@ def test_mem_free_ignores_addresses_it_did_not_give(cpu):
     cpu._f.mem_free(host.ctypes.data)           # not from mem_alloc: ignored, never freed
     cpu._f.mem_free(0)
     assert host.sum() == 16
+
+
+def test_kernels_take_host_device_arrays_without_reading_the_process_mappings(cpu, monkeypatch):
+    # eagle's own host allocations are known to be there: eagle.run skips /proc/self/maps for them
+    # (about a millisecond per array), while a claim beyond such an allocation is still checked.
+    from eagle import _hostmem
+    mod = eagle.compile("#include <eagle/kernel.h>\nEAGLE_KERNEL(bump, (double*, x)) { (void)n; x[i] += 1.0; }\n",
+                        backend=cpu)
+    x = eagle.zeros(1000, backend=cpu)
+    reads = []
+    real = _hostmem._mappings
+    monkeypatch.setattr(_hostmem, "_mappings", lambda: reads.append(1) or real())
+    s = cpu.stream()
+    s.run(mod.bump, [x], 1000)
+    s.synchronize()
+    assert np.all(x.numpy() == 1.0) and reads == []
+
+    class Foreign:  # claims more than eagle allocated there: checked against the mappings
+        __array_interface__ = {"data": (x.address, False), "shape": (1001,), "typestr": "<f8", "version": 3}
+    from eagle._arrays import address_of
+    assert address_of(Foreign()).nbytes == 8008 and reads
+    address, nbytes = x.address, x.nbytes
+    assert _hostmem.owned(address, nbytes) and not _hostmem.owned(address, nbytes + 1)
+    del x
+    gc.collect()
+    assert not _hostmem.owned(address, nbytes)  # freed: a later claim on it is checked again

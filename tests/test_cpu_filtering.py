@@ -57,6 +57,27 @@ def test_compaction_bit_exact_with_numpy(cpu, n, drop):
         _assert_guard(raw, what)
 
 
+@pytest.mark.parametrize("n", [7, 9, 65_536 + 5, 300_001])
+@pytest.mark.parametrize("density", [0.003, 0.997])
+@pytest.mark.parametrize("drop", [False, True])
+def test_sparse_and_dense_masks_compact_bit_exact(cpu, n, density, drop):
+    # long runs with nothing kept are skipped 8 bytes at a time; kept bytes at the very start,
+    # the very end and in the tail of fewer than 8 bytes must all be found
+    m = _mask(n, density, n + 1)
+    m[0], m[-1] = 5, 0
+    m[-3:-1] = (0, 9) if drop else (9, 0)
+    idx, count = np.full(n, -77, np.int32), np.zeros(1, np.uint32)
+    scratch = np.zeros(cpu.compact_scratch_bytes(n), np.uint8)
+    s = cpu.stream()
+    cpu.compact(m, idx, count, scratch, drop=drop, stream=s)
+    s.synchronize()
+    expect = np.flatnonzero(m == 0) if drop else np.flatnonzero(m)
+    k = int(count[0])
+    assert k == expect.size
+    np.testing.assert_array_equal(idx[:k], expect.astype(np.int32))
+    assert (idx[k:] == -77).all()
+
+
 @pytest.mark.parametrize("density", [0.0, 1.0])
 def test_compaction_all_or_nothing(cpu, density):
     n = 70_001

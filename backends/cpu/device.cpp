@@ -3,9 +3,9 @@
 
 #include <fstream>
 #include <string>
-#include <thread>
 
 #include "runtime.h"
+#include "thread_pool.h"
 
 using namespace eagle;
 using namespace eagle::cpu;
@@ -75,9 +75,8 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_device_props(int32_t device, str
         if (name.empty()) name = cpuinfo_field("Processor");
         if (name.empty()) name = "host cpu";
         copy_string(p.name, name);
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        if (cores <= 0) cores = static_cast<long>(std::thread::hardware_concurrency());
-        p.sm_count = static_cast<int32_t>(cores > 0 ? cores : 1);
+        // The threads a launch computes on: the CPUs of the affinity mask, or $EAGLE_CPU_THREADS.
+        p.sm_count = configured_threads();
         const std::string mhz = cpuinfo_field("cpu MHz");
         if (!mhz.empty()) p.clock_rate_khz = static_cast<int32_t>(std::stod(mhz) * 1000.0);
         p.warp_size = 1;

@@ -1,4 +1,4 @@
-// Group exec (bit 9): run_device calls a C function pointer once per tile over the thread pool.
+// Group exec (bit 9): run_device calls a C function pointer once per chunk of lanes over the thread pool.
 #include <algorithm>
 #include <cstring>
 
@@ -13,7 +13,15 @@ namespace eagle::cpu {
 namespace {
 constexpr size_t kArgAlign = 16;
 constexpr int64_t kMaxArgBytes = int64_t(1) << 20;
-constexpr int64_t kSerialLanes = 4096;  // below this one tile on the stream's thread
+// Lanes are handed out in chunks from an atomic counter (the pool's parallel_for), so lanes of very
+// uneven cost (samples that stop after 1 or 999 steps, the dead lanes past an ActiveSet's live
+// count) balance over the threads. A launch has about kChunksPerLaunch chunks of at least kMinChunk
+// lanes: small enough to balance on many cores, large enough that the counter and the call cost
+// little next to a chunk. Chunk boundaries depend on count (and block) only, never on the thread
+// count or the timing, so a kernel's calls are the same on every host. The stream's thread runs
+// chunks alone for the first ~20 us (ThreadPool::parallel_for); a short launch wakes no worker.
+constexpr int64_t kChunksPerLaunch = 1024;
+constexpr int64_t kMinChunk = 128;
 }  // namespace
 
 KernelNode::KernelNode(Fn fn, const uint64_t* params, const uint64_t* sizes, int64_t nparams, int64_t base,
@@ -39,27 +47,20 @@ void KernelNode::run(const RunSettings* rs) const {
     int64_t base = base_, count = count_, n = n_samples_;
     if (rs && rs->logical_size >= 0 && base_ == 0 && count_ == n_samples_) count = n = rs->logical_size;
     if (count <= 0) return;
-    ThreadPool& pool = ThreadPool::instance();
-    int64_t tile;
-    if (block_) {
-        tile = block_;
-    } else if (count <= kSerialLanes) {
-        tile = count;
-    } else {
-        const int64_t pieces = int64_t(pool.threads()) * 4;
-        tile = std::max<int64_t>(kSerialLanes / 4, (count + pieces - 1) / pieces);
-    }
-    const int64_t ntiles = (count + tile - 1) / tile;
+    const int64_t chunk = block_ ? int64_t(block_)
+                                 : std::max(kMinChunk, (count + kChunksPerLaunch - 1) / kChunksPerLaunch);
+    const int64_t nchunks = (count + chunk - 1) / chunk;
     void* const* args = args_.data();
     const Fn fn = fn_;
-    if (ntiles == 1) {
-        fn(args, base, count, n);
+    auto run_chunk = [&](int64_t c) {
+        const int64_t b = c * chunk;
+        fn(args, base + b, std::min(chunk, count - b), n);
+    };
+    if (nchunks == 1) {
+        run_chunk(0);
         return;
     }
-    pool.parallel_for(ntiles, [&](int64_t t) {
-        const int64_t b = t * tile;
-        fn(args, base + b, std::min(tile, count - b), n);
-    });
+    ThreadPool::instance().parallel_for(nchunks, run_chunk);
 }
 
 }  // namespace eagle::cpu

@@ -47,6 +47,14 @@ int64_t count_nonzero(const uint8_t* m, int64_t lo, int64_t hi) {
     return k;
 }
 
+// True when one of the 8 mask bytes at m is kept (nonzero; zero when drop is set).
+inline bool any_kept8(const uint8_t* m, bool drop) {
+    uint64_t w;
+    std::memcpy(&w, m, 8);
+    if (!drop) return w != 0;
+    return ((w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull) != 0;  // a zero byte
+}
+
 // counts[c] := how many indices of chunk c are kept (mask byte nonzero; zero when drop is set).
 void count_kept(const Chunks& ch, const uint8_t* m, bool drop, uint64_t* counts) {
     for_chunks(ch, [&](int64_t c) {
@@ -114,10 +122,14 @@ void CompactNode::run(const RunSettings*) const {
         int64_t pos = static_cast<int64_t>(counts[c]);
         const int64_t end = pos + static_cast<int64_t>(counts[kMaxChunks + c]);
         if (pos == end) return;
-        for (int64_t i = ch.lo(c), hi = ch.hi(c); i < hi; ++i) {
-            out[pos] = static_cast<int32_t>(i);  // overwritten until a kept index lands; never past end
-            pos += (m[i] != 0) != drop;
-            if (pos == end) break;
+        for (int64_t i = ch.lo(c), hi = ch.hi(c); i < hi;) {
+            // 8 mask bytes at a time while none of them is kept (late in a run most are dropped)
+            while (i + 8 <= hi && !any_kept8(m + i, drop)) i += 8;
+            for (const int64_t stop = std::min(hi, i + 8); i < stop; ++i) {
+                out[pos] = static_cast<int32_t>(i);  // overwritten until a kept index lands; never past end
+                pos += (m[i] != 0) != drop;
+                if (pos == end) return;
+            }
         }
     });
     const uint32_t count = static_cast<uint32_t>(total);

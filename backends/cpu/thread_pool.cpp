@@ -1,10 +1,25 @@
 #include "thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <cxxabi.h>
 
 namespace eagle::cpu {
+
+namespace {
+// parallel_for's caller runs items alone until this much time has passed, and only then offers
+// the rest to the workers: a short job (a small kernel launch, a compaction of a few pages) costs
+// no wake-up, a long one waits at most this (plus one item) before every thread works.
+constexpr std::chrono::nanoseconds kSerialBudget = std::chrono::microseconds(20);
+// A worker that finished a job watches for the next one this long (yielding) before it sleeps:
+// the launches and scans of one graph iteration follow each other within microseconds, and a
+// futex wake-up costs tens of microseconds per job (more on a virtual machine).
+constexpr std::chrono::nanoseconds kWorkerSpin = std::chrono::microseconds(200);
+}  // namespace
 
 struct ThreadPool::Job {
     const std::function<void(int64_t)>* fn;
@@ -14,10 +29,12 @@ struct ThreadPool::Job {
     std::mutex err_mu;
     std::exception_ptr err;
 
-    void drain() {
+    // Runs items until none is left, or (deadline given) until the deadline has passed after an
+    // item; returns true when none is left.
+    bool drain(const std::chrono::steady_clock::time_point* deadline = nullptr) {
         for (;;) {
             const int64_t i = next.fetch_add(1, std::memory_order_relaxed);
-            if (i >= n) return;
+            if (i >= n) return true;
             try {
                 (*fn)(i);
             } catch (const abi::__forced_unwind&) {
@@ -26,9 +43,39 @@ struct ThreadPool::Job {
                 std::lock_guard<std::mutex> lock(err_mu);
                 if (!err) err = std::current_exception();
             }
+            if (deadline && std::chrono::steady_clock::now() >= *deadline)
+                return next.load(std::memory_order_relaxed) >= n;
         }
     }
 };
+
+namespace {
+
+int threads_from_environment() noexcept {
+    constexpr long kMax = 4096;
+    if (const char* env = std::getenv("EAGLE_CPU_THREADS"); env && *env) {
+        char* end = nullptr;
+        const long v = std::strtol(env, &end, 10);
+        if (end && *end == '\0' && v >= 1 && v <= kMax) return static_cast<int>(v);
+    }
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        const int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+#endif
+    const unsigned hw = std::thread::hardware_concurrency();
+    return hw > 0 ? static_cast<int>(std::min<unsigned>(hw, kMax)) : 2;
+}
+
+}  // namespace
+
+int configured_threads() noexcept {
+    static const int n = threads_from_environment();
+    return n;
+}
 
 ThreadPool& ThreadPool::instance() {
     // Leaked on purpose: workers outlive static destruction at exit.
@@ -37,10 +84,8 @@ ThreadPool& ThreadPool::instance() {
 }
 
 ThreadPool::ThreadPool() {
-    unsigned hw = std::thread::hardware_concurrency();
-    if (hw == 0) hw = 2;
-    const unsigned nworkers = std::max(1u, hw) - 1;
-    for (unsigned i = 0; i < nworkers; ++i) {
+    const int nworkers = configured_threads() - 1;
+    for (int i = 0; i < nworkers; ++i) {
         workers_.emplace_back([this] { worker_loop(); });
         workers_.back().detach();
     }
@@ -55,8 +100,17 @@ ThreadPool::Job* ThreadPool::pick_locked() {
 void ThreadPool::worker_loop() {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-        Job* job = nullptr;
-        cv_work_.wait(lock, [&] { return (job = pick_locked()) != nullptr; });
+        Job* job = pick_locked();
+        if (!job) {
+            lock.unlock();
+            const auto until = std::chrono::steady_clock::now() + kWorkerSpin;
+            for (int i = 1; offered_.load(std::memory_order_acquire) == 0; ++i) {
+                if ((i & 15) == 0 && std::chrono::steady_clock::now() >= until) break;
+                std::this_thread::yield();
+            }
+            lock.lock();
+            cv_work_.wait(lock, [&] { return (job = pick_locked()) != nullptr; });
+        }
         ++job->active;
         lock.unlock();
         job->drain();
@@ -74,15 +128,22 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t)>& fn)
     Job job;
     job.fn = &fn;
     job.n = n;
+    const auto deadline = std::chrono::steady_clock::now() + kSerialBudget;
+    if (job.drain(&deadline)) {
+        if (job.err) std::rethrow_exception(job.err);
+        return;
+    }
     {
         std::lock_guard<std::mutex> lock(mu_);
         jobs_.push_back(&job);
+        offered_.fetch_add(1, std::memory_order_release);
     }
     cv_work_.notify_all();
     job.drain();
     {
         std::unique_lock<std::mutex> lock(mu_);
         jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
+        offered_.fetch_sub(1, std::memory_order_relaxed);
         cv_idle_.wait(lock, [&] { return job.active == 0; });
     }
     if (job.err) std::rethrow_exception(job.err);

@@ -2,6 +2,7 @@
 // and the growable task runner that runs concurrent graph branches.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -13,15 +14,23 @@
 
 namespace eagle::cpu {
 
-// A fixed pool of hardware_concurrency - 1 workers; the caller of parallel_for works too.
+// The number of threads the cpu backend computes on: $EAGLE_CPU_THREADS when it is a whole number
+// 1..4096 (read once, at the first call), else the CPUs this process may run on (its affinity
+// mask), else std::thread::hardware_concurrency(), else 2.
+int configured_threads() noexcept;
+
+// A fixed pool of configured_threads() - 1 workers; the caller of parallel_for works too, so a
+// launch computes on configured_threads() threads.
 class ThreadPool {
 public:
     static ThreadPool& instance();
     // Workers plus the calling thread.
     int threads() const noexcept { return static_cast<int>(workers_.size()) + 1; }
     // Runs fn(0) .. fn(n-1), spread over the pool and the caller; returns when all have run.
-    // Several parallel_for calls may run at once (from different streams); rethrows the first
-    // exception a task threw.
+    // Items are taken one at a time from a shared counter (dynamic scheduling). The caller runs
+    // them alone for the first ~20 us and only then offers the rest to the workers, so a short
+    // call wakes no thread. Several parallel_for calls may run at once (from different streams);
+    // rethrows the first exception a task threw.
     void parallel_for(int64_t n, const std::function<void(int64_t)>& fn);
 
 private:
@@ -34,6 +43,7 @@ private:
     std::condition_variable cv_work_;
     std::condition_variable cv_idle_;
     std::deque<Job*> jobs_;
+    std::atomic<int> offered_{0};  // jobs in jobs_: what an idle worker watches before it sleeps
     std::vector<std::thread> workers_;
 };
 
