@@ -258,7 +258,8 @@ class ActiveSet:
         the last samples to start set the end). On the H200 the card ran 0.68 ms with 512 lanes a
         multiprocessor against 0.82 / 0.74 / 1.01 ms with 256 / 1024 / 2048
         (benchmarks/RESULTS.md). A body that waits on memory more than on arithmetic may want more:
-        pass ``workers``. On the cpu kind the default is ``sm_count`` (cores) x 256."""
+        pass ``workers``. Where lanes run one at a time (warp_size 1, the cpu kind) the default is
+        n: one lane a sample, balanced over the threads by the backend's chunking."""
         if self.theta is not None:
             raise EagleValueError("eagle.ActiveSet.drain: an ActiveSet with reorder= indexes its planes by "
                                   "position; drain one without reorder")
@@ -285,8 +286,12 @@ class ActiveSet:
         if self._workers is None:
             dev = self.mask.__dlpack_device__()[1] if hasattr(self.mask, "__dlpack_device__") else 0
             props = self.backend.device_props(int(dev))
-            per_core = 512 if props.warp_size > 1 else 256
-            self._workers = max(1, int(props.sm_count)) * per_core
+            if props.warp_size > 1:
+                self._workers = max(1, int(props.sm_count)) * 512
+            else:
+                # lanes one at a time (the cpu kind): one lane per sample, and the backend's own
+                # chunking balances the threads, as for any launch
+                self._workers = max(self.n, 1)
         return self._workers
 
     @property
