@@ -26,6 +26,13 @@ std::unordered_map<gpuGraphNode_t, std::vector<gpuGraph_t>> g_cond_bodies;
 }  // namespace
 
 void conditional_bodies(gpuGraphNode_t node, std::vector<gpuGraph_t>& out) {
+    // Only a conditional node has bodies: an entry left by a graph the runtime freed on its own
+    // (an invalidated capture) must not be read for a node that reuses its address.
+    cudaGraphNodeType t{};
+    if (cudaGraphNodeGetType(node, &t) != cudaSuccess || t != cudaGraphNodeTypeConditional) {
+        (void)cudaGetLastError();
+        return;
+    }
     std::lock_guard<std::mutex> lk(g_cond_mu);
     auto it = g_cond_bodies.find(node);
     if (it != g_cond_bodies.end()) out.insert(out.end(), it->second.begin(), it->second.end());
@@ -473,11 +480,14 @@ EAGLE_EXPORT void eagle_backend_conditional_release(eagle_backend_conditional co
             DeviceGuard guard(c->device);
             if (c->open >= 0) {
                 (void)fold_close(c->bodies[c->open]);
+                // Abandoning the body breaks the origin's capture, as documented, and the runtime
+                // then frees what the origin recorded: forget those nodes while the capture can
+                // still name its graph (their addresses will be reused by later graphs).
+                forget_capture(c->origin);
                 gpuGraph_t g = nullptr;
                 (void)cudaStreamEndCapture(c->body, &g);
                 (void)cudaGetLastError();
                 body_graph_remove(c->bodies[c->open]);
-                // An abandoned body breaks the origin's capture, as documented.
                 (void)cudaStreamEndCapture(c->origin, &g);
                 if (g) (void)cudaGraphDestroy(g);
                 (void)cudaGetLastError();

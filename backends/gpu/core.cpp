@@ -251,9 +251,21 @@ void record_kernel(gpuGraphNode_t node, KernelRecordPtr rec) {
 }
 
 KernelRecordPtr find_kernel(gpuGraphNode_t node) {
-    std::lock_guard<std::mutex> lk(g_records_mu);
-    auto it = g_records.find(node);
-    return it == g_records.end() ? nullptr : it->second;
+    KernelRecordPtr rec;
+    {
+        std::lock_guard<std::mutex> lk(g_records_mu);
+        auto it = g_records.find(node);
+        if (it == g_records.end()) return nullptr;
+        rec = it->second;
+    }
+    // A record left by a graph the runtime freed on its own (a broken capture) must not be taken
+    // for another kind of node that reuses its address.
+    gpuGraphNodeType t{};
+    if (gpuGraphNodeGetType(node, &t) != gpuSuccess || t != gpuGraphNodeTypeKernel) {
+        (void)gpuGetLastError();
+        return nullptr;
+    }
+    return rec;
 }
 
 void forget_nodes(gpuGraph_t g) {
@@ -266,6 +278,14 @@ void forget_nodes(gpuGraph_t g) {
     for (gpuGraphNode_t n : nodes) native::forget_node(n);
     std::lock_guard<std::mutex> lk(g_records_mu);
     for (gpuGraphNode_t n : nodes) g_records.erase(n);
+}
+
+void forget_capture(gpuStream_t s) noexcept {
+    gpuStreamCaptureStatus status{};
+    gpuGraph_t g = nullptr;
+    if (gpuStreamGetCaptureInfo(s, &status, nullptr, &g, nullptr, nullptr) == gpuSuccess && g)
+        forget_nodes(g);
+    (void)gpuGetLastError();
 }
 
 GraphOwner::~GraphOwner() {

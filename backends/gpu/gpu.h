@@ -117,6 +117,7 @@ using KernelRecordPtr = std::shared_ptr<const KernelRecord>;
 void record_kernel(gpuGraphNode_t node, KernelRecordPtr rec);
 KernelRecordPtr find_kernel(gpuGraphNode_t node);
 void forget_nodes(gpuGraph_t g);   // drops records of every node of g (recursively)
+void forget_capture(gpuStream_t s) noexcept;  // forget_nodes of what a capture on s recorded so far
 
 // ---------------------------------------------------------------- handles
 
