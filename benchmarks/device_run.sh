@@ -65,12 +65,15 @@ for stage in "$@"; do
     sanitize)
       # compute-sanitizer memcheck over the GPU tests, one process per test file (a crash or a
       # stall loses one file, not the run); faulthandler prints the stack of a test that stalls.
-      # torch and JAX tests are left out: their own runtimes under the sanitizer are not eagle's.
+      # torch and JAX tests are left out: their own runtimes under the sanitizer are not eagle's
+      # (torch.cuda.synchronize segfaults under it, in the DLPack round trip). keepalive_off is
+      # the proof that the temporaries test can fail; it needs a host function and the main
+      # thread to run at once, which the sanitizer serializes, so it has nothing to show there.
       for f in ${SANITIZE_FILES:-tests/test_gpu_cuda.py tests/test_drain.py tests/test_gpu_kernels.py}; do
         echo "==== compute-sanitizer memcheck: $f" | tee -a "$OUT/sanitizer.log"
         timeout ${SANITIZE_TIMEOUT:-240} compute-sanitizer --tool memcheck --error-exitcode 86 --print-limit 20 \
           python3 -X faulthandler -m pytest -q -p no:cacheprovider -o faulthandler_timeout=100 -rs "$f" \
-          -k "${SANITIZE_K:-not torch and not jax}" 2>&1 | tail -40 | tee -a "$OUT/sanitizer.log"
+          -k "${SANITIZE_K:-not torch and not jax and not keepalive_off and not dlpack_round_trips_pick_cuda}" 2>&1 | tail -40 | tee -a "$OUT/sanitizer.log"
         st=${PIPESTATUS[0]}; echo "exit status $st" | tee -a "$OUT/sanitizer.log"; rc=$((rc | st))
       done ;;
     check)
