@@ -58,10 +58,15 @@ EAGLE_EXPORT void eagle_backend_capturer_release(eagle_backend_capturer capturer
         if (!c) return;  // NULL, released or foreign
         if (c->begun) {
             DeviceGuard guard(c->device);
-            gpuGraph_t g = nullptr;
-            if (gpuStreamEndCapture(c->s, &g) == gpuSuccess && g) {
-                forget_nodes(g);
-                (void)gpuGraphDestroy(g);
+            // An abandoned conditional body may have ended the capture already: end only one
+            // that is still open (no API error left behind for a sanitizer or the next call).
+            gpuStreamCaptureStatus status = gpuStreamCaptureStatusNone;
+            if (gpuStreamIsCapturing(c->s, &status) == gpuSuccess && status != gpuStreamCaptureStatusNone) {
+                gpuGraph_t g = nullptr;
+                if (gpuStreamEndCapture(c->s, &g) == gpuSuccess && g) {
+                    forget_nodes(g);
+                    (void)gpuGraphDestroy(g);
+                }
             }
             (void)gpuGetLastError();
         }
