@@ -63,7 +63,10 @@ constexpr int kMinCompactTile = 2048;  // the smallest threads * items above: si
 
 // The variant compact_device uses for n samples. This is the one place to change after a sweep
 // (benchmarks/cuda/compact_sweep.cu prints its pick as the row "auto").
-inline int select_compact_variant(int64_t n) { return n <= (int64_t{1} << 21) ? 0 : 1; }
+// Picked from two H200 sweeps (benchmarks/logs/session4/bench_cuda_h200_{run3,final}.log): up to
+// 2^21 samples 256x16 (0.64-0.66x CUB over a counting iterator at 2^20); above, 128x64, the one
+// variant at 1.35-1.37x the copy floor in both runs at 2^26 (256x32 gave 1.35x, then 1.56x).
+inline int select_compact_variant(int64_t n) { return n <= (int64_t{1} << 21) ? 0 : 6; }
 inline int compact_tile(int variant) { return kCompactThreads[variant] * kCompactItems[variant]; }
 
 // ----------------------------------------------------------------------- scan building blocks
