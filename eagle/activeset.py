@@ -249,7 +249,8 @@ class ActiveSet:
         after that loop (bit for bit), with no synchronisation between the rounds and no kernel
         per round, so unequal samples keep every lane busy. Valid when sample i's body reads and
         writes only sample i's data. Capturable; the index map must be current (compact first),
-        and is stale afterwards (compact again to count what is left).
+        and is stale afterwards (compact again to count what is left). Like :meth:`compact`, one
+        ActiveSet's drains run on one stream at a time: they share its queue words.
 
         ``args`` are the kernel's declared arguments; eagle appends the index map, the count, the
         mask, its queue words, ``rounds`` and ``workers``. ``workers`` (lanes launched, at most n)
