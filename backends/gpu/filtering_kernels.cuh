@@ -219,49 +219,33 @@ struct CompactArgs {
     uint32_t loop_set;
 };
 
-// eagle's [remaining, ran] cell, read when the block that takes the last tile starts (before its
-// scan) so the load is not on the path from the last count to the loop's decision. Only that
-// block's decision writes the cell, so the early read sees the value the decision needs.
-struct LoopCell {
-    uint32_t remaining, ran;
-};
-
-__device__ __forceinline__ LoopCell read_loop_cell(const CompactArgs& a) {
-    LoopCell c{0u, 0u};
-    if (a.loop_set && a.loop_cell) {
-        c.remaining = a.loop_cell[0];
-        c.ran = a.loop_cell[1];
-    }
-    return c;
-}
-
 // Ends a WHILE iteration from the compaction (see CompactArgs::loop_set). One thread calls it.
-__device__ __forceinline__ void set_loop(const CompactArgs& a, uint32_t kept, LoopCell cell) {
+__device__ __forceinline__ void set_loop(const CompactArgs& a, uint32_t kept) {
 #if !defined(EAGLE_GPU_HIP)
     bool go = kept != 0u;
     if (a.loop_cell) {
-        go = go && cell.remaining > 0u;
+        const uint32_t remaining = a.loop_cell[0];
+        go = go && remaining > 0u;
         if (go) {
-            a.loop_cell[0] = cell.remaining - 1u;
-            a.loop_cell[1] = cell.ran + 1u;
+            a.loop_cell[0] = remaining - 1u;
+            a.loop_cell[1] += 1u;
         }
     }
     cudaGraphSetConditional(static_cast<cudaGraphConditionalHandle>(a.loop_handle), go ? 1u : 0u);
 #else
     (void)a;
     (void)kept;
-    (void)cell;
 #endif
 }
 
-__device__ __forceinline__ void write_trigger(const CompactArgs& a, uint32_t kept, LoopCell cell) {
+__device__ __forceinline__ void write_trigger(const CompactArgs& a, uint32_t kept) {
     *a.total = kept;
     if (a.live32) *a.live32 = kept;
     if (a.fire && a.span) {
         const uint32_t span = *a.span;
         *a.fire = (kept < span && static_cast<float>(kept) <= a.theta * static_cast<float>(span)) ? 1u : 0u;
     }
-    if (a.loop_set) set_loop(a, kept, cell);
+    if (a.loop_set) set_loop(a, kept);
 }
 
 template <int T, int I>
@@ -281,8 +265,6 @@ __global__ void __launch_bounds__(T) compact_kernel(CompactArgs a) {
     // A ticket past the last tile means a scratch that was not zero-filled before its first use
     // (the header's rule): touch nothing outside the caller's buffers.
     if (tile >= a.tiles) return;
-    LoopCell cell{0u, 0u};
-    if (tid == 0 && tile == a.tiles - 1) cell = read_loop_cell(a);  // early: see read_loop_cell
     const uint32_t start = tile * static_cast<uint32_t>(TILE);
     const bool aligned = (reinterpret_cast<uintptr_t>(a.mask) & 15u) == 0;
     uint32_t bits[V], rank[V], aggregate;
@@ -304,7 +286,7 @@ __global__ void __launch_bounds__(T) compact_kernel(CompactArgs a) {
         const uint32_t exclusive = look_back(a.status, tile, epoch_tag(s_epoch), aggregate, lane);
         if (lane == 0) {
             s_base = exclusive;
-            if (tile == a.tiles - 1) write_trigger(a, exclusive + aggregate, cell);
+            if (tile == a.tiles - 1) write_trigger(a, exclusive + aggregate);
         }
     }
     __syncthreads();
@@ -312,7 +294,7 @@ __global__ void __launch_bounds__(T) compact_kernel(CompactArgs a) {
     for (uint32_t i = tid; i < aggregate; i += T) out[i] = static_cast<int32_t>(start + s_out[i]);
 }
 
-__global__ void empty_compact_kernel(CompactArgs a) { write_trigger(a, 0, read_loop_cell(a)); }
+__global__ void empty_compact_kernel(CompactArgs a) { write_trigger(a, 0); }
 
 // ---------------------------------------------------------------------------------- reorder
 constexpr int kReorderThreads = 256;
