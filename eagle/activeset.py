@@ -272,6 +272,10 @@ class ActiveSet:
         rounds = _validate.integer(rounds, "eagle.ActiveSet.drain: rounds", minimum=1, maximum=(1 << 62))
         if not isinstance(args, (list, tuple)):
             raise EagleTypeError(f"eagle.ActiveSet.drain: args must be a list or tuple, got a {type(args).__name__}")
+        params = getattr(kernel, "params", None)
+        if params is not None and len(args) != len(params) - 6:
+            raise EagleValueError(f"eagle.ActiveSet.drain: kernel {name} takes {len(params) - 6} arguments of its "
+                                  f"own ({', '.join(params[:-6])}), got {len(args)}; eagle appends the other 6")
         if workers is None:
             workers = self._default_workers()
         workers = _validate.integer(workers, "eagle.ActiveSet.drain: workers", minimum=1, maximum=1 << 31)

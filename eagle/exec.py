@@ -105,6 +105,11 @@ def enqueue_run(backend, kernel, args, n, *, base=0, count=None, n_samples=None,
     args = list(args)
     if len(args) > _MAX_PARAMS:
         raise EagleValueError(f"eagle: a kernel takes at most {_MAX_PARAMS} arguments, got {len(args)}")
+    params = getattr(kernel, "params", None)
+    if params is not None and len(args) != len(params):
+        # the kernel would read arguments that are not there (or ignore some): refused here
+        raise EagleValueError(f"eagle.run: kernel {kernel.name} takes {len(params)} arguments "
+                              f"({', '.join(params)}), got {len(args)}")
     blobs = [_arg_bytes(a) for a in args]
     # every argument in one buffer, each in its own 16-byte-aligned slot of at least 8 bytes
     slots = [bl.ljust((max(len(bl), 8) + 15) & ~15, b"\0") for bl in blobs]

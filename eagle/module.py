@@ -11,6 +11,7 @@ Sources include ``<eagle/kernel.h>`` (:func:`include_dir` is always on the inclu
 the per-sample step once for every kind."""
 import hashlib
 import os
+import re
 import threading
 import weakref
 
@@ -43,17 +44,53 @@ def _take_log(backend, logp):
         logp[0] = ffi.NULL
 
 
+# The entries eagle/kernel.h makes of one EAGLE_KERNEL(name, ...), and the arguments each takes
+# after the declared ones.
+_ENTRY_EXTRAS = {"": (), "_active": ("index_map", "live_count"),
+                 "_drain": ("index_map", "live_count", "drop_mask", "queue", "rounds", "workers")}
+_COMMENTS = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
+_DECL = re.compile(rb"\bEAGLE_KERNEL\s*\(\s*([A-Za-z_]\w*)\s*((?:,\s*\([^()]*\)\s*)*)\)")
+_PAIR = re.compile(rb"\(([^()]*)\)")
+
+
+def declared_parameters(source):
+    """{entry name: parameter names} of the kernels ``source`` declares with EAGLE_KERNEL, for
+    every entry kernel.h makes of them (``name``, ``name_active``, ``name_drain``). A declaration
+    this reading cannot follow (a type written with parentheses, a name declared twice, say under
+    #if) is left out: eagle then cannot count that kernel's arguments, as for any foreign kernel."""
+    text = _COMMENTS.sub(b" ", source)
+    found, seen_twice = {}, set()
+    for m in _DECL.finditer(text):
+        name = m.group(1).decode()
+        params = []
+        for pair in _PAIR.findall(m.group(2)):
+            parts = pair.decode(errors="replace").rsplit(",", 1)
+            params.append(parts[-1].strip() if len(parts) == 2 else "?")
+        if name in found:
+            seen_twice.add(name)
+        found[name] = tuple(params)
+    out = {}
+    for name, params in found.items():
+        if name in seen_twice:
+            continue
+        for suffix, extras in _ENTRY_EXTRAS.items():
+            out[name + suffix] = params + extras
+    return out
+
+
 class Kernel:
     """One named kernel of a :class:`Module`. ``handle`` is the kind's kernel value that
-    ``launch_desc.function`` takes; the kernel keeps its module loaded.
+    ``launch_desc.function`` takes; the kernel keeps its module loaded. ``params``: the names of
+    the arguments it takes when its source declared it with EAGLE_KERNEL (a launch with another
+    number of arguments is refused before it reaches the kernel), else None.
 
     Call ``kernel.run(args, n, ...)`` (see :func:`eagle.run`) or pass the kernel to
     ``eagle.run`` / ``Stream.run`` yourself."""
 
-    __slots__ = ("name", "handle", "module")
+    __slots__ = ("name", "handle", "module", "params")
 
-    def __init__(self, module, name, handle):
-        self.module, self.name, self.handle = module, name, int(handle)
+    def __init__(self, module, name, handle, params=None):
+        self.module, self.name, self.handle, self.params = module, name, int(handle), params
 
     def run(self, args, n, **kw):
         """Launch over lanes on the module's backend, enqueued on ``stream=`` (default: the kind's
@@ -86,8 +123,9 @@ class Module:
         True when this module came from the compile cache.
     """
 
-    def __init__(self, backend, handle, name, log, names):
+    def __init__(self, backend, handle, name, log, names, declared=None):
         self.backend, self.name, self.log, self.cached = backend, name, log, False
+        self._declared = declared or {}
         self._h = handle
         self._finalizer = weakref.finalize(self, _release, backend._f.module_release, handle, backend)
         self._kernels = {}
@@ -103,7 +141,7 @@ class Module:
             out = ffi.new("uint64_t*")
             self.backend._check("eagle_backend_module_function",
                                 self.backend._f.module_function(self._h, name.encode(), out))
-            k = self._kernels[name] = Kernel(self, name, int(out[0]))
+            k = self._kernels[name] = Kernel(self, name, int(out[0]), self._declared.get(name))
         return k
 
     __getitem__ = kernel
@@ -266,7 +304,7 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
             return mod
     keep = []
     desc = _desc(device, name, dirs, options, compiler, fast_math, keep)
-    mod = _load(b, _SRC, b._f.module_from_source, desc, data, name, kernels)
+    mod = _load(b, _SRC, b._f.module_from_source, desc, data, name, kernels, declared_parameters(data))
     if cache:
         with _cache_lock:
             _cache[key] = mod
@@ -289,7 +327,7 @@ def load_image(backend, image, *, kernels=(), name=None, device=-1):
     return _load(b, _IMG, b._f.module_from_image, desc, image, name or "image", kernels)
 
 
-def _load(b, symbol, fn, desc, data, name, kernels):
+def _load(b, symbol, fn, desc, data, name, kernels, declared=None):
     """Call ``fn`` (module_from_source or module_from_image) and wrap its module, looking up
     ``kernels`` at once; the compiler's log rides on a CompileError, or on the Module."""
     out = ffi.new("eagle_backend_module*")
@@ -300,7 +338,7 @@ def _load(b, symbol, fn, desc, data, name, kernels):
         b._check(symbol, status)
     except CompileError as e:
         raise CompileError(f"{e}\n{log}" if log else str(e), log=log) from None
-    mod = Module(b, out[0], name, log, ())
+    mod = Module(b, out[0], name, log, (), declared)
     try:
         for k in kernels:
             mod.kernel(k)

@@ -144,3 +144,9 @@ def test_drain_refuses_what_it_cannot_run(cpu):
     re = eagle.ActiveSet(cpu.zeros(100, "uint8"), reorder=0.5, backend=cpu)
     with pytest.raises(eagle.EagleValueError, match="reorder"):
         re.drain(w.s, w.mod.walk_drain, w.args(), 3)
+
+
+def test_drain_refuses_a_wrong_number_of_arguments_before_the_launch(cpu):
+    w = Walk(cpu, 100)
+    with pytest.raises(eagle.EagleValueError, match=r"walk_drain takes 5 arguments of its own \(x, done, cost, mask, K\), got 4"):
+        w.aset.drain(w.s, w.mod.walk_drain, w.args()[:-1], 3)
