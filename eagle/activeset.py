@@ -256,9 +256,9 @@ class ActiveSet:
         mask, its queue words, ``rounds`` and ``workers``. ``workers`` (lanes launched, at most n)
         defaults to ``sm_count`` x 512 on a GPU: enough warps to keep the FP64 pipes busy while
         every lane stays resident (lanes that wait for a second wave start their samples late, and
-        the last samples to start set the end). On the H200 the card ran 0.68 ms with 512 lanes a
-        multiprocessor against 0.82 / 0.74 / 1.01 ms with 256 / 1024 / 2048
-        (benchmarks/RESULTS.md). A body that waits on memory more than on arithmetic may want more:
+        the last samples to start set the end). On the H200 the card (K = 16) ran 0.68 ms with 512
+        lanes a multiprocessor against 0.82 / 0.74 / 1.01 ms with 256 / 1024 / 2048, and (K = 32)
+        0.61 ms against 0.69 / 0.65 / 0.71 ms with 384 / 768 / 1024 (benchmarks/RESULTS.md). A body that waits on memory more than on arithmetic may want more:
         pass ``workers``. Where lanes run one at a time (warp_size 1, the cpu kind) the default is
         n: one lane a sample, balanced over the threads by the backend's chunking."""
         if self.theta is not None:
