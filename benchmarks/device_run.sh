@@ -86,7 +86,7 @@ for stage in "$@"; do
       python3 benchmarks/bench_seam_call.py --rounds 41 2>&1 | tee "$OUT/bench_seam_call_h200host.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     card)
-      python3 benchmarks/oscillators.py --backend cuda --n 1000000 --peers --sweep-k --save /tmp/card_cuda.npy \
+      python3 benchmarks/oscillators.py --backend cuda --n 1000000 --limit --peers --sweep-k --save /tmp/card_cuda.npy \
         2>&1 | tee "$OUT/oscillators_h200.log"
       rc=$((rc | ${PIPESTATUS[0]}))
       python3 benchmarks/oscillators.py --backend cuda --n 1000000 --reorder 0.5 2>&1 | tee -a "$OUT/oscillators_h200.log"
