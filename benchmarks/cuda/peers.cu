@@ -352,12 +352,14 @@ extern "C" int peer_host_loop(uint64_t stream, unsigned* d_counter, unsigned ite
     return 0;
 }
 
-// cub::DeviceSelect::Flagged over n int32 with a char mask; median GPU time over reps (events).
-extern "C" int peer_cub_flagged(const int* d_in, const char* d_flags, int* d_out, int* d_num, int n,
-                                uint64_t stream, int reps, double* us) {
+// cub::DeviceSelect::Flagged of the inputs `in` (int32 values, or a counting iterator) with a
+// char/uint8 mask as flags into d_out + the count; median GPU time over reps (events).
+template <class In>
+int cub_flagged_median(In in, const char* d_flags, int* d_out, int* d_num, int n, uint64_t stream, int reps,
+                       double* us) {
     cudaStream_t s = (cudaStream_t)(uintptr_t)stream;
     size_t temp = 0;
-    TRY(cub::DeviceSelect::Flagged(nullptr, temp, d_in, d_flags, d_out, d_num, n, s));
+    TRY(cub::DeviceSelect::Flagged(nullptr, temp, in, d_flags, d_out, d_num, n, s));
     void* d_temp = nullptr;
     TRY(cudaMalloc(&d_temp, temp));
     cudaEvent_t a, b;
@@ -365,7 +367,7 @@ extern "C" int peer_cub_flagged(const int* d_in, const char* d_flags, int* d_out
     std::vector<float> ms;
     for (int r = 0; r < reps + 1; ++r) {
         TRY(cudaEventRecord(a, s));
-        TRY(cub::DeviceSelect::Flagged(d_temp, temp, d_in, d_flags, d_out, d_num, n, s));
+        TRY(cub::DeviceSelect::Flagged(d_temp, temp, in, d_flags, d_out, d_num, n, s));
         TRY(cudaEventRecord(b, s));
         TRY(cudaEventSynchronize(b));
         float m; TRY(cudaEventElapsedTime(&m, a, b));
@@ -377,31 +379,17 @@ extern "C" int peer_cub_flagged(const int* d_in, const char* d_flags, int* d_out
     return 0;
 }
 
-// cub::DeviceSelect::Flagged over a counting iterator with the uint8 mask as flags: int32 indices of
-// the kept samples + the count, the output eagle's compaction writes; median GPU time over reps.
+// Over n int32 values.
+extern "C" int peer_cub_flagged(const int* d_in, const char* d_flags, int* d_out, int* d_num, int n,
+                                uint64_t stream, int reps, double* us) {
+    return cub_flagged_median(d_in, d_flags, d_out, d_num, n, stream, reps, us);
+}
+
+// Over a counting iterator: int32 indices of the kept samples + the count, the output eagle's
+// compaction writes.
 extern "C" int peer_cub_flagged_counting(const char* d_flags, int* d_out, int* d_num, int n, uint64_t stream, int reps,
                                          double* us) {
-    cudaStream_t s = (cudaStream_t)(uintptr_t)stream;
-    thrust::counting_iterator<int> first(0);
-    size_t temp = 0;
-    TRY(cub::DeviceSelect::Flagged(nullptr, temp, first, d_flags, d_out, d_num, n, s));
-    void* d_temp = nullptr;
-    TRY(cudaMalloc(&d_temp, temp));
-    cudaEvent_t a, b;
-    TRY(cudaEventCreate(&a)); TRY(cudaEventCreate(&b));
-    std::vector<float> ms;
-    for (int r = 0; r < reps + 1; ++r) {
-        TRY(cudaEventRecord(a, s));
-        TRY(cub::DeviceSelect::Flagged(d_temp, temp, first, d_flags, d_out, d_num, n, s));
-        TRY(cudaEventRecord(b, s));
-        TRY(cudaEventSynchronize(b));
-        float m; TRY(cudaEventElapsedTime(&m, a, b));
-        if (r) ms.push_back(m);
-    }
-    std::sort(ms.begin(), ms.end());
-    *us = ms[ms.size() / 2] * 1000.0;
-    cudaFree(d_temp); cudaEventDestroy(a); cudaEventDestroy(b);
-    return 0;
+    return cub_flagged_median(thrust::counting_iterator<int>(0), d_flags, d_out, d_num, n, stream, reps, us);
 }
 
 // cudaMemcpyAsync of `bytes` (kind: 1 H2D, 2 D2H); median GPU time over reps (events).
