@@ -94,6 +94,8 @@ def main():
         launcher_ffi = graph.launcher()
     launcher_ffi.set_stream(s)
     print(f"eagle._hotcall: {'built, used by Launcher.launch()' if _hotcall.is_compiled(launcher.launch) else 'NOT built'}")
+    # the same launch bound to release the GIL around every call (as EAGLE_LAUNCH_RELEASES_GIL=1 does)
+    launch_releasing = _hotcall.hot(_hotcall.bind(launcher, "launcher_launch", None, True, _hotcall.GIL_RELEASE))
     seam_fn = int(ffi.cast("uintptr_t", b._f.launcher_launch))
     seam_launcher = int(ffi.cast("uintptr_t", launcher._h))
     ok(peers.peer_graph_make(ctypes.c_uint64(s.handle)), "peer_graph_make")
@@ -126,6 +128,10 @@ def main():
         for _ in range(N):
             launcher.launch()
 
+    def eagle_releasing():
+        for _ in range(N):
+            launch_releasing()
+
     def eagle_fallback():
         for _ in range(N):
             launcher_ffi.launch()
@@ -149,6 +155,7 @@ def main():
     replay_cases = {
         "replay: eagle Launcher.launch()": lambda: timed(eagle_launch, s.synchronize),
         "replay: eagle Launcher.launch(n)": lambda: timed(lambda: launcher.launch(N), s.synchronize),
+        "replay: eagle Launcher.launch(), GIL released each call": lambda: timed(eagle_releasing, s.synchronize),
         "replay: eagle Launcher.launch(), cffi fallback": lambda: timed(eagle_fallback, s.synchronize),
         "replay: raw cffi eagle_backend_launcher_launch": lambda: timed(raw_cffi, s.synchronize),
         "replay: C loop of eagle_backend_launcher_launch": lambda: c_loop(
@@ -160,6 +167,8 @@ def main():
     if torch is not None:
         replay_cases["replay: torch CUDAGraph.replay"] = lambda: timed(torch_replay, torch.cuda.synchronize)
     names = list(replay_cases)
+    print(f"Python host functions pending at the replay rounds: {_hotcall.host_calls_pending()} "
+          "(Launcher.launch() keeps the GIL only at 0)")
     for r in range(2 * args.rounds + 1):  # rotating order: no case always follows the same one
         for name in names[r % len(names):] + names[:r % len(names)]:
             add(name, replay_cases[name]())
@@ -490,6 +499,8 @@ def main():
               f"- replay enqueue, Launcher.launch() / C cudaGraphLaunch loop: "
               f"{ratio('replay: eagle Launcher.launch()', C):.2f}x (<= 1.1); "
               f"per-round median {per_round('replay: eagle Launcher.launch()', C):.2f}x",
+              f"- replay enqueue, Launcher.launch() with the GIL released each call / C loop: "
+              f"{ratio('replay: eagle Launcher.launch(), GIL released each call', C):.2f}x",
               f"- replay enqueue, Launcher.launch() on the cffi fallback / C loop: "
               f"{ratio('replay: eagle Launcher.launch(), cffi fallback', C):.2f}x",
               f"- replay enqueue, C loop of eagle_backend_launcher_launch / C loop of cudaGraphLaunch: "

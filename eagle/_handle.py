@@ -68,10 +68,12 @@ class Owner:
             self._finalizer = weakref.finalize(keeper, _release, getattr(backend._f, release_name),
                                                handle, backend)
 
-    def _bind(self, name, watch=None, counted=False):
+    def _bind(self, name, watch=None, counted=False, gil=_hotcall.GIL_RELEASE, partner=None):
         """A bound call (eagle._hotcall) of ``eagle_backend_<name>`` on this live handle; it is
-        disarmed when the handle goes (closed, consumed or collected)."""
-        bound = _hotcall.bind(self, name, watch, counted)
+        disarmed when the handle goes (closed, consumed or collected). ``partner``: the index in
+        ``self._bound`` of an earlier bound call (see eagle._hotcall.bind)."""
+        bound = _hotcall.bind(self, name, watch, counted, gil,
+                              None if partner is None else self._bound[partner])
         self._bound.append(bound)
         return _hotcall.hot(bound)
 

@@ -4,6 +4,7 @@
 :meth:`GraphBuilder.launcher` instantiates it into a :class:`Launcher` that replays it."""
 from _thread import get_ident
 
+from . import _hotcall
 from ._handle import Owner
 from ._seam_ffi import ffi
 from .errors import EagleTypeError, EagleValueError
@@ -71,16 +72,24 @@ class Launcher(Owner):
     ``launch(n=1)`` enqueues ``n`` replays and returns without waiting (the first failing replay
     raises); ``synchronize()`` waits for them and raises what a host function in the graph raised,
     if any. Both are bound calls (eagle/_hotcall/__init__.py): no Python frame between the caller and the
-    backend, and ``launch(n)`` makes its n replays in one call."""
+    backend, and ``launch(n)`` makes its n replays in one call.
 
-    __slots__ = ("keepalive", "launch", "synchronize")
+    The GIL: a graph with no Python host function in it is launched with the GIL kept while no
+    Python host function is pending anywhere in eagle (``GIL_WHEN_QUIET``); a graph with some
+    releases it and counts its launches as pending until ``synchronize()`` (``GIL_COUNTED``)."""
+
+    __slots__ = ("keepalive", "launch", "synchronize", "runs_python")
     _what = "launcher"
 
     def __init__(self, backend, handle, keepalive):
         self._own(backend, handle, "launcher_release")
         self.keepalive = list(keepalive)
-        self.launch = self._bind("launcher_launch", counted=True)
-        self.synchronize = self._bind("launcher_synchronize", watch=backend.host_errors_of(get_ident()))
+        #: whether a replay runs Python: a host function recorded into the graph
+        self.runs_python = holds_python_host_calls(self.keepalive)
+        gil = _hotcall.GIL_COUNTED if self.runs_python else _hotcall.GIL_WHEN_QUIET
+        self.launch = self._bind("launcher_launch", counted=True, gil=gil)
+        self.synchronize = self._bind("launcher_synchronize", watch=backend.host_errors_of(get_ident()),
+                                      partner=0 if self.runs_python else None)
 
     def _hot_bad_args(self, symbol, args):
         """``launch(n)`` with an ``n`` that is no int >= 0; else as for every bound call."""
@@ -111,6 +120,27 @@ class Launcher(Owner):
         """Switch a node (from :func:`snapshot_nodes`) on or off for later replays."""
         b = self._backend
         b.call.launcher_set_node_enabled(self._live(), int(node), 1 if enabled else 0)
+
+
+def holds_python_host_calls(keepalive):
+    """Whether the objects a recording keeps alive include a Python host function: anything
+    with a true ``runs_python_on_host`` (eagle.memory's host calls), looked for through lists,
+    tuples, sets and dicts and through the ``keepalive`` of graphs and launchers kept there."""
+    seen, todo = set(), [keepalive]
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if getattr(type(x), "runs_python_on_host", False):
+            return True
+        if isinstance(x, (list, tuple, set, frozenset)):
+            todo.extend(x)
+        elif isinstance(x, dict):
+            todo.extend(x.values())
+        elif isinstance(x, (GraphBuilder, Launcher)):
+            todo.append(x.keepalive)
+    return False
 
 
 def snapshot_nodes(backend, stream):

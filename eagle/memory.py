@@ -14,6 +14,7 @@ from . import _validate
 from ._arrays import address_of
 from ._device_kind import HOST_DEVICE_TYPES
 from ._handle import raw_int
+from ._hotcall import host_calls_add
 from ._seam_ffi import ffi
 from ._status import remember_callback_exception
 from ._stream_arg import raw_stream
@@ -113,6 +114,8 @@ class _HostCall:
     :data:`_PENDING` (and so alive, with their backend) until they have run."""
 
     __slots__ = ("fn", "backend", "once", "cdata", "errors")
+    #: read by eagle.launcher.holds_python_host_calls: a graph holding one runs Python on replay
+    runs_python_on_host = True
 
     def __init__(self, fn, backend, once):
         self.fn, self.backend, self.once = fn, backend, once
@@ -140,6 +143,7 @@ def _trampoline(user_data):
             with _PENDING_LOCK:
                 _PENDING.discard(call)
             call.errors.append(Finished(call))
+            host_calls_add(-1)
 
 
 def _drain_at_exit():
@@ -159,12 +163,15 @@ def _enqueue(b, raw, fn):
     if cap is None:
         with _PENDING_LOCK:
             _PENDING.add(call)
+        host_calls_add(1)  # pending until it has run: launches release the GIL meanwhile (eagle._hotcall)
     else:
         cap.keep(call)
     status = b._f.host_func(raw, _trampoline, call.cdata)
     if status:
-        with _PENDING_LOCK:
-            _PENDING.discard(call)
+        if cap is None:
+            with _PENDING_LOCK:
+                _PENDING.discard(call)
+            host_calls_add(-1)
         b._check("eagle_backend_host_func", status)
 
 

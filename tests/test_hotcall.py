@@ -202,3 +202,187 @@ def test_a_traced_backend_counts_hot_calls(cpu):
 def test_the_installed_build_has_the_compiled_call():
     assert _hotcall.CompiledBoundCall is not None
     assert _hotcall.is_compiled(eagle.backend("cpu").stream().synchronize)
+
+
+# -- the GIL around launches (backends/python/hotcall.c: gil=, partner=, the host-call count) ------
+
+def _gil_probe(gil, partner=None, counted=False):
+    """A compiled BoundCall over CPython's PyGILState_Check: its "status" is 1 exactly when the
+    call was made with the GIL kept, which the BoundCall reports to _hot_failed(symbol, 1)."""
+    import ctypes
+
+    class Reporter:
+        def __init__(self):
+            self.seen = []
+
+        def __call__(self):
+            return self
+
+        def _hot_failed(self, symbol, status):
+            self.seen.append(status)
+
+        def _hot_bad_args(self, symbol, args):
+            raise AssertionError(args)
+
+    rep = Reporter()
+    fn = ctypes.cast(ctypes.pythonapi.PyGILState_Check, ctypes.c_void_p).value
+    bc = _hotcall.CompiledBoundCall(fn, 1, threading.get_ident(), rep, "probe", None, counted,
+                                    gil=gil, partner=partner)
+    return bc, rep
+
+
+compiled_only = pytest.mark.skipif(_hotcall.CompiledBoundCall is None,
+                                   reason="eagle._hotcall was not built (no CPython headers at build time)")
+
+
+@pytest.fixture
+def quiet():
+    """The host-call count at 0 for the test (earlier tests may leave launches counted that
+    were never waited for: the count only ever overestimates), restored after."""
+    base = _hotcall.host_calls_pending()
+    _hotcall.host_calls_add(-base)
+    yield
+    _hotcall.host_calls_add(base)
+
+
+@compiled_only
+def test_a_quiet_launch_keeps_the_gil_and_a_release_call_does_not(quiet):
+    assert _hotcall.host_calls_pending() == 0
+    held, rep = _gil_probe(_hotcall.GIL_WHEN_QUIET)
+    held.call()
+    assert rep.seen == [1]  # made with the GIL kept
+    released, rep2 = _gil_probe(_hotcall.GIL_RELEASE)
+    assert released.call() is None and rep2.seen == []
+
+
+@compiled_only
+def test_a_pending_python_host_call_makes_quiet_launches_release_the_gil(quiet):
+    held, rep = _gil_probe(_hotcall.GIL_WHEN_QUIET)
+    _hotcall.host_calls_add(1)
+    try:
+        assert held.call() is None and rep.seen == []
+    finally:
+        _hotcall.host_calls_add(-1)
+    held.call()
+    assert rep.seen == [1]
+
+
+@compiled_only
+def test_a_run_of_kept_calls_is_broken_by_one_release(quiet):
+    held, rep = _gil_probe(_hotcall.GIL_WHEN_QUIET)
+    n = _hotcall._compiled.HOLD_RUN_MAX
+    for _ in range(n):
+        held.call()
+    assert rep.seen == [1] * n
+    assert held.call() is None  # the (n+1)th lets a waiting thread in
+    held.call()
+    assert rep.seen == [1] * (n + 1)
+
+
+@compiled_only
+def test_counted_launches_stay_pending_until_their_partner_waits():
+    base = _hotcall.host_calls_pending()
+    launch, rep = _gil_probe(_hotcall.GIL_COUNTED, counted=True)
+    wait, rep2 = _gil_probe(_hotcall.GIL_RELEASE, partner=launch)
+    launch.call(3)
+    assert rep.seen == [] and launch.outstanding == 3
+    assert _hotcall.host_calls_pending() == base + 3
+    assert wait.call() is None
+    assert launch.outstanding == 0 and _hotcall.host_calls_pending() == base
+
+
+def test_a_failed_counted_launch_is_not_left_pending(cpu, kind):
+    """A launch the backend refused enqueued nothing: it does not stay in the count."""
+    s, other = cpu.stream(), cpu.stream()
+    launcher = _counting_launcher(cpu, s, [])
+    launcher.set_stream(other)
+    other.close()
+    base = _hotcall.host_calls_pending()
+    with pytest.raises(eagle.EagleError, match="eagle_backend_launcher_launch"):
+        launcher.launch(3)
+    assert _hotcall.host_calls_pending() == base
+
+
+@compiled_only
+def test_bad_gil_settings_are_refused():
+    with pytest.raises(ValueError, match="gil must be"):
+        _gil_probe(7)
+    plain, _ = _gil_probe(_hotcall.GIL_WHEN_QUIET)
+    with pytest.raises(TypeError, match="partner must be None or a BoundCall made with gil=GIL_COUNTED"):
+        _gil_probe(_hotcall.GIL_RELEASE, partner=plain)
+    with pytest.raises(TypeError, match="partner must be"):
+        _gil_probe(_hotcall.GIL_RELEASE, partner="launcher")
+
+
+def _plain_launcher(cpu, s, out):
+    import numpy as np
+    src = np.arange(4.0)
+    with cpu.capture(s) as cap:
+        cpu.copy(out, src, src.nbytes, stream=s)
+    g = cpu.graph_from_captured(cap.captured)
+    g.set_stream(s)
+    return g.launcher()
+
+
+def test_launchers_say_whether_their_graph_runs_python(cpu, kind):
+    import numpy as np
+    s = cpu.stream()
+    out = np.zeros(4)
+    plain = _plain_launcher(cpu, s, out)
+    python = _counting_launcher(cpu, s, [])
+    assert plain.runs_python is False and python.runs_python is True
+    base = _hotcall.host_calls_pending()
+    python.launch(2)
+    plain.launch(5)
+    if kind == "compiled":  # without the compiled calls nothing keeps the GIL, nothing is counted
+        assert _hotcall.host_calls_pending() == base + 2
+    python.synchronize()
+    plain.synchronize()
+    assert _hotcall.host_calls_pending() == base
+    assert list(out) == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_an_eager_host_function_is_pending_until_it_has_run(cpu):
+    s = cpu.stream()
+    gate = threading.Event()
+    base = _hotcall.host_calls_pending()
+    s.host_func(lambda: gate.wait(10))
+    if _hotcall.CompiledBoundCall is not None:
+        assert _hotcall.host_calls_pending() == base + 1
+    gate.set()
+    s.synchronize()
+    assert _hotcall.host_calls_pending() == base
+
+
+def test_replays_and_python_host_functions_together_do_not_deadlock(tmp_path):
+    """Quiet launches in a tight loop while host functions that need the GIL run on the backend's
+    threads, from another Python thread too; in a subprocess, so a deadlock fails the test."""
+    import subprocess
+    import sys
+    code = r'''
+import threading, numpy as np, eagle
+cpu = eagle.backend("cpu")
+s, s2 = cpu.stream(), cpu.stream()
+out = np.zeros(4)
+src = np.arange(4.0)
+with cpu.capture(s) as cap:
+    cpu.copy(out, src, src.nbytes, stream=s)
+g = cpu.graph_from_captured(cap.captured); g.set_stream(s)
+plain = g.launcher()
+ran = []
+def other():
+    t = cpu.stream()
+    for i in range(300):
+        t.host_func(lambda: ran.append(1))
+    t.synchronize()
+th = threading.Thread(target=other); th.start()
+for i in range(3000):
+    plain.launch()
+    if i % 100 == 0:
+        s2.host_func(lambda: ran.append(2))
+plain.synchronize(); s2.synchronize(); th.join()
+assert ran.count(1) == 300 and ran.count(2) == 30, (ran.count(1), ran.count(2))
+print("ok")
+'''
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]

@@ -8,9 +8,18 @@
 // rule), so between a successful lookup and the call's use of the object no other thread may
 // release it. The allocator may reuse a released address for a new handle of the same type; a
 // stale handle then names that new object (as it would on any runtime whose handles are addresses).
+//
+// The hot path: replay loops look the same handle up on every call, so for plain values (a GPU
+// backend's type tags) each thread remembers its last answer, with the registry's generation at
+// the time. Every take() moves the generation on, so a remembered answer is used only while no
+// handle at all has been released since it was found under the lock: it can never name a handle
+// that is gone. add() needs no bump (a new handle does not end an old one).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -31,10 +40,22 @@ public:
     // The value of `handle` when it is live and match(value) holds; Value{} otherwise.
     template <class Match>
     Value find(const void* handle, Match match) const {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto it = live_.find(handle);
-        if (it == live_.end() || !match(it->second)) return Value{};
-        return it->second;
+        if constexpr (kRemembered) {
+            LastFound& last = last_found();
+            if (last.registry == this && last.handle == handle &&
+                last.generation == generation_.load(std::memory_order_acquire))
+                return match(last.value) ? last.value : Value{};
+            std::lock_guard<std::mutex> lock(mu_);
+            auto it = live_.find(handle);
+            if (it == live_.end() || !match(it->second)) return Value{};
+            last = LastFound{this, handle, it->second, generation_.load(std::memory_order_relaxed)};
+            return it->second;
+        } else {
+            std::lock_guard<std::mutex> lock(mu_);
+            auto it = live_.find(handle);
+            if (it == live_.end() || !match(it->second)) return Value{};
+            return it->second;
+        }
     }
 
     // Unregisters `handle` when it is live and match(value) holds, returning its value; Value{}
@@ -46,6 +67,7 @@ public:
         if (it == live_.end() || !match(it->second)) return Value{};
         Value v = std::move(it->second);
         live_.erase(it);
+        generation_.fetch_add(1, std::memory_order_release);  // every remembered answer is void now
         return v;
     }
 
@@ -58,8 +80,24 @@ public:
     }
 
 private:
+    // Only plain values are remembered: an owning pointer kept in a thread's memory would keep a
+    // released object alive.
+    static constexpr bool kRemembered = std::is_trivially_copyable_v<Value>;
+    struct LastFound {
+        const HandleRegistry* registry = nullptr;
+        const void* handle = nullptr;
+        Value value{};
+        uint64_t generation = 0;
+    };
+    static LastFound& last_found() noexcept {
+        thread_local LastFound last;
+        return last;
+    }
+
     mutable std::mutex mu_;
     std::unordered_map<const void*, Value> live_;
+    // Starts at 1, so a thread's zeroed LastFound never matches.
+    std::atomic<uint64_t> generation_{1};
 };
 
 }  // namespace eagle

@@ -24,8 +24,27 @@
  *
  *   bc() / bc(n) -> None, or whatever _hot_failed returns (it is expected to raise).
  *     Nothing is called, and _hot_failed(symbol, NOT_CALLED) is called instead, when the calling
- *     thread is not `owner` or the BoundCall was disarmed. The GIL is released around the calls,
- *     as cffi does, so a backend thread may run Python host functions meanwhile.
+ *     thread is not `owner` or the BoundCall was disarmed. What happens to the GIL is `gil`'s:
+ *
+ *   gil (keyword, default GIL_RELEASE) -- the GIL around the calls:
+ *     GIL_RELEASE     released, as cffi does, so a backend thread may run Python host functions
+ *                     meanwhile. For calls that wait (synchronizes).
+ *     GIL_WHEN_QUIET  kept while no Python host function can be pending (the process-wide count
+ *                     below is 0), else released; after HOLD_RUN_MAX calls in a row with it
+ *                     kept, one call releases it. For launches of work with no Python in it: an
+ *                     enqueue that blocks (a full launch queue) can only wait for the device, and
+ *                     the device waits for no Python while the count is 0.
+ *     GIL_COUNTED     released; each call first adds 1 to the count and to this BoundCall's
+ *                     `outstanding`. For launches of graphs that hold Python host functions.
+ *   partner (keyword, default None) -- a GIL_COUNTED BoundCall whose launches this one waits for
+ *     (the launcher's synchronize): after a call of this one returns 0, the partner's
+ *     outstanding launches have all run, so they are taken off the count.
+ *
+ * The count of Python host functions that may still run (module functions host_calls_add(k),
+ * host_calls_pending()): eagle adds 1 when it enqueues a Python host function outside a capture
+ * and takes 1 off when it has run; GIL_COUNTED launches add theirs as above. It may
+ * overestimate (a launch that failed, a launcher never synchronized), which only makes launches
+ * release the GIL; it never underestimates.
  *   bc.call(...)  the same call as a METH_FASTCALL method: CPython calls it by vectorcall, with no
  *     argument tuple and no tp_call dispatch. eagle stores this bound method on its objects.
  *   bc.disarm()  every later call goes to _hot_failed(symbol, NOT_CALLED); the eagle object calls
@@ -42,12 +61,26 @@ typedef int32_t (*seam_handle_fn)(void*);
 /* Not an int32: no seam status can equal it. */
 #define NOT_CALLED ((long long)1 << 40)
 
-/* Makes `times` calls of fn(handle) with the GIL released; the first nonzero status, else 0. */
-static int32_t call_released(seam_handle_fn fn, void* handle, long long times) {
+enum { GIL_RELEASE = 0, GIL_WHEN_QUIET = 1, GIL_COUNTED = 2 };
+/* GIL_WHEN_QUIET: at most this many calls in a row keep the GIL; then one releases it, so a
+ * thread waiting for the GIL gets it even in a tight replay loop. */
+#define HOLD_RUN_MAX 64
+
+/* Python host functions that may still run (see the header comment); atomic. */
+static long long g_host_calls;
+
+static long long host_calls_load(void) { return __atomic_load_n(&g_host_calls, __ATOMIC_ACQUIRE); }
+static void host_calls_add(long long k) { __atomic_add_fetch(&g_host_calls, k, __ATOMIC_ACQ_REL); }
+
+/* Makes `times` calls of fn(handle) with the GIL released; the first nonzero status, else 0.
+ * *made: the calls that returned 0. */
+static int32_t call_released(seam_handle_fn fn, void* handle, long long times, long long* made) {
     int32_t status = 0;
+    long long i = 0;
     PyThreadState* ts = PyEval_SaveThread();
-    for (long long i = 0; i < times && status == 0; ++i) status = fn(handle);
+    for (; i < times && status == 0; ++i) status = fn(handle);
     PyEval_RestoreThread(ts);
+    *made = status == 0 ? i : i - 1;
     return status;
 }
 
@@ -63,7 +96,48 @@ typedef struct {
     PyObject* failed; /* callable returning the object to report to (or None): held strongly */
     PyObject* symbol; /* str */
     PyObject* watch;  /* list or NULL */
+    int gil;          /* GIL_RELEASE, GIL_WHEN_QUIET or GIL_COUNTED */
+    int held_run;     /* GIL_WHEN_QUIET: calls in a row made with the GIL kept */
+    long long outstanding; /* GIL_COUNTED: launches added to the count and not yet waited for */
+    PyObject* partner;     /* a GIL_COUNTED BoundCall this one waits for, or NULL */
 } BoundCall;
+
+static PyTypeObject* g_bound_type; /* BoundCall, set at module init */
+
+/* `times` calls of self->fn(self->handle), the GIL as self->gil says; the first nonzero status. */
+static int32_t call_as_configured(BoundCall* self, long long times) {
+    long long made = 0;
+    if (self->gil == GIL_COUNTED) {
+        /* counted before the launches (another thread may launch as soon as the GIL is free);
+         * a call that failed enqueued nothing, so it is taken off again */
+        host_calls_add(times);
+        const int32_t st = call_released(self->fn, self->handle, times, &made);
+        host_calls_add(made - times);
+        self->outstanding += made;
+        return st;
+    }
+    if (self->gil != GIL_WHEN_QUIET) return call_released(self->fn, self->handle, times, &made);
+    int32_t status = 0;
+    for (long long i = 0; i < times && status == 0; ++i) {
+        if (self->held_run < HOLD_RUN_MAX && host_calls_load() == 0) {
+            ++self->held_run;
+            status = self->fn(self->handle);
+        } else {
+            self->held_run = 0;
+            status = call_released(self->fn, self->handle, 1, &made);
+        }
+    }
+    return status;
+}
+
+/* After a successful wait: the partner's launches have run; take them off the count. */
+static void settle_partner(BoundCall* self) {
+    BoundCall* p = (BoundCall*)self->partner;
+    if (p && p->outstanding) {
+        host_calls_add(-p->outstanding);
+        p->outstanding = 0;
+    }
+}
 
 /* A new reference to the object to report to: a weak reference's referent (or None), or `failed`
  * itself when it is no weak reference (eagle's keeper, which returns itself when called: taken
@@ -127,9 +201,10 @@ static PyObject* invoke(BoundCall* self, Py_ssize_t nargs, PyObject* arg0, PyObj
         Py_DECREF(obj);
         return report(self, NOT_CALLED);
     }
-    const int32_t status = call_released(self->fn, self->handle, times);
+    const int32_t status = call_as_configured(self, times);
     Py_DECREF(obj);
     if (status != 0) return report(self, status);
+    settle_partner(self);
     if (self->watch && PyList_Size(self->watch) > 0) return report(self, 0);
     Py_RETURN_NONE;
 bad : {
@@ -187,12 +262,22 @@ static PyObject* bound_fast(PyObject* op, PyObject* const* args, Py_ssize_t narg
 }
 
 static PyObject* bound_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-    PyObject *fn, *handle, *owner, *failed, *symbol, *watch;
-    int counted = 0;
-    static char* names[] = {"fn", "handle", "owner", "failed", "symbol", "watch", "counted", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOUO|p", names, &fn, &handle, &owner, &failed, &symbol,
-                                     &watch, &counted))
+    PyObject *fn, *handle, *owner, *failed, *symbol, *watch, *partner = Py_None;
+    int counted = 0, gil = GIL_RELEASE;
+    static char* names[] = {"fn", "handle", "owner", "failed", "symbol", "watch", "counted", "gil", "partner", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOUO|p$iO", names, &fn, &handle, &owner, &failed, &symbol,
+                                     &watch, &counted, &gil, &partner))
         return NULL;
+    if (gil != GIL_RELEASE && gil != GIL_WHEN_QUIET && gil != GIL_COUNTED) {
+        PyErr_Format(PyExc_ValueError, "eagle._hotcall._compiled.BoundCall: gil must be GIL_RELEASE, "
+                     "GIL_WHEN_QUIET or GIL_COUNTED, got %d", gil);
+        return NULL;
+    }
+    if (partner != Py_None && (!PyObject_TypeCheck(partner, g_bound_type) || ((BoundCall*)partner)->gil != GIL_COUNTED)) {
+        PyErr_SetString(PyExc_TypeError, "eagle._hotcall._compiled.BoundCall: partner must be None or a "
+                        "BoundCall made with gil=GIL_COUNTED");
+        return NULL;
+    }
     if (!PyCallable_Check(failed)) {
         PyErr_SetString(PyExc_TypeError,
                         "eagle._hotcall._compiled.BoundCall: failed must be callable (returning the object "
@@ -221,6 +306,11 @@ static PyObject* bound_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
     self->owner = o;
     self->armed = 1;
     self->counted = counted;
+    self->gil = gil;
+    if (partner != Py_None) {
+        Py_INCREF(partner);
+        self->partner = partner;
+    }
     Py_INCREF(failed);
     self->failed = failed;
     Py_INCREF(symbol);
@@ -238,6 +328,7 @@ static void bound_dealloc(PyObject* op) {
     Py_XDECREF(self->failed);
     Py_XDECREF(self->symbol);
     Py_XDECREF(self->watch);
+    Py_XDECREF(self->partner);
     freefunc free_fn = (freefunc)PyType_GetSlot(type, Py_tp_free);
     free_fn(op);
     Py_DECREF(type);
@@ -254,6 +345,17 @@ static PyObject* bound_repr(PyObject* op) {
     return PyUnicode_FromFormat("<eagle._hotcall._compiled.BoundCall %U%s>", self->symbol, self->armed ? "" : " (disarmed)");
 }
 
+static PyObject* bound_get_outstanding(PyObject* op, void* unused) {
+    (void)unused;
+    return PyLong_FromLongLong(((BoundCall*)op)->outstanding);
+}
+
+static PyGetSetDef bound_getset[] = {
+    {"outstanding", bound_get_outstanding, NULL,
+     "GIL_COUNTED: launches added to the host-call count and not yet waited for.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyMethodDef bound_methods[] = {
     {"call", (PyCFunction)(void (*)(void))bound_fast, METH_FASTCALL | METH_KEYWORDS,
      "The call itself as a method (vectorcall, no argument tuple): bc.call(...) is bc(...)."},
@@ -267,6 +369,7 @@ static PyType_Slot bound_slots[] = {
     {Py_tp_call, (void*)bound_call},
     {Py_tp_repr, (void*)bound_repr},
     {Py_tp_methods, bound_methods},
+    {Py_tp_getset, bound_getset},
     {Py_tp_doc, (void*)"One seam call bound to a handle and its owner thread (see eagle/_hotcall/__init__.py)."},
     {0, NULL},
 };
@@ -277,9 +380,31 @@ static PyType_Spec bound_spec = {
 
 /* ------------------------------------------------------------------------------------ module */
 
+static PyObject* module_host_calls_add(PyObject* m, PyObject* arg) {
+    (void)m;
+    const long long k = PyLong_AsLongLong(arg);
+    if (k == -1 && PyErr_Occurred()) return NULL;
+    host_calls_add(k);
+    Py_RETURN_NONE;
+}
+
+static PyObject* module_host_calls_pending(PyObject* m, PyObject* unused) {
+    (void)m;
+    (void)unused;
+    return PyLong_FromLongLong(host_calls_load());
+}
+
+static PyMethodDef module_methods[] = {
+    {"host_calls_add", module_host_calls_add, METH_O,
+     "host_calls_add(k): k more (or, negative, fewer) Python host functions may still run."},
+    {"host_calls_pending", module_host_calls_pending, METH_NOARGS,
+     "The count of Python host functions that may still run (GIL_WHEN_QUIET keeps the GIL only at 0)."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef hot_module = {
     PyModuleDef_HEAD_INIT, "_compiled", "eagle's compiled hot call path (see eagle/_hotcall/__init__.py).", -1,
-    NULL, NULL, NULL, NULL, NULL,
+    module_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__compiled(void) {
@@ -288,6 +413,14 @@ PyMODINIT_FUNC PyInit__compiled(void) {
     PyObject* type = PyType_FromSpec(&bound_spec);
     if (!type || PyModule_AddObject(m, "BoundCall", type) < 0) {
         Py_XDECREF(type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    g_bound_type = (PyTypeObject*)type; /* the module holds it */
+    if (PyModule_AddIntConstant(m, "GIL_RELEASE", GIL_RELEASE) < 0 ||
+        PyModule_AddIntConstant(m, "GIL_WHEN_QUIET", GIL_WHEN_QUIET) < 0 ||
+        PyModule_AddIntConstant(m, "GIL_COUNTED", GIL_COUNTED) < 0 ||
+        PyModule_AddIntConstant(m, "HOLD_RUN_MAX", HOLD_RUN_MAX) < 0) {
         Py_DECREF(m);
         return NULL;
     }

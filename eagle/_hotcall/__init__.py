@@ -20,6 +20,17 @@ Two implementations keep that contract:
   backends (``eagle.backend(..., trace=True)`` counts calls in Python wrappers).
 
 :func:`bind` picks one.
+
+The GIL (``gil=``, see backends/python/hotcall.c): cffi releases it around every call, and so do
+the synchronizes here. A launch of work with no Python in it (``GIL_WHEN_QUIET``) keeps it while
+no Python host function can be pending, which saves the release and retake (about a tenth of a
+replay's enqueue cost): a launch that blocks on a full queue then waits only for the device,
+never for a host function that needs the GIL. The count of Python host functions that may
+still run is kept here (:func:`host_calls_add`): eagle.memory adds its eager ones, and launches
+of graphs with Python host nodes (``GIL_COUNTED``) add theirs until their launcher's
+synchronize. Python callbacks other libraries enqueue (CuPy's ``launch_host_func``, say) are not
+counted: a program that mixes those with tight replay loops sets ``EAGLE_LAUNCH_RELEASES_GIL=1``
+and every launch releases the GIL, as before.
 """
 import os
 from _thread import get_ident
@@ -32,18 +43,32 @@ if BORROWED_FROM:  # a source checkout: the compiled half lives in the installed
     __path__.append(os.path.join(BORROWED_FROM, "_hotcall"))
 
 try:
-    from ._compiled import NOT_CALLED
+    from ._compiled import NOT_CALLED, GIL_RELEASE, GIL_WHEN_QUIET, GIL_COUNTED
+    from ._compiled import host_calls_add, host_calls_pending
     from ._compiled import BoundCall as CompiledBoundCall
-except ImportError:  # built with EAGLE_HOTCALL=OFF: every call goes through cffi
+except ImportError:  # built with EAGLE_HOTCALL=OFF: every call goes through cffi, which releases the GIL
     CompiledBoundCall = None
     NOT_CALLED = 1 << 40
+    GIL_RELEASE, GIL_WHEN_QUIET, GIL_COUNTED = 0, 1, 2
+
+    def host_calls_add(k):
+        """Nothing keeps the GIL without the compiled calls, so nothing needs the count."""
+
+    def host_calls_pending():
+        return 0
+
+#: ``EAGLE_LAUNCH_RELEASES_GIL=1``: every launch releases the GIL (see the module docstring).
+LAUNCH_RELEASES_GIL = os.environ.get("EAGLE_LAUNCH_RELEASES_GIL", "0") not in ("", "0")
 
 
-def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False):
+def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False, gil=GIL_RELEASE, partner=None):
     """The bound-call contract through cffi (``fn`` a seam function of ``backend._f``, ``handle``
     the cffi handle); see the module docstring. A closure (cheaper to call than an object's
-    ``__call__``) with ``disarm`` as an attribute."""
+    ``__call__``) with ``disarm`` as an attribute. cffi releases the GIL around every call;
+    ``GIL_COUNTED`` and ``partner`` keep the host-call count as the compiled call does (the
+    closure's ``outstanding`` is a one-element list)."""
     armed = [True]
+    outstanding = [0]
 
     def report_to(method, arg):
         obj = failed()
@@ -66,12 +91,22 @@ def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False):
         obj = failed()  # held during the call: its finalizer cannot release the handle meanwhile
         if obj is None:
             return report_to("_hot_failed", NOT_CALLED)
-        status = fn(handle)
-        while status == 0 and times > 1:
-            times -= 1
+        if gil == GIL_COUNTED:  # counted before the launches; those that failed enqueued nothing
+            host_calls_add(times)
+        made, status = 0, fn(handle)
+        while status == 0:
+            made += 1
+            if made == times:
+                break
             status = fn(handle)
+        if gil == GIL_COUNTED:
+            host_calls_add(made - times)
+            outstanding[0] += made
         if status:
             return report_to("_hot_failed", status)
+        if partner is not None and partner.outstanding[0]:
+            host_calls_add(-partner.outstanding[0])
+            partner.outstanding[0] = 0
         if watch:
             return report_to("_hot_failed", 0)
         return None
@@ -79,6 +114,7 @@ def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False):
     def disarm():
         armed[0] = False
     bound.disarm = disarm
+    bound.outstanding = outstanding
     bound.__qualname__ = bound.__name__ = symbol
     return bound
 
@@ -96,9 +132,14 @@ def hot(bound):
     return bound.call if is_compiled(bound) else bound
 
 
-def bind(owner, name, watch=None, counted=False):
+def bind(owner, name, watch=None, counted=False, gil=GIL_RELEASE, partner=None):
     """A bound call of the seam function ``eagle_backend_<name>`` on ``owner``'s handle (an
-    :class:`eagle._handle.Owner` whose handle is live, called on its thread)."""
+    :class:`eagle._handle.Owner` whose handle is live, called on its thread). ``gil`` and
+    ``partner`` (an earlier bound call made with ``GIL_COUNTED``, as :func:`bind` returned it): see
+    the module docstring. ``GIL_WHEN_QUIET`` falls back to ``GIL_RELEASE`` when
+    ``EAGLE_LAUNCH_RELEASES_GIL`` is set."""
+    if gil == GIL_WHEN_QUIET and LAUNCH_RELEASES_GIL:
+        gil = GIL_RELEASE
     backend = owner._backend
     fn = getattr(backend._f, name)
     symbol = "eagle_backend_" + name
@@ -107,5 +148,5 @@ def bind(owner, name, watch=None, counted=False):
     keeper = owner._keeper
     if CompiledBoundCall is not None and not backend._traced:
         return CompiledBoundCall(int(ffi.cast("uintptr_t", fn)), int(ffi.cast("uintptr_t", owner._h)),
-                                 owner._thread, keeper, symbol, watch, counted)
-    return py_bound_call(fn, owner._h, owner._thread, keeper, symbol, watch, counted)
+                                 owner._thread, keeper, symbol, watch, counted, gil=gil, partner=partner)
+    return py_bound_call(fn, owner._h, owner._thread, keeper, symbol, watch, counted, gil, partner)
