@@ -693,3 +693,44 @@ def test_graph_build_activeset_while_matches_numpy(cuda, k, reorder):
             assert np.array_equal(done.get(), np.minimum(life_h, ran))
             assert aset.live == int((life_h > ran).sum())
         g.close()
+
+
+def test_a_full_launch_queue_behind_a_python_host_function_does_not_deadlock(cuda):
+    """Launcher.launch keeps the GIL only while no Python host function is pending
+    (eagle/_hotcall). Here one is pending at the head of the stream and needs the GIL to run,
+    and 20 000 replays of a 20-µs graph fill the launch queue behind it: the launches must
+    release the GIL so that the host function runs and the queue drains. In a subprocess, so a
+    deadlock fails the test instead of hanging the run."""
+    import subprocess
+    import sys
+    code = r'''
+import time, cupy as cp, eagle
+from eagle import _hotcall
+b = eagle.backend("cuda")
+spin = cp.RawKernel(r"""extern "C" __global__ void spin(long long base, long long count, long long n) {
+    long long t0 = clock64(); while (clock64() - t0 < 40000) {} }""", "spin")
+spin.compile()
+s = b.stream(non_blocking=True)
+with b.capture(s) as cap:
+    b.run(int(spin.kernel.ptr), [], 1, stream=s, block=1)
+g = b.graph_from_captured(cap.captured); g.set_stream(s)
+plain = g.launcher()
+assert not plain.runs_python
+ran = []
+def busy():  # needs the GIL for ~50 ms
+    t = time.perf_counter()
+    while time.perf_counter() - t < 0.05:
+        pass
+    ran.append(1)
+s.host_func(busy)
+assert _hotcall.host_calls_pending() >= 1
+t0 = time.perf_counter()
+for _ in range(20000):
+    plain.launch()
+plain.synchronize()
+assert ran == [1], ran
+assert _hotcall.host_calls_pending() == 0
+print("ok", round(time.perf_counter() - t0, 3))
+'''
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0 and "ok" in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])
