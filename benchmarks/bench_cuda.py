@@ -214,9 +214,10 @@ def main():
     # 2-kernel peer moved toward eagle one difference at a time (peers.cu, body_kind 2-4): (a) the
     # compaction steps eagle's [remaining, ran] cell, (b) the graph recorded by stream capture the
     # way eagle's cuda backend records it (the step by cuLaunchKernel, the fold by rewriting the
-    # captured compaction node), (c) both. Figures are GPU time of one launch (events) over its
-    # iterations; every peer's result is checked equal to eagle's. The cases run in a rotating
-    # order, so none always follows the same one.
+    # captured compaction node), (c) both; and (a)'s cell work in two other forms, (a1) read early
+    # and stored as one word, (a2) stored only, with a control (peers.cu body_kind 5-7). Figures
+    # are GPU time of one launch (events) over its iterations; every peer's result is checked
+    # equal to eagle's. The cases run in a rotating order, so none always follows the same one.
     ok(peers.peer_function(b"peer_drop_step", ctypes.byref(u64)), "peer_function")
     f_drop = u64.value
     AS = "ActiveSet loop 2^{}: {} (us/iter)"
@@ -225,7 +226,10 @@ def main():
                 (1, "raw WHILE, 3-kernel body (step, compaction, decide; programmatic edge)"),
                 (2, "raw WHILE, 2-kernel body + eagle's [remaining, ran] cell (a)"),
                 (3, "raw WHILE, 2-kernel body recorded by capture as eagle records it (b)"),
-                (4, "raw WHILE, (a) + (b): eagle's graph by hand (c)"))
+                (4, "raw WHILE, (a) + (b): eagle's graph by hand (c)"),
+                (5, "raw WHILE, (a) with the cell read early, stored as one word (a1)"),
+                (6, "raw WHILE, (a) with the cell only stored, never read (a2, timing only)"),
+                (7, "raw WHILE, (a) with the compaction copied into peers.cu (control: as (a))"))
     aset_cases = []
     for logn in (20, 10):
         n = 1 << logn
@@ -487,12 +491,13 @@ def main():
 
     def per_round(a, c):  # the median of the ratios taken within each round
         return med([x / y for x, y in zip(rows[a], rows[c])]) if a in rows and c in rows else float("nan")
+
     def extra(a, c):  # a's excess over c and the median of the per-round excesses
         if a not in rows or c not in rows:
             return "n/a"
         return f"{m[a] - m[c]:+.3f} ({med([x - y for x, y in zip(rows[a], rows[c])]):+.3f})"
     C = 'replay: C loop of cudaGraphLaunch'
-    AS_R2, AS_R3, AS_A, AS_B, AS_C = (what for _, what in AS_PEERS)
+    AS_R2, AS_R3, AS_A, AS_B, AS_C, AS_A1, AS_A2, AS_A0 = (what for _, what in AS_PEERS)
     c20 = "compact 2^20: "
     lines += ["", "issue 17 (host-side overheads), same run:",
               f"- eager eagle.compact() 2^20, eagle arrays, wall / raw compact_device + sync, wall: "
@@ -550,7 +555,10 @@ def main():
                 f"eagle {extra(AS.format(logn, AS_E), AS.format(logn, AS_R2))}, (a) cell "
                 f"{extra(AS.format(logn, AS_A), AS.format(logn, AS_R2))}, (b) capture "
                 f"{extra(AS.format(logn, AS_B), AS.format(logn, AS_R2))}, (c) both "
-                f"{extra(AS.format(logn, AS_C), AS.format(logn, AS_R2))}" for logn in (20, 10)],
+                f"{extra(AS.format(logn, AS_C), AS.format(logn, AS_R2))}; the cell's parts: (a1) read early "
+                f"{extra(AS.format(logn, AS_A1), AS.format(logn, AS_R2))}, (a2) stored only "
+                f"{extra(AS.format(logn, AS_A2), AS.format(logn, AS_R2))}, control (as (a)) "
+                f"{extra(AS.format(logn, AS_A0), AS.format(logn, AS_R2))}" for logn in (20, 10)],
               *[f"- ActiveSet loop 2^{logn} per iteration, eagle / (a) / (b) / (c): "
                 f"{ratio(AS.format(logn, AS_E), AS.format(logn, AS_A)):.3f} / "
                 f"{ratio(AS.format(logn, AS_E), AS.format(logn, AS_B)):.3f} / "

@@ -237,6 +237,13 @@ extern "C" int peer_while(uint64_t stream, unsigned* d_counter, unsigned iters, 
 //      fold's arguments by cudaGraphKernelNodeSetParams before the body capture ends
 //      (backends/gpu/filtering.cu CompactFold, backends/cuda/conditional.cu fold_body).
 //   4  (c) 2 and 3 together: eagle's graph for repeat_while([step, aset], aset), built by hand.
+//   5-7  as 2, with the body's compaction peer_compact_cell_kernel below (compact_kernel's body,
+//      its tail changed), to tell which part of the cell's work costs:
+//   5  (a1) the cell read as one 8-byte word when the last tile's block starts (off the path to
+//      the decision), and stored as one 8-byte word;
+//   6  (a2) the cell only stored, as one 8-byte word, never read (timing only: the words stored
+//      are not eagle's, and the cap is not applied; the 2^31 cap is never reached here);
+//   7  the control: the copy with eagle's own tail (write_trigger), which must time as kind 2.
 // The iterations a launch runs are max(steps) (the last sample to drop is stepped every iteration).
 namespace fk = eagle::gpu::filtering;
 template <int T, int I>
@@ -263,7 +270,90 @@ __global__ void peer_while_entry_cell(cudaGraphConditionalHandle h, const unsign
     cudaGraphSetConditional(h, go ? 1u : 0u);
 }
 
-constexpr int kAsetKinds = 5;
+// compact_kernel (filtering_kernels.cuh) with the tail of kinds 5-7: Mode 0 eagle's write_trigger
+// (kind 7), 1 the cell read early and stored packed (kind 5), 2 the cell stored only (kind 6).
+// Modes 1 and 2 write the count and decide as set_loop does; the reorder trigger (live32, fire)
+// is left out (NULL in the ActiveSet loop). The cell must be 8-byte aligned (cudaMalloc'd here).
+template <int Mode>
+__device__ __forceinline__ void peer_cell_tail(const fk::CompactArgs& a, uint32_t kept, unsigned long long early) {
+    if (Mode == 0) {
+        fk::write_trigger(a, kept);
+        return;
+    }
+    *a.total = kept;
+    bool go = kept != 0u;
+    auto* word = reinterpret_cast<unsigned long long*>(a.loop_cell);
+    if (Mode == 1) {
+        const uint32_t remaining = static_cast<uint32_t>(early), ran = static_cast<uint32_t>(early >> 32);
+        go = go && remaining > 0u;
+        if (go) *word = (static_cast<unsigned long long>(ran + 1u) << 32) | (remaining - 1u);
+    } else if (go) {
+        *word = (static_cast<unsigned long long>(kept) << 32) | kept;
+    }
+    cudaGraphSetConditional(static_cast<cudaGraphConditionalHandle>(a.loop_handle), go ? 1u : 0u);
+}
+
+template <int T, int I, int Mode>
+__global__ void __launch_bounds__(T) peer_compact_cell_kernel(fk::CompactArgs a) {
+    using namespace fk;
+    constexpr int V = I / 16;
+    constexpr int TILE = T * I;
+    __shared__ uint32_t s_tile, s_epoch, s_base;
+    __shared__ uint32_t s_warp[T / 32];
+    __shared__ uint16_t s_out[TILE];
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    if (tid == 0) take_ticket(a.ticket, a.tiles, &s_tile, &s_epoch);
+    __syncthreads();
+    const uint32_t tile = s_tile;
+    if (tile >= a.tiles) return;
+    unsigned long long early = 0;
+    if (Mode == 1 && tid == 0 && tile == a.tiles - 1) early = *reinterpret_cast<const unsigned long long*>(a.loop_cell);
+    const uint32_t start = tile * static_cast<uint32_t>(TILE);
+    const bool aligned = (reinterpret_cast<uintptr_t>(a.mask) & 15u) == 0;
+    uint32_t bits[V], rank[V], aggregate;
+    tile_counts<T, I>(a.mask, start, a.n, a.flip, aligned, s_warp, bits, rank, &aggregate);
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+        uint32_t b = bits[v];
+        uint32_t r = rank[v];
+        const uint32_t off = static_cast<uint32_t>(warp) * (32u * I) + (v * 32 + lane) * 16u;
+        while (b) {
+            const int k = __ffs(b) - 1;
+            b &= b - 1;
+            s_out[r++] = static_cast<uint16_t>(off + k);
+        }
+    }
+    if (warp == 0) {
+        const uint32_t exclusive = look_back(a.status, tile, epoch_tag(s_epoch), aggregate, lane);
+        if (lane == 0) {
+            s_base = exclusive;
+            if (tile == a.tiles - 1) peer_cell_tail<Mode>(a, exclusive + aggregate, early);
+        }
+    }
+    __syncthreads();
+    int32_t* out = a.out + s_base;
+    for (uint32_t i = tid; i < aggregate; i += T) out[i] = static_cast<int32_t>(start + s_out[i]);
+}
+
+template <int T, int I>
+static const void* peer_cell_entry(int mode) {
+    switch (mode) {
+        case 0: return (const void*)&peer_compact_cell_kernel<T, I, 0>;
+        case 1: return (const void*)&peer_compact_cell_kernel<T, I, 1>;
+        case 2: return (const void*)&peer_compact_cell_kernel<T, I, 2>;
+    }
+    return nullptr;
+}
+// The variants select_compact_variant picks (0 up to 2^21 samples, 6 above); nullptr for others.
+static const void* peer_cell_entry(int variant, int mode) {
+    if (variant == 0) return peer_cell_entry<fk::kCompactThreads[0], fk::kCompactItems[0]>(mode);
+    if (variant == 6) return peer_cell_entry<fk::kCompactThreads[6], fk::kCompactItems[6]>(mode);
+    return nullptr;
+}
+
+constexpr int kAsetKinds = 8;
 constexpr unsigned kAsetCap = 1u << 31;  // bench_cuda's max_iters
 
 // One built ActiveSet-loop graph and what it owns.
@@ -271,7 +361,7 @@ struct AsetPeer {
     cudaGraph_t graph = nullptr;  // the top level
     cudaGraph_t body = nullptr;   // the WHILE's body (owned by the graph's conditional node)
     char* scratch = nullptr;      // the compactions' state
-    unsigned* cell = nullptr;     // [remaining, ran] (kinds 2 and 4)
+    unsigned* cell = nullptr;     // [remaining, ran] (kinds 2 and 4-7)
     cudaStream_t capture = nullptr;  // the body's capture stream (kinds 3 and 4), gone once built
 };
 
@@ -319,7 +409,7 @@ struct AsetArgs {
     AsetArgs(const AsetArgs&) = delete;  // the arrays above point into the object
 };
 
-// The nodes added to graphs directly (kinds 0, 1, 2).
+// The nodes added to graphs directly (kinds 0, 1, 2, 5, 6, 7).
 static int aset_build_direct(AsetArgs& A, bool with_cell, int body_kind, AsetPeer* p) {
     TRY(cudaGraphCreate(&p->graph, 0));
     TRY(cudaGraphConditionalHandleCreate(&A.h, p->graph, 0, 0));
@@ -351,6 +441,11 @@ static int aset_build_direct(AsetArgs& A, bool with_cell, int body_kind, AsetPee
     sp.kernelParams = A.step_args;
     TRY(cudaGraphAddKernelNode(&step, p->body, nullptr, 0, &sp));
     kp.kernelParams = body_kind == 1 ? A.first_args : A.fold_args;
+    if (body_kind >= 5) {  // the cell forms: peer_compact_cell_kernel, same grid and block
+        const void* f = peer_cell_entry(A.variant, body_kind == 5 ? 1 : body_kind == 6 ? 2 : 0);
+        if (!f) return (int)cudaErrorInvalidValue;
+        kp.func = const_cast<void*>(f);
+    }
     TRY(cudaGraphAddKernelNode(&compact, p->body, &step, 1, &kp));
     if (body_kind == 1) {
         cudaKernelNodeParams dp = {};
@@ -475,7 +570,7 @@ static int aset_build(cudaStream_t s, unsigned char* mask, unsigned* steps, int*
                       int body_kind, AsetPeer* p) {
     *p = AsetPeer{};
     if (body_kind < 0 || body_kind >= kAsetKinds || n <= 0) return (int)cudaErrorInvalidValue;
-    const bool with_cell = body_kind == 2 || body_kind == 4;
+    const bool with_cell = body_kind == 2 || body_kind >= 4;
     const bool recorded = body_kind == 3 || body_kind == 4;
     AsetArgs A;
     A.variant = fk::select_compact_variant(n);
@@ -500,7 +595,7 @@ static int aset_build(cudaStream_t s, unsigned char* mask, unsigned* steps, int*
     a.total = count;
     a.tiles = A.tiles;
     A.fold = a;
-    A.fold.loop_cell = p->cell;  // nullptr but for kinds 2 and 4
+    A.fold.loop_cell = p->cell;  // nullptr for kinds 0, 1 and 3
     A.fold.loop_set = 1;
     A.idx = idx;
     A.count = count;

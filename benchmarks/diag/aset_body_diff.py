@@ -47,6 +47,7 @@ NODE_ATTRS = (("access_policy_window", 1), ("cooperative", 2), ("cluster_dim", 4
 
 
 READ_ARGS = True  # --no-args clears it
+ALL_KINDS = range(8)  # peers.cu's peer_activeset_while body kinds
 
 
 class DiagError(Exception):
@@ -92,6 +93,10 @@ class Driver:
         "cuGraphDebugDotPrint": (11030, [c_void_p, ctypes.c_char_p, c_uint]),
     }
 
+    # where the plain name's symbol has an older ABI than SIGS gives
+    SYMBOLS = {"cuGraphGetEdges": "cuGraphGetEdges_v2", "cuStreamGetCaptureInfo": "cuStreamGetCaptureInfo_v3",
+               "cuGraphKernelNodeGetParams": "cuGraphKernelNodeGetParams_v2"}
+
     def __init__(self):
         try:
             self.lib = ctypes.CDLL("libcuda.so.1")
@@ -108,8 +113,8 @@ class Driver:
                 p, status = c_void_p(), c_int(0)
                 if gpa(name.encode(), ctypes.byref(p), version, 0, ctypes.byref(status)) == 0 and p.value:
                     fn = ctypes.CFUNCTYPE(c_int, *argtypes)(p.value)
-            if fn is None:  # an older driver: the plain symbol (only where its ABI is the one above)
-                fn = getattr(self.lib, name, None)
+            if fn is None:  # no cuGetProcAddress_v2: the exported symbol of the ABI written here
+                fn = getattr(self.lib, self.SYMBOLS.get(name, name), None)
                 if fn is not None:
                     fn.restype, fn.argtypes = c_int, argtypes
             self.fns[name] = fn
@@ -283,7 +288,7 @@ def read_node(drv, node):
     elif p.kern and drv.try_call("cuKernelGetName", ctypes.byref(name), c_void_p(p.kern)) == 0 and name.value:
         d["name"] = name.value.decode()
     else:
-        d["name"] = f"<function {func or p.kern:#x}>"
+        d["name"] = f"<function {func or p.kern or 0:#x}>"
     d["func"] = func
     d["handle_kind"] = "CUfunction" if p.func else ("CUkernel" if p.kern else "none")
     d["grid"] = f"{p.gridDimX}x{p.gridDimY}x{p.gridDimZ}"
@@ -435,7 +440,7 @@ def main():
     finally:
         _cond.Conditional.begin = orig_begin
     cp.cuda.Device().synchronize()
-    print(f"eagle {eagle.__file__}, backend {b.path}, build {b.build_info}")
+    print(f"eagle {eagle.__file__}, {b!r}, build {b.build_info}")
     print(f"n = 2^{args.logn}; eagle Graph.build: {g.kernel_node_count} kernel nodes (launcher's count)")
     if len(seen) != 1 or isinstance(seen[0], DiagError):
         raise DiagError(f"expected one WHILE body opened during Graph.build, got {seen!r}")
@@ -514,7 +519,7 @@ def main():
     print(f"eagle: {ran} iterations, all dropped: {bool((mask == 1).all())}, wall {(t1 - t0) * 1e6 / max(ran, 1):.2f} "
           f"us/iter (host wall, includes the launch)")
     dbl = ctypes.c_double()
-    for kind in sorted(set(kinds) | {0, 1, 2, 3, 4}):
+    for kind in sorted(set(kinds) | set(ALL_KINDS)):
         rc = peers.peer_activeset_while(ctypes.c_uint64(s.handle), *ptrs, n, kind, 1, ctypes.byref(dbl))
         if rc:
             print(f"peer kind {kind}: FAILED, cudaError {rc}")
