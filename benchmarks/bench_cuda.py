@@ -31,7 +31,8 @@ def build_peers():
                         "-shared", "-Xcompiler", "-fPIC", src, "-o", out], check=True)
     lib = ctypes.CDLL(out)
     for name in ("peer_graph_launch_loop", "peer_seam_launch_loop", "peer_while", "peer_host_loop", "peer_cub_flagged",
-                 "peer_cub_flagged_counting", "peer_memcpy", "peer_memcpy_wall", "peer_activeset_while"):
+                 "peer_cub_flagged_counting", "peer_memcpy", "peer_memcpy_wall", "peer_activeset_while",
+                 "peer_activeset_graph", "peer_activeset_graph_release"):
         getattr(lib, name).restype = ctypes.c_int
     return lib
 
@@ -218,10 +219,26 @@ def main():
     # same steps) and the ActiveSet's compaction, which ends each iteration itself (the WHILE
     # fold) -- against the same loop built by hand as a raw WHILE (peer_activeset_while): body =
     # the same step kernel + eagle's compaction kernel whose last block sets the condition; and the
-    # three-kernel body eagle recorded before the fold (compaction, then a decide kernel). Figures
-    # are GPU time of one launch (events) over its iterations; both ends are checked equal.
+    # three-kernel body eagle recorded before the fold (compaction, then a decide kernel); and the
+    # 2-kernel peer moved toward eagle one difference at a time (peers.cu, body_kind 2-4): (a) the
+    # compaction steps eagle's [remaining, ran] cell, (b) the graph recorded by stream capture the
+    # way eagle's cuda backend records it (the step by cuLaunchKernel, the fold by rewriting the
+    # captured compaction node), (c) both; and (a)'s cell work in two other forms, (a1) read early
+    # and stored as one word, (a2) stored only, with a control (peers.cu body_kind 5-7). Figures
+    # are GPU time of one launch (events) over its iterations; every peer's result is checked
+    # equal to eagle's. The cases run in a rotating order, so none always follows the same one.
     ok(peers.peer_function(b"peer_drop_step", ctypes.byref(u64)), "peer_function")
     f_drop = u64.value
+    AS = "ActiveSet loop 2^{}: {} (us/iter)"
+    AS_E = "eagle repeat_while([step, aset], aset)"
+    AS_PEERS = ((0, "raw WHILE, 2-kernel body (step, compaction that sets the condition)"),
+                (1, "raw WHILE, 3-kernel body (step, compaction, decide; programmatic edge)"),
+                (2, "raw WHILE, 2-kernel body + eagle's [remaining, ran] cell (a)"),
+                (3, "raw WHILE, 2-kernel body recorded by capture as eagle records it (b)"),
+                (4, "raw WHILE, (a) + (b): eagle's graph by hand (c)"),
+                (5, "raw WHILE, (a) with the cell read early, stored as one word (a1)"),
+                (6, "raw WHILE, (a) with the cell only stored, never read (a2, timing only)"),
+                (7, "raw WHILE, (a) with the compaction copied into peers.cu (control: as (a))"))
     aset_cases = []
     for logn in (20, 10):
         n = 1 << logn
@@ -253,22 +270,38 @@ def main():
         return med(times), g.ran(loop)
 
     aset_iters = {}
-    for _ in range(args.rounds):
+    aset_order = [None] + [kind for kind, _ in AS_PEERS]  # None: eagle
+    aset_broken = set()
+    for r in range(args.rounds):
         for logn, n, mask, steps, g, loop, raw in aset_cases:
-            us, ran = eagle_aset(n, mask, steps, g, loop)
-            add(f"ActiveSet loop 2^{logn}: eagle repeat_while([step, aset], aset) (us/iter)", us / ran)
-            for kind, what in ((0, "raw WHILE, 2-kernel body (step, compaction that sets the condition)"),
-                               (1, "raw WHILE, 3-kernel body (step, compaction, decide; programmatic edge)")):
-                ok(peers.peer_activeset_while(ctypes.c_uint64(s.handle), ctypes.c_void_p(raw["mask"].data.ptr),
-                                              ctypes.c_void_p(raw["steps"].data.ptr),
-                                              ctypes.c_void_p(raw["idx"].data.ptr),
-                                              ctypes.c_void_p(raw["count"].data.ptr), n, kind, 5, ctypes.byref(dbl)),
-                   "peer_activeset_while")
-                raw_iters = int(raw["steps"].max().get())
-                add(f"ActiveSet loop 2^{logn}: {what} (us/iter)", dbl.value / raw_iters)
-                same = (ran == raw_iters and bool((steps == raw["steps"]).all()) and bool((mask == 1).all())
-                        and bool((raw["mask"] == 1).all()) and int(raw["count"].get()[0]) == 0)
-                if not same:
+            ran, eagle_steps, peer_runs = None, None, {}
+            for kind in aset_order[r % len(aset_order):] + aset_order[:r % len(aset_order)]:
+                if kind is None:
+                    us, ran = eagle_aset(n, mask, steps, g, loop)
+                    add(AS.format(logn, AS_E), us / ran)
+                    eagle_steps = steps.get()  # on the host: the peers' runs do not touch eagle's arrays
+                    if not bool((mask == 1).all()):
+                        failures.append(f"ActiveSet loop 2^{logn}: eagle left live samples")
+                    continue
+                if kind in aset_broken:
+                    continue
+                rc = peers.peer_activeset_while(ctypes.c_uint64(s.handle), ctypes.c_void_p(raw["mask"].data.ptr),
+                                                ctypes.c_void_p(raw["steps"].data.ptr),
+                                                ctypes.c_void_p(raw["idx"].data.ptr),
+                                                ctypes.c_void_p(raw["count"].data.ptr), n, kind, 5, ctypes.byref(dbl))
+                if rc:  # a peer that cannot be built here is reported and left out, the rest still run
+                    aset_broken.add(kind)
+                    failures.append(f"ActiveSet loop 2^{logn}: peer_activeset_while kind {kind} failed with error {rc}")
+                    print(failures[-1])
+                    continue
+                raw_steps = raw["steps"].get()  # before the next peer zeroes them
+                raw_iters = int(raw_steps.max())
+                add(AS.format(logn, dict(AS_PEERS)[kind]), dbl.value / raw_iters)
+                if not (bool((raw["mask"] == 1).all()) and int(raw["count"].get()[0]) == 0):
+                    failures.append(f"ActiveSet loop 2^{logn}: the raw peer kind {kind} left live samples")
+                peer_runs[kind] = (raw_iters, raw_steps)
+            for kind, (raw_iters, raw_steps) in peer_runs.items():
+                if ran != raw_iters or not (eagle_steps == raw_steps).all():
                     failures.append(f"ActiveSet loop 2^{logn}: eagle ({ran} iterations) and the raw peer kind {kind} "
                                     f"({raw_iters} iterations) disagree")
             aset_iters[logn] = ran
@@ -467,11 +500,13 @@ def main():
 
     def per_round(a, c):  # the median of the ratios taken within each round
         return med([x / y for x, y in zip(rows[a], rows[c])]) if a in rows and c in rows else float("nan")
+
+    def extra(a, c):  # a's excess over c and the median of the per-round excesses
+        if a not in rows or c not in rows:
+            return "n/a"
+        return f"{m[a] - m[c]:+.3f} ({med([x - y for x, y in zip(rows[a], rows[c])]):+.3f})"
     C = 'replay: C loop of cudaGraphLaunch'
-    AS = "ActiveSet loop 2^{}: {} (us/iter)"
-    AS_E = "eagle repeat_while([step, aset], aset)"
-    AS_R2 = "raw WHILE, 2-kernel body (step, compaction that sets the condition)"
-    AS_R3 = "raw WHILE, 3-kernel body (step, compaction, decide; programmatic edge)"
+    AS_R2, AS_R3, AS_A, AS_B, AS_C, AS_A1, AS_A2, AS_A0 = (what for _, what in AS_PEERS)
     c20 = "compact 2^20: "
     lines += ["", "issue 17 (host-side overheads), same run:",
               f"- eager eagle.compact() 2^20, eagle arrays, wall / raw compact_device + sync, wall: "
@@ -527,6 +562,19 @@ def main():
               f"- ActiveSet loop per iteration, eagle / raw 3-kernel WHILE (eagle's body before the fold): "
               f"{ratio(AS.format(20, AS_E), AS.format(20, AS_R3)):.3f} at n = 2^20, "
               f"{ratio(AS.format(10, AS_E), AS.format(10, AS_R3)):.3f} at n = 2^10",
+              *[f"- ActiveSet loop 2^{logn} per iteration over the raw 2-kernel WHILE (us; per-round median): "
+                f"eagle {extra(AS.format(logn, AS_E), AS.format(logn, AS_R2))}, (a) cell "
+                f"{extra(AS.format(logn, AS_A), AS.format(logn, AS_R2))}, (b) capture "
+                f"{extra(AS.format(logn, AS_B), AS.format(logn, AS_R2))}, (c) both "
+                f"{extra(AS.format(logn, AS_C), AS.format(logn, AS_R2))}; the cell's parts: (a1) read early "
+                f"{extra(AS.format(logn, AS_A1), AS.format(logn, AS_R2))}, (a2) stored only "
+                f"{extra(AS.format(logn, AS_A2), AS.format(logn, AS_R2))}, control (as (a)) "
+                f"{extra(AS.format(logn, AS_A0), AS.format(logn, AS_R2))}" for logn in (20, 10)],
+              *[f"- ActiveSet loop 2^{logn} per iteration, eagle / (a) / (b) / (c): "
+                f"{ratio(AS.format(logn, AS_E), AS.format(logn, AS_A)):.3f} / "
+                f"{ratio(AS.format(logn, AS_E), AS.format(logn, AS_B)):.3f} / "
+                f"{ratio(AS.format(logn, AS_E), AS.format(logn, AS_C)):.3f} "
+                "(eagle / (c) near 1.000: the differences (a) and (b) account for eagle's gap)" for logn in (20, 10)],
               f"- WHILE per iteration at 1000, eagle / host-driven loop: "
               f"{ratio('WHILE 1000 it: eagle (us/iter)', 'WHILE 1000 it: host-driven loop (us/iter)'):.2f}x",
               f"- compact 2^26, eagle / CUB Flagged: "
