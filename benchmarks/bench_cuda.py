@@ -32,7 +32,7 @@ def build_peers():
     lib = ctypes.CDLL(out)
     for name in ("peer_graph_launch_loop", "peer_seam_launch_loop", "peer_while", "peer_host_loop", "peer_cub_flagged",
                  "peer_cub_flagged_counting", "peer_memcpy", "peer_memcpy_wall", "peer_activeset_while",
-                 "peer_activeset_graph", "peer_activeset_graph_release"):
+                 "peer_activeset_while_on", "peer_activeset_graph", "peer_activeset_graph_release"):
         getattr(lib, name).restype = ctypes.c_int
     return lib
 
@@ -60,6 +60,7 @@ def main():
     import cupy as cp
     import eagle
     from eagle import _hotcall
+    from eagle._arrays import address_of
     from eagle._seam_ffi import ffi
     try:
         import torch
@@ -238,7 +239,12 @@ def main():
                 (4, "raw WHILE, (a) + (b): eagle's graph by hand (c)"),
                 (5, "raw WHILE, (a) with the cell read early, stored as one word (a1)"),
                 (6, "raw WHILE, (a) with the cell only stored, never read (a2, timing only)"),
-                (7, "raw WHILE, (a) with the compaction copied into peers.cu (control: as (a))"))
+                (7, "raw WHILE, (a) with the compaction copied into peers.cu (control: as (a))"),
+                # the same graphs run on eagle's own buffers (its mask, steps, index map, count,
+                # compaction scratch and loop cell): what is left of eagle's gap is where its memory
+                # lies, not what its graph does (peer_activeset_while_on)
+                (102, "raw WHILE, (a) on eagle's own buffers"),
+                (104, "raw WHILE, (c) on eagle's own buffers"))
     aset_cases = []
     for logn in (20, 10):
         n = 1 << logn
@@ -252,7 +258,9 @@ def main():
             st.run(f_drop, [aset.index_map, aset.count, steps, mask], n, block=256)
         loop = eagle.repeat_while([drop_step, aset], aset, (1 << 31), name="step + compact")
         g = eagle.Graph.build([aset, loop], planes=[mask, steps], stream=s, toggle=False)
-        aset_cases.append((logn, n, mask, steps, g, loop, raw))
+        own = {"mask": mask, "steps": steps, "idx": aset.index_map, "count": aset.count,
+               "scratch": aset._scratch, "cell": g._cell(loop)}
+        aset_cases.append((logn, n, mask, steps, g, loop, raw, own))
     cp.cuda.Device().synchronize()  # the ActiveSets' words were zero-filled on CuPy's stream
 
     def eagle_aset(n, mask, steps, g, loop, reps=5):
@@ -273,7 +281,7 @@ def main():
     aset_order = [None] + [kind for kind, _ in AS_PEERS]  # None: eagle
     aset_broken = set()
     for r in range(args.rounds):
-        for logn, n, mask, steps, g, loop, raw in aset_cases:
+        for logn, n, mask, steps, g, loop, raw, own in aset_cases:
             ran, eagle_steps, peer_runs = None, None, {}
             for kind in aset_order[r % len(aset_order):] + aset_order[:r % len(aset_order)]:
                 if kind is None:
@@ -285,19 +293,24 @@ def main():
                     continue
                 if kind in aset_broken:
                     continue
-                rc = peers.peer_activeset_while(ctypes.c_uint64(s.handle), ctypes.c_void_p(raw["mask"].data.ptr),
-                                                ctypes.c_void_p(raw["steps"].data.ptr),
-                                                ctypes.c_void_p(raw["idx"].data.ptr),
-                                                ctypes.c_void_p(raw["count"].data.ptr), n, kind, 5, ctypes.byref(dbl))
+                bufs = own if kind >= 100 else raw
+                ptr = {k: ctypes.c_void_p(address_of(v).ptr) for k, v in bufs.items()}
+                if kind >= 100:
+                    rc = peers.peer_activeset_while_on(ctypes.c_uint64(s.handle), ptr["mask"], ptr["steps"], ptr["idx"],
+                                                       ptr["count"], ptr["scratch"], ptr["cell"], n, kind - 100, 5,
+                                                       ctypes.byref(dbl))
+                else:
+                    rc = peers.peer_activeset_while(ctypes.c_uint64(s.handle), ptr["mask"], ptr["steps"], ptr["idx"],
+                                                    ptr["count"], n, kind, 5, ctypes.byref(dbl))
                 if rc:  # a peer that cannot be built here is reported and left out, the rest still run
                     aset_broken.add(kind)
                     failures.append(f"ActiveSet loop 2^{logn}: peer_activeset_while kind {kind} failed with error {rc}")
                     print(failures[-1])
                     continue
-                raw_steps = raw["steps"].get()  # before the next peer zeroes them
+                raw_steps = bufs["steps"].get()  # before the next peer zeroes them
                 raw_iters = int(raw_steps.max())
                 add(AS.format(logn, dict(AS_PEERS)[kind]), dbl.value / raw_iters)
-                if not (bool((raw["mask"] == 1).all()) and int(raw["count"].get()[0]) == 0):
+                if not (bool((bufs["mask"] == 1).all()) and int(bufs["count"].get()[0]) == 0):
                     failures.append(f"ActiveSet loop 2^{logn}: the raw peer kind {kind} left live samples")
                 peer_runs[kind] = (raw_iters, raw_steps)
             for kind, (raw_iters, raw_steps) in peer_runs.items():
@@ -575,6 +588,11 @@ def main():
                 f"{ratio(AS.format(logn, AS_E), AS.format(logn, AS_B)):.3f} / "
                 f"{ratio(AS.format(logn, AS_E), AS.format(logn, AS_C)):.3f} "
                 "(eagle / (c) near 1.000: the differences (a) and (b) account for eagle's gap)" for logn in (20, 10)],
+              *[f"- ActiveSet loop 2^{logn} per iteration on eagle's own buffers, eagle / (a) / (c): "
+                f"{ratio(AS.format(logn, AS_E), AS.format(logn, dict(AS_PEERS)[102])):.3f} / "
+                f"{ratio(AS.format(logn, AS_E), AS.format(logn, dict(AS_PEERS)[104])):.3f} "
+                "(near 1.000: eagle's graph costs what the same graph by hand costs on the same memory)"
+                for logn in (20, 10)],
               f"- WHILE per iteration at 1000, eagle / host-driven loop: "
               f"{ratio('WHILE 1000 it: eagle (us/iter)', 'WHILE 1000 it: host-driven loop (us/iter)'):.2f}x",
               f"- compact 2^26, eagle / CUB Flagged: "

@@ -363,13 +363,14 @@ struct AsetPeer {
     char* scratch = nullptr;      // the compactions' state
     unsigned* cell = nullptr;     // [remaining, ran] (kinds 2 and 4-7)
     cudaStream_t capture = nullptr;  // the body's capture stream (kinds 3 and 4), gone once built
+    bool borrowed = false;        // scratch and cell are the caller's (peer_activeset_while_on): not freed
 };
 
 static void aset_free(AsetPeer& p) {
     if (p.graph) cudaGraphDestroy(p.graph);
     if (p.capture) cudaStreamDestroy(p.capture);
-    if (p.scratch) cudaFree(p.scratch);
-    if (p.cell) cudaFree(p.cell);
+    if (p.scratch && !p.borrowed) cudaFree(p.scratch);
+    if (p.cell && !p.borrowed) cudaFree(p.cell);
     (void)cudaGetLastError();
     p = AsetPeer{};
 }
@@ -567,7 +568,7 @@ static void aset_abandon_capture(cudaStream_t s, cudaStream_t bs) {
 // Builds the graph of `body_kind` over the given buffers into *p (empty on failure). The scratch
 // and the cell are zeroed on `stream` before the graph can run there.
 static int aset_build(cudaStream_t s, unsigned char* mask, unsigned* steps, int* idx, unsigned* count, int n,
-                      int body_kind, AsetPeer* p) {
+                      int body_kind, AsetPeer* p, char* own_scratch = nullptr, unsigned* own_cell = nullptr) {
     *p = AsetPeer{};
     if (body_kind < 0 || body_kind >= kAsetKinds || n <= 0) return (int)cudaErrorInvalidValue;
     const bool with_cell = body_kind == 2 || body_kind >= 4;
@@ -579,12 +580,17 @@ static int aset_build(cudaStream_t s, unsigned char* mask, unsigned* steps, int*
     const size_t scratch_bytes = 256 + ((size_t)A.tiles * 8 + 255) / 256 * 256;
     int rc = 0;
     auto fail = [&](int code) { aset_free(*p); return code; };
-    if ((rc = (int)cudaMalloc(&p->scratch, scratch_bytes))) return fail(rc);
-    if ((rc = (int)cudaMemsetAsync(p->scratch, 0, scratch_bytes, s))) return fail(rc);  // zero before first use
-    if (with_cell) {
-        if ((rc = (int)cudaMalloc(&p->cell, 2 * sizeof(unsigned)))) return fail(rc);
-        if ((rc = (int)cudaMemsetAsync(p->cell, 0, 2 * sizeof(unsigned), s))) return fail(rc);
+    if (own_scratch) {  // the caller's (eagle's own) buffers: same kernels, so the same state rules
+        if (!with_cell || !own_cell) return (int)cudaErrorInvalidValue;
+        p->borrowed = true;
+        p->scratch = own_scratch;
+        p->cell = own_cell;
+    } else {
+        if ((rc = (int)cudaMalloc(&p->scratch, scratch_bytes))) return fail(rc);
+        if (with_cell && (rc = (int)cudaMalloc(&p->cell, 2 * sizeof(unsigned)))) return fail(rc);
     }
+    if ((rc = (int)cudaMemsetAsync(p->scratch, 0, scratch_bytes, s))) return fail(rc);  // zero before first use
+    if (with_cell && (rc = (int)cudaMemsetAsync(p->cell, 0, 2 * sizeof(unsigned), s))) return fail(rc);
     fk::CompactArgs& a = A.first;
     a.mask = mask;
     a.out = idx;
@@ -658,6 +664,22 @@ extern "C" int peer_activeset_while(uint64_t stream, unsigned char* mask, unsign
     cudaStream_t s = (cudaStream_t)(uintptr_t)stream;
     AsetPeer p;
     int rc = aset_build(s, mask, steps, idx, count, n, body_kind, &p);
+    if (rc) return rc;
+    rc = aset_time(p, s, mask, steps, n, reps, us_per_launch);
+    aset_free(p);
+    return rc;
+}
+
+// The same, on buffers the caller gives for the compactions' state and the loop cell (eagle's own
+// ActiveSet scratch and [remaining, ran] cell): separates where the memory lies from what the graph
+// does. Kinds with a cell only (2, 4-7); the scratch is zeroed first, as a new one is.
+extern "C" int peer_activeset_while_on(uint64_t stream, unsigned char* mask, unsigned* steps, int* idx,
+                                       unsigned* count, char* scratch, unsigned* cell, int n, int body_kind,
+                                       int reps, double* us_per_launch) {
+    cudaStream_t s = (cudaStream_t)(uintptr_t)stream;
+    if (!scratch || !cell) return (int)cudaErrorInvalidValue;
+    AsetPeer p;
+    int rc = aset_build(s, mask, steps, idx, count, n, body_kind, &p, scratch, cell);
     if (rc) return rc;
     rc = aset_time(p, s, mask, steps, n, reps, us_per_launch);
     aset_free(p);
