@@ -65,6 +65,21 @@ def fast_info(obj):
     return None if fast is None else fast(obj)
 
 
+def fast_infos(objs):
+    """[:class:`ArrayInfo`] of every object of ``objs`` when each one's exact type has a fast path
+    and it takes it, else None."""
+    out = []
+    for obj in objs:
+        fast = _EXACT.get(type(obj))
+        if fast is None:
+            return None
+        info = fast(obj)
+        if info is None:
+            return None
+        out.append(info)
+    return out
+
+
 def _ndarray_info(a):
     """A numpy array's memory through its buffer: what its ``__array_interface__`` says, without
     building that dict (which costs microseconds a call). Not C-contiguous, or a dtype the

@@ -13,8 +13,8 @@ Rules, in order:
 ``host_ok``: host arrays may sit beside device arrays (a copy between host and device); elsewhere
 (kernel arguments, planes) host and device arrays together are refused, since a kernel on one
 cannot read the other's memory."""
-from ._arrays import dlpack_device
-from ._device_kind import HOST_DEVICE_TYPES, describe_device, kind_of_device_type
+from ._arrays import dlpack_device, fast_infos
+from ._device_kind import HOST_DEVICE_TYPES, KIND_OF_DEVICE_TYPE, describe_device, kind_of_device_type
 from ._stream_arg import backend_of_stream
 from ._backend import backend as open_backend
 from .errors import EagleTypeError, EagleValueError
@@ -81,3 +81,27 @@ def resolve(arrays=(), *, backend=None, streams=(), what="eagle", host_ok=False,
     return b, (None if where is None else where[1])
 
 
+def resolve_exact(arrays):
+    """``(Backend, device, infos)`` for a call on ``arrays`` with no ``backend=``, no stream and
+    host arrays not allowed beside device arrays, when every array is of an exact type whose
+    :class:`ArrayInfo` is known without asking it (:func:`eagle._arrays.fast_infos`: eagle's
+    DeviceArray, a C-contiguous numpy array) and they all live on one device that the backend of
+    its kind serves. ``infos`` are their ArrayInfos, in order.
+
+    The answer is :func:`resolve`'s for those arrays; anything else (another type, arrays on two
+    devices, a device no backend serves) is None, and the caller takes :func:`resolve`, which
+    decides it or names what is wrong."""
+    infos = fast_infos(arrays)
+    if not infos:
+        return None
+    device_type, device_id = infos[0].device_type, infos[0].device_id
+    for info in infos:
+        if info.device_type != device_type or info.device_id != device_id:
+            return None
+    kind = KIND_OF_DEVICE_TYPE.get(device_type)
+    if kind is None:
+        return None
+    b = open_backend(kind)
+    if device_type not in b.device_types:
+        return None
+    return b, device_id, infos

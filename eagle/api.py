@@ -5,6 +5,7 @@
 Each decides its backend with the one resolver (eagle/_resolve.py) from where its arrays live
 (and the eagle stream it is given), overridden by ``backend=``; none defaults to a kind. Then it
 hands the :class:`eagle.Backend` to the seam object that does the work."""
+from . import _eager_memo
 from . import array as _array
 from . import exec as _exec
 from . import filtering as _filtering
@@ -14,9 +15,13 @@ from . import module as _module
 import threading
 
 from ._backend import backend as open_backend
-from ._device_kind import kind_of_device_type
-from ._resolve import resolve
+from ._device_kind import KIND_OF_DEVICE_TYPE, kind_of_device_type
+from ._resolve import resolve, resolve_exact
 from .errors import EagleValueError
+
+_DeviceArray = _array.DeviceArray
+_COMPACT_KEYWORDS = frozenset({"n", "drop", "live32", "span", "fire", "theta", "device", "flags"})
+_MEMO_KEYWORDS = frozenset({"n", "drop"})
 
 _own = threading.local()
 
@@ -47,15 +52,21 @@ def eager(backend, stream, enqueue, *args, **kw):
         return out
     s = own_stream(backend)
     out, raw, refs = enqueue(backend, *args, stream=s, **kw)
+    wait(backend, s, raw, refs)
+    return out
+
+
+def wait(backend, s, raw, refs):
+    """Wait for ``s``, eagle's own stream (raw value ``raw``), after enqueuing work on it that
+    uses ``refs``: then nothing is held. Should the wait fail, the work may not have run, so the
+    stream keeps ``refs`` until a later wait."""
     try:
         s.synchronize()
     except BaseException:
-        # the wait failed: the work may not have run, so the stream keeps refs until a later wait
         if refs is not None:
             _memory.keep_until_sync(backend, raw, refs)
         raise
     _memory.released_by_sync(backend, raw)
-    return out
 
 
 def _copy(backend, dst, src, nbytes, stream, direction):
@@ -66,6 +77,48 @@ def _copy(backend, dst, src, nbytes, stream, direction):
 def _compact(backend, mask, index_map, count, scratch, stream, **kw):
     raw, refs = _filtering.enqueue_compact(backend, mask, index_map, count, scratch, stream=stream, **kw)
     return None, raw, refs
+
+
+def _eager_compact(mask, index_map, count, scratch, kw):
+    """Eager ``compact`` (no ``backend=``, no stream) when every array is eagle's or numpy's
+    (:func:`eagle._resolve.resolve_exact`) and False otherwise, for the general path to decide.
+
+    The arrays' infos decide the backend and give the addresses, read once. With four eagle
+    arrays and no argument but ``n`` (an int) and ``drop`` (a bool), the checked desc is kept in
+    this thread's memo (eagle/_eager_memo.py) and a later call with the same objects makes the
+    same seam call again, once it has checked what can change: the backend their kind opens now
+    and this thread's own stream."""
+    if kw and not kw.keys() <= _COMPACT_KEYWORDS:
+        return False  # the general path names the keyword
+    arrays = (mask, index_map, count, scratch)
+    key = None
+    if type(mask) is _DeviceArray and (not kw or kw.keys() <= _MEMO_KEYWORDS):
+        n, drop = kw.get("n"), kw.get("drop", False)
+        if (n is None or type(n) is int) and type(drop) is bool:
+            table = _eager_memo.table()
+            key = (id(mask), id(index_map), id(count), id(scratch), n, drop)
+            e = table.get(key)
+            if e is not None and e.holds4(mask, index_map, count, scratch):
+                b = e.backend
+                if open_backend(e.kind) is b:
+                    s = own_stream(b)
+                    if s is e.stream and s.handle == e.raw:  # .handle refuses a closed stream
+                        b.call.compact_device(e.desc)
+                        wait(b, s, e.raw, arrays)
+                        return None
+    hit = resolve_exact(arrays)
+    if hit is None:
+        return False
+    b, _, infos = hit
+    s = own_stream(b)
+    desc, raw, refs = _filtering.compact_desc(b, *infos, stream=s, **kw)
+    b.call.compact_device(desc)
+    if (key is not None and type(index_map) is _DeviceArray and type(count) is _DeviceArray
+            and type(scratch) is _DeviceArray):
+        _eager_memo.put(table, key, _eager_memo.Entry(arrays, KIND_OF_DEVICE_TYPE[mask.device_type], b, s, raw,
+                                                      desc))
+    wait(b, s, raw, refs)
+    return None
 
 
 def copy(dst, src, nbytes=None, *, stream=None, backend=None, direction=None):
@@ -111,6 +164,8 @@ def compact(mask, index_map, count, scratch, *, backend=None, stream=None, **kw)
     """``index_map[:count] = flatnonzero(mask)`` (``drop=True``: of ``mask == 0``) on the backend
     the arrays live on; see :func:`eagle.filtering.compact`. Enqueued on ``stream``; with no
     stream, done on a stream of eagle's own before the call returns."""
+    if backend is None and stream is None and _eager_compact(mask, index_map, count, scratch, kw) is None:
+        return None
     b, _ = resolve((mask, index_map, count, scratch), backend=backend, streams=(stream,),
                    what="eagle.compact")
     return eager(b, stream, _compact, mask, index_map, count, scratch, **kw)

@@ -5,14 +5,17 @@ scratch buffer, never allocate, never synchronise. :class:`eagle.ActiveSet` buil
 from . import _seam_meta as meta
 from . import _validate
 from ._arrays import address_of
+from ._desc import Packer
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
 from .memory import hold_until_done
 from .errors import EagleValueError
 
 MASK_IS_DROP = meta.CONSTANTS["EAGLE_BACKEND_COMPACT_MASK_IS_DROP"]
-_COMPACT = "struct eagle_backend_compact_desc*"
 _COMPACT_SIZE = ffi.sizeof("struct eagle_backend_compact_desc")
+_COMPACT = Packer("struct eagle_backend_compact_desc", (
+    "struct_size", "flags", "device", "mask", "index_map", "count", "scratch", "n", "stream", "scratch_bytes",
+    "live32", "span", "fire", "theta"))
 
 
 def _ptr(x):
@@ -55,35 +58,50 @@ def enqueue_compact(backend, mask, index_map, count, scratch, *, n=None, drop=Fa
                     live32=None, span=None, fire=None, theta=0.0, device=-1, flags=None):
     """:func:`compact` without the keepalive: ``(raw stream, refs)``, where ``refs`` must stay
     alive until the stream has run the compaction (the caller holds them, or waits for the stream)."""
-    # Each array's address is looked up once: for device arrays every lookup builds their
-    # __cuda_array_interface__ or DLPack capsule, which costs microseconds a call. This runs on
-    # every eager compaction, so it is written out flat: no loops over tuples, constant messages.
     if scratch is None:
         raise EagleValueError("eagle.compact: a scratch buffer is needed; size it with compact_scratch_bytes()")
-    m, im, c, sc = address_of(mask), address_of(index_map), address_of(count), address_of(scratch)
+    # Each array's address is looked up once: for device arrays every lookup builds their
+    # __cuda_array_interface__ or DLPack capsule, which costs microseconds a call.
+    desc, raw, refs = compact_desc(backend, address_of(mask), address_of(index_map), address_of(count),
+                                   address_of(scratch), n=n, drop=drop, stream=stream, live32=live32, span=span,
+                                   fire=fire, theta=theta, device=device, flags=flags)
+    backend.call.compact_device(desc)
+    return raw, refs
+
+
+def compact_desc(backend, m, im, c, sc, *, n=None, drop=False, stream=None, live32=None, span=None,
+                 fire=None, theta=0.0, device=-1, flags=None):
+    """The checked desc of :func:`enqueue_compact` from the :class:`ArrayInfo` of mask, index_map,
+    count and scratch (``address_of`` of each): ``(desc, raw stream, refs)``. It refuses what
+    :func:`compact` refuses; the desc may be passed to ``compact_device`` again while the arrays
+    live (it holds their addresses, not the arrays)."""
+    # This runs on every eager compaction, so it is written out flat: no loops over tuples,
+    # constant messages, the checks in one test (the validators name the first that fails).
     if n is None:
         if m.nbytes is None:
             raise EagleValueError("eagle.compact: give n when the mask is a raw address")
         n = m.nbytes
     else:
         n = _validate.integer(n, "eagle.compact: n", minimum=0)
-    _validate.holds(m, n, "eagle.compact: mask")
-    _validate.holds(im, 4 * n, "eagle.compact: index_map")
-    _validate.holds(c, 4, "eagle.compact: count")
-    _validate.writable(im, "eagle.compact: index_map")
-    _validate.writable(c, "eagle.compact: count")
-    _validate.writable(sc, "eagle.compact: scratch")
+    if ((m.nbytes is not None and m.nbytes < n) or (im.nbytes is not None and im.nbytes < 4 * n)
+            or (c.nbytes is not None and c.nbytes < 4) or im.readonly or c.readonly or sc.readonly):
+        _validate.holds(m, n, "eagle.compact: mask")
+        _validate.holds(im, 4 * n, "eagle.compact: index_map")
+        _validate.holds(c, 4, "eagle.compact: count")
+        _validate.writable(im, "eagle.compact: index_map")
+        _validate.writable(c, "eagle.compact: count")
+        _validate.writable(sc, "eagle.compact: scratch")
     raw = raw_stream(backend, stream)
-    fields = {"struct_size": _COMPACT_SIZE, "flags": (MASK_IS_DROP if drop else 0) if flags is None else flags,
-              "device": device, "mask": m.ptr, "index_map": im.ptr, "count": c.ptr, "scratch": sc.ptr,
-              "scratch_bytes": 0 if sc.nbytes is None else sc.nbytes, "n": n, "stream": raw, "theta": float(theta)}
+    theta = float(theta)
     refs = (m.keepalive, im.keepalive, c.keepalive, sc.keepalive)
+    trigger = 0, 0, 0
     if live32 is not None or span is not None or fire is not None:  # the reorder trigger
-        trigger = [None if a is None else address_of(a) for a in (live32, span, fire)]
-        fields["live32"], fields["span"], fields["fire"] = (0 if a is None else a.ptr for a in trigger)
-        refs += tuple(a.keepalive for a in trigger if a is not None)
-    backend.call.compact_device(ffi.new(_COMPACT, fields))
-    return raw, refs
+        infos = [None if a is None else address_of(a) for a in (live32, span, fire)]
+        trigger = tuple(0 if a is None else a.ptr for a in infos)
+        refs += tuple(a.keepalive for a in infos if a is not None)
+    desc = _COMPACT.new(_COMPACT_SIZE, (MASK_IS_DROP if drop else 0) if flags is None else flags, device, m.ptr,
+                        im.ptr, c.ptr, sc.ptr, n, raw, 0 if sc.nbytes is None else sc.nbytes, *trigger, theta)
+    return desc, raw, refs
 
 
 def _reorder_desc(backend, planes, mask, perm, inv, span, fire, scratch, n, drop, stream, device, flags):

@@ -1,0 +1,185 @@
+"""Issue 17: eager ``eagle.compact()`` against its raw seam call, on any backend.
+
+    python benchmarks/bench_eager_overhead.py [--backend cpu|cuda] [--n 1048576] [--calls 200] [--rounds 21]
+
+Each case is a pair doing the same work on the same arrays, on the same stream (eagle's own stream
+of this thread, the one an eager call with no ``stream=`` runs on), timed on the host (wall):
+
+- eager: ``eagle.compact(mask, index_map, count, scratch)``: the resolver, the argument checks,
+  the desc, the seam call, the wait;
+- raw: a desc prepared once with the same arrays' addresses, passed to the backend's
+  ``compact_device`` through cffi, then ``stream_synchronize`` of that stream through cffi: the
+  kernel, its launch and the host wake-up, and nothing of eagle's Python.
+
+Array sets: eagle's own ``DeviceArray`` (``eagle.empty``); numpy arrays on cpu; CuPy arrays on
+cuda (when cupy imports) and torch tensors on cuda (when torch imports and sees a GPU). The mask
+keeps half the samples. Rounds interleave the cases (the order rotates, raw and eager alternate
+which goes first); the figures are medians over rounds of the per-call mean of ``calls`` calls,
+and the best round of each (less disturbed by other load on a shared machine).
+``eager - raw`` is eagle's Python cost per call; the ratio is issue 17's figure (goal <= 1.3x at
+2^20 on the H200)."""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import eagle
+from eagle import _arrays
+from eagle.api import own_stream
+from eagle._seam_ffi import ffi
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _machine import header  # noqa: E402
+
+
+def _check(status, what, b):
+    if status:
+        raise RuntimeError(f"{what} failed with status {status}: {b.last_error()}")
+
+
+def eagle_set(b, mask_host, scratch_bytes):
+    """mask, index_map, count, scratch as eagle DeviceArrays (scratch zero-filled)."""
+    n = mask_host.size
+    return (b.asarray(mask_host), b.empty(n, "int32"), b.zeros(1, "uint32"),
+            b.zeros(max(scratch_bytes, 1), "uint8"))
+
+
+def numpy_set(mask_host, scratch_bytes):
+    return (mask_host.copy(), np.zeros(mask_host.size, np.int32), np.zeros(1, np.uint32),
+            np.zeros(max(scratch_bytes, 1), np.uint8))
+
+
+def cupy_set(cp, mask_host, scratch_bytes):
+    out = (cp.asarray(mask_host), cp.zeros(mask_host.size, cp.int32), cp.zeros(1, cp.uint32),
+           cp.zeros(max(scratch_bytes, 1), cp.uint8))
+    cp.cuda.Device().synchronize()  # made on CuPy's stream; eagle's stream does not wait for it
+    return out
+
+
+def torch_set(torch, mask_host, scratch_bytes):
+    out = (torch.as_tensor(mask_host, device="cuda"), torch.zeros(mask_host.size, dtype=torch.int32, device="cuda"),
+           torch.zeros(1, dtype=torch.int32, device="cuda"),
+           torch.zeros(max(scratch_bytes, 1), dtype=torch.uint8, device="cuda"))
+    torch.cuda.synchronize()
+    return out
+
+
+def host_copy(a):
+    """A numpy copy of any of the array kinds above."""
+    if isinstance(a, np.ndarray):
+        return a.copy()
+    if isinstance(a, eagle.DeviceArray):
+        return a.numpy()
+    if hasattr(a, "get"):  # CuPy
+        return a.get()
+    return a.cpu().numpy()  # torch
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", default="cpu", help="kind (cpu, cuda, ...) or library path")
+    ap.add_argument("--n", type=int, default=1 << 20, help="samples (default 2^20)")
+    ap.add_argument("--calls", type=int, default=200, help="calls per case per round")
+    ap.add_argument("--rounds", type=int, default=21)
+    ap.add_argument("--no-foreign", action="store_true", help="only eagle's own arrays")
+    args = ap.parse_args()
+    n, calls = args.n, args.calls
+
+    b = eagle.backend(args.backend)
+    s = own_stream(b)  # the stream eager calls of this thread run on
+    h, raw_s = s._h, s.handle
+    f = b._f
+    sync, compact_device = f.stream_synchronize, f.compact_device
+    scratch_bytes = b.compact_scratch_bytes(n, stream=s)
+    rng = np.random.default_rng(1)
+    mask_host = (rng.random(n) < 0.5).astype(np.uint8)
+    expect = np.flatnonzero(mask_host)
+
+    sets = {"eagle arrays": eagle_set(b, mask_host, scratch_bytes)}
+    skipped = []
+    if not args.no_foreign:
+        host = 1 in b.device_types  # kDLCPU: numpy arrays are this backend's memory
+        if host:
+            sets["numpy arrays"] = numpy_set(mask_host, scratch_bytes)
+        if 2 in b.device_types:  # kDLCUDA
+            try:
+                import cupy as cp
+                sets["CuPy arrays"] = cupy_set(cp, mask_host, scratch_bytes)
+            except Exception as e:  # noqa: BLE001 - an optional peer, named when missing
+                skipped.append(f"CuPy arrays ({type(e).__name__}: {e})")
+            try:
+                import torch
+                if not torch.cuda.is_available():
+                    raise RuntimeError("torch sees no GPU")
+                sets["torch tensors"] = torch_set(torch, mask_host, scratch_bytes)
+            except Exception as e:  # noqa: BLE001
+                skipped.append(f"torch tensors ({type(e).__name__}: {e})")
+
+    compact = eagle.compact
+    pairs = {}
+    for name, (mask, idx, count, scratch) in sets.items():
+        ptr = [_arrays.address_of(a).ptr for a in (mask, idx, count, scratch)]
+        desc = ffi.new("struct eagle_backend_compact_desc*")
+        desc.struct_size, desc.device, desc.n, desc.stream = ffi.sizeof(desc[0]), -1, n, raw_s
+        desc.mask, desc.index_map, desc.count, desc.scratch = ptr
+        desc.scratch_bytes = _arrays.address_of(scratch).nbytes
+
+        # both ways give flatnonzero(mask)
+        for way in ("eager", "raw"):
+            if way == "eager":
+                compact(mask, idx, count, scratch)
+            else:
+                _check(compact_device(desc), "compact_device", b)
+                _check(sync(h), "stream_synchronize", b)
+            got = int(host_copy(count)[0])
+            if got != expect.size or not np.array_equal(host_copy(idx)[:got], expect):
+                raise RuntimeError(f"{name}: {way} compaction differs from numpy.flatnonzero")
+
+        def eager_loop(mask=mask, idx=idx, count=count, scratch=scratch):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                compact(mask, idx, count, scratch)
+            return (time.perf_counter() - t0) / calls * 1e6
+
+        def raw_loop(desc=desc):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                compact_device(desc)
+                sync(h)
+            return (time.perf_counter() - t0) / calls * 1e6
+
+        pairs[name] = (eager_loop, raw_loop)
+
+    samples = {k: ([], []) for k in pairs}
+    names = list(pairs)
+    for k in names:  # warm up
+        pairs[k][0]()
+        pairs[k][1]()
+    for r in range(args.rounds):
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            eager_loop, raw_loop = pairs[k]
+            if r % 2:
+                samples[k][1].append(raw_loop())
+                samples[k][0].append(eager_loop())
+            else:
+                samples[k][0].append(eager_loop())
+                samples[k][1].append(raw_loop())
+
+    header()
+    print(f"backend: {b.kind} '{b.path}'; n = {n} (2^{n.bit_length() - 1}), {calls} calls per case, "
+          f"{args.rounds} interleaved rounds; median over rounds of the per-call wall time")
+    for why in skipped:
+        print(f"skipped: {why}")
+    print()
+    print(f"{'eager eagle.compact() of':<26}{'eager us':>10}{'raw+sync us':>13}{'eager-raw us':>14}{'ratio':>8}")
+    for how, pick in (("median", statistics.median), ("best round", min)):
+        for k in names:
+            e, raw = (pick(v) for v in samples[k])
+            print(f"{k + ', ' + how:<26}{e:>10.2f}{raw:>13.2f}{e - raw:>14.2f}{e / raw:>7.2f}x")
+
+
+if __name__ == "__main__":
+    main()
