@@ -78,8 +78,11 @@ def test_every_group_of_a_hanging_library_ends_within_twice_the_timeout(hanging_
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupting_the_checker_leaves_no_worker_behind(hanging_lib, sig):
+    # SIGINT at its default in the checker: a test run started as a background job of a shell
+    # without job control inherits SIGINT ignored, and Python then keeps it ignored
     proc = subprocess.Popen([sys.executable, "-m", "eagle.check", hanging_lib, "--timeout", "60"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:   # wait until a worker hangs in the library
