@@ -267,3 +267,30 @@ def test_stream_of_another_backend_is_refused(cpu, tmp_path):
     with pytest.raises(ValueError, match="belongs to"):
         cpu.run(kaddr("add1"), [np.zeros(1)], 1, stream=s)
     s.close()
+
+
+def test_a_launcher_released_while_its_stream_is_captured_leaves_the_capture_intact():
+    """A launcher released (as by the garbage collector) in the middle of another recording on
+    its own stream must not break that recording (on cuda its release waited for the capturing
+    stream, which invalidated the capture)."""
+    cpu = eagle.backend("cpu")
+    s = cpu.stream()
+    out = np.zeros(4)
+    src = np.arange(4.0)
+    with cpu.capture(s) as cap:
+        cpu.copy(out, src, src.nbytes, stream=s)
+    g = cpu.graph_from_captured(cap.captured)
+    g.set_stream(s)
+    old = g.launcher()
+    old.launch(2)
+    other = np.zeros(4)
+    with cpu.capture(s) as cap2:
+        cpu.copy(other, src, src.nbytes, stream=s)
+        old.close()
+        cpu.copy(other[2:], src[:2], 2 * src.itemsize, stream=s)
+    g2 = cpu.graph_from_captured(cap2.captured)
+    g2.set_stream(s)
+    new = g2.launcher()
+    new.launch()
+    new.synchronize()
+    assert list(out) == [0.0, 1.0, 2.0, 3.0] and list(other) == [0.0, 1.0, 0.0, 1.0]

@@ -734,3 +734,27 @@ print("ok", round(time.perf_counter() - t0, 3))
 '''
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert r.returncode == 0 and "ok" in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])
+
+
+def test_a_launcher_released_while_its_stream_is_captured_leaves_the_capture_intact(cuda, s, k):
+    """Found by bench_cuda: a launcher collected by the garbage collector in the middle of another
+    recording on its own stream waited for that stream, which the runtime refuses for a capturing
+    stream by invalidating the capture ('the stream is not being captured' at the next node).
+    Its release now waits until the capture has ended."""
+    x = cp.zeros(256, cp.float64)
+    with cuda.capture(s) as cap:
+        cuda.run(k["add_one"], [x], x.size, stream=s, block=128)
+    g = cuda.graph_from_captured(cap.captured)
+    g.set_stream(s)
+    old = g.launcher()
+    old.launch(3)
+    with cuda.capture(s) as cap2:
+        cuda.run(k["add_one"], [x], x.size, stream=s, block=128)
+        old.close()  # as the garbage collector would, during the recording
+        cuda.run(k["add_one"], [x], x.size, stream=s, block=128)
+    g2 = cuda.graph_from_captured(cap2.captured)
+    g2.set_stream(s)
+    new = g2.launcher()
+    new.launch()
+    new.synchronize()
+    assert float(x.min().get()) == 5.0 and float(x.max().get()) == 5.0

@@ -49,6 +49,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_capturer_end(eagle_backend_captu
         cap->g = g;
         cap->device = c->device;
         *out = publish<eagle_backend_captured>(cap);
+        finish_deferred_launchers();
     });
 }
 
@@ -70,6 +71,7 @@ EAGLE_EXPORT void eagle_backend_capturer_release(eagle_backend_capturer capturer
             }
             (void)gpuGetLastError();
         }
+        finish_deferred_launchers();
     });
 }
 

@@ -84,6 +84,9 @@ struct CaptureInfo {
 };
 CaptureInfo capture_info(gpuStream_t s);
 bool is_capturing(gpuStream_t s);
+// Finishes the launchers released while their stream was being captured (launcher.cpp) whose
+// stream is no longer captured. Called where a capture may have ended.
+void finish_deferred_launchers() noexcept;
 
 // Graphs that are conditional bodies (host nodes are refused there).
 void body_graph_add(gpuGraph_t g);

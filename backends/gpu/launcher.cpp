@@ -1,5 +1,7 @@
 // launcher.cpp -- an instantiated graph (bit 7): replay, stream, node enabling, logical size.
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "graph.h"
 
@@ -93,19 +95,75 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_set_node_enabled(eagle_
     });
 }
 
+namespace {
+// Waits for a retired launcher's replays and frees it. The stream is borrowed and may be gone
+// already: a stream this backend created and has released waited for its work when it was
+// released, so there is nothing left to wait for (synchronizing the destroyed stream is what
+// crashed). Any other stream is waited for.
+void finish_launcher(std::unique_ptr<Launcher> l) noexcept {
+    DeviceGuard guard(l->device);
+    if (!stream_released(l->stream, l->stream_serial)) {
+        if (gpuStreamSynchronize(l->stream) != gpuSuccess) (void)gpuGetLastError();
+    }
+    if (gpuGraphExecDestroy(l->exec) != gpuSuccess) (void)gpuGetLastError();
+    l->exec = nullptr;
+    l.reset();  // the graph, when no Graph handle shares it any more, goes with it (under the guard)
+}
+
+// Launchers released while their stream was being captured: waiting for that stream then would
+// break the capture (a capturing stream cannot be synchronized; the runtime invalidates the
+// capture), which is what a launcher collected by Python's garbage collector in the middle of
+// another recording on the same stream did. They are finished once the stream is no longer
+// captured: at the next launcher release, capture end or capturer release.
+std::mutex g_deferred_mu;
+std::vector<std::unique_ptr<Launcher>>& deferred_launchers() {
+    static auto* v = new std::vector<std::unique_ptr<Launcher>>();  // leaked: valid during exit
+    return *v;
+}
+
+bool stream_is_captured(const Launcher& l) {
+    return !stream_released(l.stream, l.stream_serial) && is_capturing(l.stream);
+}
+}  // namespace
+
+void eagle::gpu::finish_deferred_launchers() noexcept {
+    std::vector<std::unique_ptr<Launcher>> ready;
+    {
+        std::lock_guard<std::mutex> lock(g_deferred_mu);
+        auto& v = deferred_launchers();
+        for (auto it = v.begin(); it != v.end();) {
+            bool captured = true;
+            try {
+                captured = stream_is_captured(**it);
+            } catch (...) {
+                captured = false;  // the stream cannot be asked: finish it as any other
+            }
+            if (captured) {
+                ++it;
+            } else {
+                ready.push_back(std::move(*it));
+                it = v.erase(it);
+            }
+        }
+    }
+    for (auto& l : ready) finish_launcher(std::move(l));
+}
+
 EAGLE_EXPORT void eagle_backend_launcher_release(eagle_backend_launcher launcher) {
     guarded_void([&] {
+        finish_deferred_launchers();
         std::unique_ptr<Launcher> l(retire<Launcher>(launcher));
         if (!l) return;  // NULL, released or foreign
-        DeviceGuard guard(l->device);
-        // The stream is borrowed and may be gone already: a stream this backend created and has
-        // released waited for its work when it was released, so there is nothing left to wait for
-        // (synchronizing the destroyed stream is what crashed). Any other stream is waited for.
-        if (!stream_released(l->stream, l->stream_serial)) {
-            if (gpuStreamSynchronize(l->stream) != gpuSuccess) (void)gpuGetLastError();
+        bool captured = false;
+        {
+            DeviceGuard guard(l->device);
+            captured = stream_is_captured(*l);
         }
-        if (gpuGraphExecDestroy(l->exec) != gpuSuccess) (void)gpuGetLastError();
-        l->exec = nullptr;
-        l.reset();  // the graph, when no Graph handle shares it any more, goes with it (under the guard)
+        if (captured) {
+            std::lock_guard<std::mutex> lock(g_deferred_mu);
+            deferred_launchers().push_back(std::move(l));
+            return;
+        }
+        finish_launcher(std::move(l));
     });
 }
