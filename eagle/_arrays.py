@@ -12,7 +12,8 @@ from .errors import EagleTypeError, EagleValueError
 
 #: Per-type fast paths of :func:`address_of`, for exact types only (no subclasses): type ->
 #: ``fn(obj) -> ArrayInfo``, or None to take the general path (which then names what is wrong).
-#: numpy's ndarray is added once numpy is in use; eagle's DeviceArray registers itself.
+#: numpy's ndarray is added once numpy is in use, CuPy's once one of its arrays is seen; eagle's
+#: DeviceArray registers itself.
 _EXACT = {}
 #: Exact types whose DLPack device is known without asking them: type -> fn(obj) -> (type, id).
 _DEVICE_EXACT = {}
@@ -98,6 +99,29 @@ def _host_device(_obj):
     return 1, 0
 
 
+def _cupy_info(a):
+    """CuPy's ndarray, the common GPU array: what its ``__cuda_array_interface__`` says (address,
+    size, writable), read as attributes without building that dict (microseconds a call), and
+    its device from ``__dlpack_device__`` (CUDA, or ROCm on a HIP build of CuPy). A CuPy array's
+    memory never moves while it lives. Not C-contiguous: None, for the general path (which
+    names it)."""
+    if not a.flags.c_contiguous:
+        return None
+    device_type, device_id = a.__dlpack_device__()
+    return ArrayInfo(a.data.ptr, a.nbytes, int(device_type), int(device_id), a, False)
+
+
+def _cupy_device(a):
+    device_type, device_id = a.__dlpack_device__()
+    return int(device_type), int(device_id)
+
+
+def _learn_type(cls):
+    """Give CuPy's ndarray its fast path the first time one goes through the general path."""
+    if cls.__name__ == "ndarray" and cls.__module__.partition(".")[0] == "cupy" and cls not in _EXACT:
+        register_exact(cls, _cupy_info, _cupy_device)
+
+
 def _from_interface(obj, iface, device_type, device_id):
     import numpy as np
     if np.ndarray not in _EXACT:
@@ -171,7 +195,9 @@ def address_of(obj) -> ArrayInfo:
     iface = getattr(obj, "__cuda_array_interface__", None)
     if iface is not None:
         dev = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (2, 0)
-        return _from_interface(obj, iface, int(dev[0]), int(dev[1]))
+        info = _from_interface(obj, iface, int(dev[0]), int(dev[1]))
+        _learn_type(type(obj))
+        return info
     if hasattr(obj, "__dlpack__"):
         return _from_dlpack(obj)
     raise EagleTypeError(f"eagle: cannot take the address of a {type(obj).__name__}; pass an int "

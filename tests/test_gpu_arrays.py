@@ -220,3 +220,32 @@ def test_a_temporary_freed_while_its_copy_waits_is_kept_alive(cuda, name, keepal
         assert not np.array_equal(got, np.arange(n, dtype=np.float64)), \
             "with no keepalive the library did not reuse the block: this test could not fail"
     del junk
+
+
+def test_the_cupy_reader_says_what_cupys_interface_says(cuda):
+    """eagle._arrays reads CuPy's ndarray by its attributes once it has seen one: the same
+    address, size, device and writability as the general path through __cuda_array_interface__,
+    for whole arrays, offset views and empty ones; a strided view keeps the general path's error."""
+    from eagle import _arrays
+    base = cp.arange(64, dtype=cp.float64)
+    _arrays.address_of(base)  # seen once: the reader is registered
+    assert type(base) in _arrays._EXACT
+    for a in (base, base[5:], base.reshape(8, 8)[2:], cp.zeros(0, cp.int32), cp.ones((3, 4), cp.uint8)):
+        iface = a.__cuda_array_interface__
+        info = _arrays.address_of(a)
+        assert (info.ptr, info.nbytes, info.readonly) == (iface["data"][0] or 0, a.nbytes, False)
+        assert (info.device_type, info.device_id) == tuple(int(x) for x in a.__dlpack_device__())
+    with pytest.raises(eagle.EagleValueError, match="C-contiguous"):
+        _arrays.address_of(base[::2])
+
+
+def test_eager_compact_on_cupy_arrays_takes_the_fast_path_and_is_right(cuda):
+    n = 1 << 12
+    mask = (cp.arange(n) % 3 == 0).astype(cp.uint8)
+    im, cnt = cp.zeros(n, cp.int32), cp.zeros(1, cp.uint32)
+    sc = cp.zeros(max(cuda.compact_scratch_bytes(n), 1), cp.uint8)
+    for _ in range(3):  # the first call learns CuPy's reader, the next ones take the fast path
+        im.fill(-1)
+        eagle.compact(mask, im, cnt, sc)
+        k = int(cnt.get()[0])
+        assert k == len(range(0, n, 3)) and (im[:k].get() == np.arange(0, n, 3)).all()
