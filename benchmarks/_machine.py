@@ -1,5 +1,5 @@
-"""The machine line every benchmark prints beside its figures, the header it opens with, and the
-switch onto eagle's cffi fallback."""
+"""The machine line every benchmark prints beside its figures, the header it opens with, the
+switch onto eagle's cffi fallback, and the interleaving of paired cases."""
 import contextlib
 import datetime
 import os
@@ -43,3 +43,21 @@ def cffi_fallback():
         yield
     finally:
         _hotcall.CompiledBoundCall = compiled_type
+
+
+def interleave_pairs(pairs, rounds):
+    """``{name: ([a samples], [b samples])}`` for ``pairs`` (name -> (a, b), each a callable
+    returning one figure) over ``rounds`` rounds: the order of the names rotates each round, and
+    a and b alternate which goes first, so no case always follows the same one."""
+    samples = {k: ([], []) for k in pairs}
+    names = list(pairs)
+    for r in range(rounds):
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            a, b = pairs[k]
+            if r % 2:
+                samples[k][1].append(b())
+                samples[k][0].append(a())
+            else:
+                samples[k][0].append(a())
+                samples[k][1].append(b())
+    return samples

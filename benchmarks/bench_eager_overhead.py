@@ -32,7 +32,7 @@ from eagle.api import own_stream
 from eagle._seam_ffi import ffi
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _machine import header  # noqa: E402
+from _machine import header, interleave_pairs  # noqa: E402
 
 
 def _check(status, what, b):
@@ -153,20 +153,11 @@ def main():
 
         pairs[name] = (eager_loop, raw_loop)
 
-    samples = {k: ([], []) for k in pairs}
     names = list(pairs)
     for k in names:  # warm up
         pairs[k][0]()
         pairs[k][1]()
-    for r in range(args.rounds):
-        for k in names[r % len(names):] + names[:r % len(names)]:
-            eager_loop, raw_loop = pairs[k]
-            if r % 2:
-                samples[k][1].append(raw_loop())
-                samples[k][0].append(eager_loop())
-            else:
-                samples[k][0].append(eager_loop())
-                samples[k][1].append(raw_loop())
+    samples = interleave_pairs(pairs, args.rounds)
 
     header()
     print(f"backend: {b.kind} '{b.path}'; n = {n} (2^{n.bit_length() - 1}), {calls} calls per case, "

@@ -34,7 +34,7 @@ from eagle import _hotcall
 from eagle._seam_ffi import ffi
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _machine import header  # noqa: E402
+from _machine import header, interleave_pairs  # noqa: E402
 
 KERNEL_C = r"""
 #include <stdint.h>
@@ -159,17 +159,8 @@ def main():
         "eager eagle.run()": (lambda: loop(lambda: erun(kern, [x], n)), lambda: loop(raw_run)),
         "Launcher.launch(), enqueue": (lambda: blocks(lau), lambda: blocks(functools.partial(launch_fn, lh))),
     }
-    samples = {k: ([], []) for k in pairs}
     names = list(pairs)
-    for r in range(args.rounds):
-        for k in names[r % len(names):] + names[:r % len(names)]:
-            e, raw = pairs[k]
-            if r % 2:
-                samples[k][1].append(raw())
-                samples[k][0].append(e())
-            else:
-                samples[k][0].append(e())
-                samples[k][1].append(raw())
+    samples = interleave_pairs(pairs, args.rounds)
     # Launcher.launch(n): one call per block, against the same raw loop
     ln = [blocks(launch_n, per_call=False) for _ in range(args.rounds)]
     assert float(x[0]) > 0 and np.array_equal(dst, src)
