@@ -171,7 +171,24 @@ int resolve_device(int32_t requested, uint64_t stream, bool has_stream) {
     return current_device();
 }
 
+namespace {
+// Whether the process sees exactly one device (asked once). Then device 0 is always the current
+// device: there is nothing to ask or switch, and a replay loop saves a getDevice a call.
+bool only_one_device() noexcept {
+    static const bool one = [] {
+        int n = 0;
+        if (gpuGetDeviceCount(&n) != gpuSuccess) {
+            (void)gpuGetLastError();
+            return false;
+        }
+        return n == 1;
+    }();
+    return one;
+}
+}  // namespace
+
 DeviceGuard::DeviceGuard(int device) {
+    if (device == 0 && only_one_device()) return;
     check(gpuGetDevice(&previous_), "getDevice");
     if (previous_ != device) {
         check(gpuSetDevice(device), "setDevice");
