@@ -3,6 +3,7 @@
 ``address_of`` accepts an int (taken as an address), a numpy array (``__array_interface__``),
 anything with ``__cuda_array_interface__``, or anything that exports DLPack."""
 import ctypes
+import sys
 
 from . import _hostmem
 from ._dlpack import DLTensor as _DLTensor
@@ -12,8 +13,8 @@ from .errors import EagleTypeError, EagleValueError
 
 #: Per-type fast paths of :func:`address_of`, for exact types only (no subclasses): type ->
 #: ``fn(obj) -> ArrayInfo``, or None to take the general path (which then names what is wrong).
-#: numpy's ndarray is added once numpy is in use, CuPy's once one of its arrays is seen; eagle's
-#: DeviceArray registers itself.
+#: numpy's ndarray is added once numpy is in use, CuPy's ndarray and torch's Tensor once one of
+#: their arrays is seen; eagle's DeviceArray registers itself.
 _EXACT = {}
 #: Exact types whose DLPack device is known without asking them: type -> fn(obj) -> (type, id).
 _DEVICE_EXACT = {}
@@ -116,10 +117,45 @@ def _cupy_device(a):
     return int(device_type), int(device_id)
 
 
+def _torch_reader(strided):
+    """The reader of torch's Tensor (``strided``: torch.strided, the dense layout)."""
+    def info(t):
+        """A tensor on a CUDA device: what its ``__cuda_array_interface__`` says, read through its
+        methods. A tensor's memory can move (``Tensor.set_``), so this reads it afresh each call.
+        Anything the interface refuses or that is not plain dense CUDA memory (a tensor that
+        requires grad, a conjugate or negative view, another layout, not C-contiguous, the host):
+        None, for the general path, which decides or names what is wrong as before."""
+        if (t.layout is not strided or t.requires_grad or not t.is_cuda or t.is_conj() or t.is_neg()
+                or not t.is_contiguous()):
+            return None
+        return _torch_cuda_info(t)
+    return info
+
+
+def _torch_cuda_info(t):
+    device_type, device_id = t.__dlpack_device__()
+    if int(device_type) != 2:  # a ROCm build says 10: its interface is the general path's to read
+        return None
+    return ArrayInfo(t.data_ptr(), t.numel() * t.element_size(), 2, int(device_id), t, False)
+
+
+def _torch_device(t):
+    device_type, device_id = t.__dlpack_device__()
+    return int(device_type), int(device_id)
+
+
 def _learn_type(cls):
-    """Give CuPy's ndarray its fast path the first time one goes through the general path."""
-    if cls.__name__ == "ndarray" and cls.__module__.partition(".")[0] == "cupy" and cls not in _EXACT:
+    """Give CuPy's ndarray and torch's Tensor their fast paths the first time one goes through the
+    general path (exact types only: a subclass may change what its memory is)."""
+    if cls in _EXACT:
+        return
+    top = cls.__module__.partition(".")[0]
+    if cls.__name__ == "ndarray" and top == "cupy":
         register_exact(cls, _cupy_info, _cupy_device)
+    elif cls.__name__ == "Tensor" and top == "torch":
+        strided = getattr(sys.modules.get("torch"), "strided", None)
+        if strided is not None:
+            register_exact(cls, _torch_reader(strided), _torch_device)
 
 
 def _from_interface(obj, iface, device_type, device_id):

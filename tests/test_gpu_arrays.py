@@ -249,3 +249,50 @@ def test_eager_compact_on_cupy_arrays_takes_the_fast_path_and_is_right(cuda):
         eagle.compact(mask, im, cnt, sc)
         k = int(cnt.get()[0])
         assert k == len(range(0, n, 3)) and (im[:k].get() == np.arange(0, n, 3)).all()
+
+
+def test_the_torch_reader_says_what_torchs_interface_says(cuda):
+    """eagle._arrays reads torch's CUDA tensors by their methods once it has seen one: the same
+    address, size, device and writability as the general path through __cuda_array_interface__,
+    read afresh each call (set_ moves a tensor's memory); what the interface refuses (a tensor
+    that requires grad) or what is not dense C-contiguous memory still goes the general path."""
+    torch = pytest.importorskip("torch", reason="torch is not installed here")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    from eagle import _arrays
+    base = torch.arange(64, dtype=torch.float64, device="cuda")
+    _arrays.address_of(base)  # seen once: the reader is registered
+    assert torch.Tensor in _arrays._EXACT
+    for t in (base, base[5:], base.view(8, 8)[2:], torch.zeros(0, dtype=torch.int32, device="cuda"),
+              torch.ones(3, 4, dtype=torch.uint8, device="cuda")):
+        iface = t.__cuda_array_interface__
+        info = _arrays.address_of(t)
+        assert (info.ptr, info.nbytes, info.readonly) == (iface["data"][0] or 0, t.numel() * t.element_size(), False)
+        assert (info.device_type, info.device_id) == (2, base.device.index or 0)
+    moved = torch.zeros(16, dtype=torch.float64, device="cuda")
+    before = _arrays.address_of(moved).ptr
+    moved.set_(torch.zeros(16, dtype=torch.float64, device="cuda"))
+    assert _arrays.address_of(moved).ptr == moved.data_ptr() != before
+    grad = torch.zeros(4, device="cuda", requires_grad=True)
+    assert _arrays._EXACT[torch.Tensor](grad) is None
+    with pytest.raises(RuntimeError, match="requires grad"):
+        _arrays.address_of(grad)  # as before: torch's interface refuses it
+    with pytest.raises(eagle.EagleValueError, match="C-contiguous"):
+        _arrays.address_of(base[::2])
+    host = torch.arange(4, dtype=torch.float64)
+    assert _arrays.address_of(host).device_type == 1  # the host tensor: the general path (DLPack)
+
+
+def test_eager_compact_on_torch_tensors_is_right(cuda):
+    torch = pytest.importorskip("torch", reason="torch is not installed here")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    n = 1 << 12
+    mask = (torch.arange(n, device="cuda") % 3 == 0).to(torch.uint8)
+    im, cnt = torch.zeros(n, dtype=torch.int32, device="cuda"), torch.zeros(1, dtype=torch.int32, device="cuda")
+    sc = torch.zeros(max(cuda.compact_scratch_bytes(n), 1), dtype=torch.uint8, device="cuda")
+    for _ in range(3):
+        im.fill_(-1)
+        eagle.compact(mask, im, cnt, sc)
+        k = int(cnt.cpu()[0])
+        assert k == len(range(0, n, 3)) and (im[:k].cpu().numpy() == np.arange(0, n, 3)).all()
