@@ -25,6 +25,17 @@ def integer(value, what, *, minimum=None, maximum=INT64_MAX):
     return out
 
 
+def size(value, info, caller, name, source):
+    """A size argument ``name`` of ``caller``: ``value`` checked as an integer >= 0, or, when it
+    is None, the byte size of the array ``source`` (its ArrayInfo ``info``); a raw address has
+    none, so then the size must be given."""
+    if value is not None:
+        return integer(value, f"{caller}: {name}", minimum=0)
+    if info.nbytes is None:
+        raise EagleValueError(f"{caller}: give {name} when {source} is a raw address")
+    return info.nbytes
+
+
 def writable(info, what):
     """Refuse an array eagle's work would write when its memory is read-only."""
     if info.readonly:

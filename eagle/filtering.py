@@ -22,15 +22,6 @@ def _ptr(x):
     return 0 if x is None else address_of(x).ptr
 
 
-def _n_of(mask, n):
-    if n is not None:
-        return int(n)
-    info = address_of(mask)
-    if info.nbytes is None:
-        raise EagleValueError("eagle.compact: give n when the mask is a raw address")
-    return info.nbytes
-
-
 def compact_scratch_bytes(backend, n, *, device=-1, stream=None):
     """Scratch bytes compaction of ``n`` samples needs on this backend."""
     desc = ffi.new("struct eagle_backend_compact_desc*")
@@ -77,12 +68,7 @@ def compact_desc(backend, m, im, c, sc, *, n=None, drop=False, stream=None, live
     live (it holds their addresses, not the arrays)."""
     # This runs on every eager compaction, so it is written out flat: no loops over tuples,
     # constant messages, the checks in one test (the validators name the first that fails).
-    if n is None:
-        if m.nbytes is None:
-            raise EagleValueError("eagle.compact: give n when the mask is a raw address")
-        n = m.nbytes
-    else:
-        n = _validate.integer(n, "eagle.compact: n", minimum=0)
+    n = _validate.size(n, m, "eagle.compact", "n", "the mask")
     if ((m.nbytes is not None and m.nbytes < n) or (im.nbytes is not None and im.nbytes < 4 * n)
             or (c.nbytes is not None and c.nbytes < 4) or im.readonly or c.readonly or sc.readonly):
         _validate.holds(m, n, "eagle.compact: mask")
@@ -147,7 +133,7 @@ def reorder(backend, planes, mask, perm, inv, span, scratch, *, n=None, fire=Non
 
     ``planes`` are arrays of shape (n,) or (w, n), or tuples (address, elem_size, width, pitch)."""
     backend.require("eagle_backend_reorder_device")
-    n = _n_of(mask, n)
+    n = _validate.size(n, address_of(mask), "eagle.reorder", "n", "the mask")
     if scratch is None:
         raise EagleValueError("eagle.reorder: a scratch buffer is needed; size it with reorder_scratch_bytes()")
     desc, _keep = _reorder_desc(backend, list(planes), mask, perm, inv, span, fire, scratch, n, drop,

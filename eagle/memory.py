@@ -42,12 +42,7 @@ def enqueue_copy(backend, dst, src, nbytes=None, *, stream=None, direction=None)
     b = backend
     b.require("eagle_backend_memcpy")
     d, s = address_of(dst), address_of(src)
-    if nbytes is None:
-        if s.nbytes is None:
-            raise EagleValueError("eagle.copy: give nbytes when src is a raw address")
-        nbytes = s.nbytes
-    else:
-        nbytes = _validate.integer(nbytes, "eagle.copy: nbytes", minimum=0)
+    nbytes = _validate.size(nbytes, s, "eagle.copy", "nbytes", "src")
     _validate.writable(d, "eagle.copy: dst")
     _validate.holds(d, nbytes, "eagle.copy: dst")
     _validate.holds(s, nbytes, "eagle.copy: src")
