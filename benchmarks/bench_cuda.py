@@ -195,6 +195,22 @@ def main():
         launcher_.set_stream(s)
         return launcher_
     wl_kept = fresh_while_launcher()
+    # The same loop with its body compiled from EAGLE_KERNEL: the cuda backend folds eagle's setter
+    # into the kernel's `_while_end` variant (backends/cuda/kernel_fold.cpp), one node an iteration.
+    dec_module = eagle.compile("#include <eagle/kernel.h>\n"
+                               "EAGLE_KERNEL(bench_decrement, (uint32_t*, c)) { (void)n; if (i == 0) c[0] -= 1u; }\n",
+                               backend=b, name="bench_decrement.c")
+
+    def fresh_folded_launcher():
+        with b.capture(s) as cap:
+            w = b.while_(s, cnt, cell, loop_cap=1 << 30)
+            body = w.begin()
+            b.run(dec_module.bench_decrement, [cnt], 1, stream=body, block=1)
+            w.end()
+            w.close()
+        launcher_ = b.graph_from_captured(cap.captured).launcher()
+        launcher_.set_stream(s)
+        return launcher_
 
     def eagle_while(iters, wl):
         with cs:
@@ -209,8 +225,10 @@ def main():
     d_counter = cp.zeros(1, cp.uint32)
     for _ in range(args.rounds):
         wl = fresh_while_launcher()
+        wf = fresh_folded_launcher()
         for iters in (1000, 10000):
             add(f"WHILE {iters} it: eagle (us/iter)", eagle_while(iters, wl) / iters)
+            add(f"WHILE {iters} it: eagle, EAGLE_KERNEL body, setter folded (us/iter)", eagle_while(iters, wf) / iters)
             add(f"WHILE {iters} it: eagle, one launcher for all rounds (us/iter)", eagle_while(iters, wl_kept) / iters)
             for body_kind, what in ((0, "raw CUDA WHILE node"),
                                     (1, "raw WHILE, 2-kernel body (step, decide)"),
@@ -583,6 +601,9 @@ def main():
               f"{ratio('WHILE 10000 it: eagle (us/iter)', 'WHILE 10000 it: raw CUDA WHILE node (us/iter)'):.2f}x (<= 1.1)",
               f"- WHILE per iteration at 1000, eagle / raw WHILE node: "
               f"{ratio('WHILE 1000 it: eagle (us/iter)', 'WHILE 1000 it: raw CUDA WHILE node (us/iter)'):.2f}x",
+              f"- WHILE per iteration, eagle with an EAGLE_KERNEL body (setter folded) / raw WHILE node: "
+              f"{ratio('WHILE 10000 it: eagle, EAGLE_KERNEL body, setter folded (us/iter)', 'WHILE 10000 it: raw CUDA WHILE node (us/iter)'):.2f}x"
+              f" at 10000, {ratio('WHILE 1000 it: eagle, EAGLE_KERNEL body, setter folded (us/iter)', 'WHILE 1000 it: raw CUDA WHILE node (us/iter)'):.2f}x at 1000 (<= 1.1)",
               f"- WHILE per iteration, eagle with one launcher for all rounds / raw WHILE node (a fresh graph "
               f"each call): {ratio('WHILE 10000 it: eagle, one launcher for all rounds (us/iter)', 'WHILE 10000 it: raw CUDA WHILE node (us/iter)'):.2f}x"
               f" at 10000, {ratio('WHILE 1000 it: eagle, one launcher for all rounds (us/iter)', 'WHILE 1000 it: raw CUDA WHILE node (us/iter)'):.2f}x at 1000",

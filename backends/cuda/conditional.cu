@@ -5,9 +5,9 @@
 // origin's only capture dependency. Bodies are captured on a body stream straight into the node's
 // body graphs (cudaStreamBeginCaptureToGraph). A WHILE ends every body iteration with a setter
 // kernel that re-evaluates the guard and steps the [remaining, ran] cell -- except where the body's
-// last word is a compaction whose count is the guard (`count != 0`, no baseline): that compaction
-// then sets the condition and steps the cell itself (the WHILE fold, gpu.h), two kernels an
-// iteration instead of three.
+// last word is a compaction whose count is the guard (`count != 0`, no baseline), or a kernel
+// compiled from EAGLE_KERNEL (any guard): that kernel then sets the condition and steps the cell
+// itself (the WHILE fold, gpu.h), one node an iteration fewer.
 #include <cuda_runtime.h>
 
 #include <vector>
@@ -52,12 +52,10 @@ static void remember_bodies(gpuGraphNode_t node, const std::vector<gpuGraph_t>& 
 // ---------------------------------------------------------------- the WHILE fold (gpu.h)
 // (A named namespace: nvcc's stubs cannot tell two unnamed namespaces apart when kernels live in one.)
 namespace eagle::gpu::fold_state {
-// A WHILE body being captured whose guard has no baseline: what a compaction needs to end its
-// iterations, and the last compaction offered.
+// A WHILE body being captured: what a compaction or a kernel needs to end its iterations, and the
+// last node offered.
 struct FoldSlot {
-    cudaGraphConditionalHandle handle{};
-    const uint32_t* count = nullptr;
-    uint32_t* cell = nullptr;
+    WhileFold loop;
     gpuGraphNode_t node = nullptr;
     std::shared_ptr<FoldEnabler> enable;
 };
@@ -65,13 +63,11 @@ std::mutex g_fold_mu;
 std::unordered_map<gpuGraph_t, FoldSlot> g_fold;  // by body graph
 std::atomic<int> g_fold_open{0};                  // g_fold.size(), read without the lock
 
-void fold_open(gpuGraph_t body, cudaGraphConditionalHandle h, const uint32_t* count, uint32_t* cell) {
+void fold_open(const WhileFold& loop) {
     std::lock_guard<std::mutex> lk(g_fold_mu);
-    FoldSlot& f = g_fold[body];
+    FoldSlot& f = g_fold[loop.body];
     f = FoldSlot{};
-    f.handle = h;
-    f.count = count;
-    f.cell = cell;
+    f.loop = loop;
     g_fold_open.store(static_cast<int>(g_fold.size()), std::memory_order_relaxed);
 }
 
@@ -91,8 +87,8 @@ FoldSlot fold_close(gpuGraph_t body) noexcept {
 namespace eagle::gpu {
 using namespace fold_state;
 
-bool while_fold_target(gpuStream_t s, const uint32_t* count, WhileFold* out) noexcept {
-    if (g_fold_open.load(std::memory_order_relaxed) == 0 || !count) return false;
+bool while_body_target(gpuStream_t s, WhileFold* out) noexcept {
+    if (g_fold_open.load(std::memory_order_relaxed) == 0) return false;
     cudaStreamCaptureStatus status{};
     gpuGraph_t g = nullptr;
     if (gpuStreamGetCaptureInfo(s, &status, nullptr, &g, nullptr, nullptr) != cudaSuccess) {
@@ -102,11 +98,14 @@ bool while_fold_target(gpuStream_t s, const uint32_t* count, WhileFold* out) noe
     if (status != cudaStreamCaptureStatusActive || !g) return false;
     std::lock_guard<std::mutex> lk(g_fold_mu);
     auto it = g_fold.find(g);
-    if (it == g_fold.end() || it->second.count != count) return false;
-    out->body = g;
-    out->handle = static_cast<uint64_t>(it->second.handle);
-    out->cell = it->second.cell;
+    if (it == g_fold.end()) return false;
+    *out = it->second.loop;
     return true;
+}
+
+bool while_fold_target(gpuStream_t s, const uint32_t* count, WhileFold* out) noexcept {
+    if (!count || !while_body_target(s, out)) return false;
+    return out->count == count && !out->baseline;
 }
 
 void while_fold_offer(gpuGraph_t body, gpuGraphNode_t node, std::unique_ptr<FoldEnabler> enable) noexcept {
@@ -192,11 +191,24 @@ struct Conditional : Handle<0x434f4e44u> {
     const uint32_t* baseline = nullptr;
     uint32_t* cell = nullptr;
     uint32_t loop_cap = 0;
+    gpuGraph_t root = nullptr;  // the graph of the outermost capture this node is recorded in
 };
 
-// The WHILE fold applies to a WHILE of guard `count != 0`: the setter's decision is then exactly
-// the compaction's `kept != 0` (and the cell's step).
-bool foldable(const Conditional* c) { return c->kind == kWhile && !c->baseline; }
+// Bodies being captured -> the graph of the outermost capture they are nested in (a conditional
+// created on a body stream is recorded into that body: its root is the body's root).
+std::mutex g_roots_mu;
+std::unordered_map<gpuGraph_t, gpuGraph_t> g_roots;
+
+gpuGraph_t root_of(gpuGraph_t g) {
+    std::lock_guard<std::mutex> lk(g_roots_mu);
+    auto it = g_roots.find(g);
+    return it == g_roots.end() ? g : it->second;
+}
+
+void root_forget(gpuGraph_t body) noexcept {
+    std::lock_guard<std::mutex> lk(g_roots_mu);
+    g_roots.erase(body);
+}
 
 void open_body(Conditional* c, int index) {
     DeviceGuard guard(c->device);
@@ -209,9 +221,21 @@ void open_body(Conditional* c, int index) {
     }
     c->opened[index] = true;
     c->open = index;
-    if (foldable(c)) {
+    try {
+        std::lock_guard<std::mutex> lk(g_roots_mu);
+        g_roots[c->bodies[index]] = c->root;
+    } catch (...) {  // nested conditionals then take the body as their root
+    }
+    if (c->kind == kWhile) {
         try {
-            fold_open(c->bodies[index], c->handle, c->count, c->cell);
+            WhileFold loop;
+            loop.body = c->bodies[index];
+            loop.root = c->root;
+            loop.handle = static_cast<uint64_t>(c->handle);
+            loop.count = c->count;
+            loop.baseline = c->baseline;
+            loop.cell = c->cell;
+            fold_open(loop);
         } catch (...) {  // no fold then: the body ends with the setter
         }
     }
@@ -331,6 +355,7 @@ void close_body(Conditional* c) {
     gpuGraph_t g = nullptr;
     gpuError_t e = cudaStreamEndCapture(c->body, &g);
     body_graph_remove(c->bodies[index]);
+    root_forget(c->bodies[index]);
     check(le, "while setter launch");
     check(e, "streamEndCapture(body)");
 }
@@ -378,6 +403,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_create(const struct 
         if (ci.status != cudaStreamCaptureStatusActive)
             fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the origin stream is not being captured");
         check(cudaGraphConditionalHandleCreate(&c->handle, ci.graph, 0, 0), "graphConditionalHandleCreate");
+        c->root = root_of(ci.graph);
         switch (c->kind) {
             case kIf: if_setter<<<1, 1, 0, c->origin>>>(c->handle, c->count, c->baseline); break;
             case kWhile:
@@ -488,6 +514,7 @@ EAGLE_EXPORT void eagle_backend_conditional_release(eagle_backend_conditional co
                 (void)cudaStreamEndCapture(c->body, &g);
                 (void)cudaGetLastError();
                 body_graph_remove(c->bodies[c->open]);
+                root_forget(c->bodies[c->open]);
                 (void)cudaStreamEndCapture(c->origin, &g);
                 if (g) (void)cudaGraphDestroy(g);
                 (void)cudaGetLastError();

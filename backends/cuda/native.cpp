@@ -17,6 +17,7 @@ namespace {
 using PFN_launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                 CUstream, void**, void**);
 using PFN_exec_set = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*);
+using PFN_graph_set = CUresult (*)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*);
 using PFN_param_info = CUresult (*)(CUfunction, size_t, size_t*, size_t*);
 using PFN_error_string = CUresult (*)(CUresult, const char**);
 
@@ -24,6 +25,7 @@ struct Driver {
     std::string reason;  // "" when the driver can be used
     PFN_launch launch = nullptr;
     PFN_exec_set exec_set = nullptr;
+    PFN_graph_set graph_set = nullptr;
     PFN_param_info param_info = nullptr;
     PFN_error_string error_string = nullptr;
     bool has_conditional = false;
@@ -68,6 +70,7 @@ const Driver& driver() {
         }
         d.launch = entry<PFN_launch>("cuLaunchKernel", 4000);
         d.exec_set = entry<PFN_exec_set>("cuGraphExecKernelNodeSetParams", 12000);
+        d.graph_set = entry<PFN_graph_set>("cuGraphKernelNodeSetParams", 12000);
         d.param_info = entry<PFN_param_info>("cuFuncGetParamInfo", 12040);
         d.error_string = entry<PFN_error_string>("cuGetErrorString", 6000);
         d.has_conditional = entry<void*>("cuGraphConditionalHandleCreate", 12030) != nullptr &&
@@ -109,9 +112,8 @@ size_t param_size(uint64_t function, int64_t i) {
     return size;
 }
 
-void exec_set_kernel(gpuGraphExec_t exec, gpuGraphNode_t node, uint64_t function, uint32_t grid, uint32_t block,
-                     void** args) {
-    if (!driver().exec_set) fail(EAGLE_BACKEND_UNSUPPORTED, "the driver has no cuGraphExecKernelNodeSetParams");
+namespace {
+CUDA_KERNEL_NODE_PARAMS kernel_params(uint64_t function, uint32_t grid, uint32_t block, void** args) {
     CUDA_KERNEL_NODE_PARAMS p{};
     p.func = reinterpret_cast<CUfunction>(static_cast<uintptr_t>(function));
     p.gridDimX = grid;
@@ -119,8 +121,22 @@ void exec_set_kernel(gpuGraphExec_t exec, gpuGraphNode_t node, uint64_t function
     p.blockDimX = block;
     p.blockDimY = p.blockDimZ = 1;
     p.kernelParams = args;
+    return p;
+}
+}  // namespace
+
+void exec_set_kernel(gpuGraphExec_t exec, gpuGraphNode_t node, uint64_t function, uint32_t grid, uint32_t block,
+                     void** args) {
+    if (!driver().exec_set) fail(EAGLE_BACKEND_UNSUPPORTED, "the driver has no cuGraphExecKernelNodeSetParams");
+    const CUDA_KERNEL_NODE_PARAMS p = kernel_params(function, grid, block, args);
     check_cu(driver().exec_set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &p),
              "cuGraphExecKernelNodeSetParams");
+}
+
+int graph_set_kernel(gpuGraphNode_t node, uint64_t function, uint32_t grid, uint32_t block, void** args) noexcept {
+    if (!driver().graph_set) return static_cast<int>(CUDA_ERROR_NOT_SUPPORTED);
+    const CUDA_KERNEL_NODE_PARAMS p = kernel_params(function, grid, block, args);
+    return static_cast<int>(driver().graph_set(reinterpret_cast<CUgraphNode>(node), &p));
 }
 
 void exec_set_enabled(gpuGraphExec_t exec, gpuGraphNode_t node, bool enabled) {

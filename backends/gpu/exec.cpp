@@ -61,7 +61,12 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_run_device(const struct eagle_ba
         *launched = 1;
         if (s) {
             CaptureInfo ci = capture_info(s);
-            if (ci.status == gpuStreamCaptureStatusActive && ci.deps.size() == 1) record_kernel(ci.deps[0], rec);
+            if (ci.status == gpuStreamCaptureStatusActive && ci.deps.size() == 1) {
+                record_kernel(ci.deps[0], rec);
+#if !defined(EAGLE_GPU_HIP)
+                offer_kernel_fold(s, ci.deps[0], rec, dev);
+#endif
+            }
         }
     });
 }

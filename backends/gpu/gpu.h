@@ -114,6 +114,9 @@ struct KernelRecord {
     int64_t base = 0, count = 0, n_samples = 0;
     std::vector<uint8_t> storage;       // every argument's bytes, each at offsets[i]
     std::vector<uint32_t> offsets;
+    // Arguments after the partition triple (the kernel WHILE fold's five; 0 otherwise): the triple
+    // is at offsets[size - hidden - 3 ...].
+    uint32_t hidden = 0;
 };
 using KernelRecordPtr = std::shared_ptr<const KernelRecord>;
 
@@ -200,14 +203,22 @@ T* retire(H h) noexcept {
 // captured; compact_device offers its kernel node; the body's end takes the offer when that node
 // is the body's only sink and the body stream's only capture dependency, and otherwise ends the
 // body with the setter kernel as before.
+//
+// The kernel fold (kernel_fold.cpp) does the same for a kernel compiled from EAGLE_KERNEL, whose
+// module has the `name_while_end` variant (eagle/kernel.h): it ends any WHILE, baseline or not.
 struct WhileFold {
-    gpuGraph_t body = nullptr;     // the body graph being captured
-    uint64_t handle = 0;           // the WHILE's cudaGraphConditionalHandle
-    uint32_t* cell = nullptr;      // its [remaining, ran] cell
+    gpuGraph_t body = nullptr;        // the body graph being captured
+    gpuGraph_t root = nullptr;        // the graph of the outermost capture it is nested in
+    uint64_t handle = 0;              // the WHILE's cudaGraphConditionalHandle
+    const uint32_t* count = nullptr;  // its guard words
+    const uint32_t* baseline = nullptr;
+    uint32_t* cell = nullptr;         // its [remaining, ran] cell
 };
-// True (and *out filled) when s is capturing the body of such a WHILE whose guard word is `count`.
-// One relaxed atomic load when no such body is open anywhere. Throws nothing.
+// True (and *out filled) when s is capturing the body of a WHILE whose guard is `*count != 0`.
+// One relaxed atomic load when no WHILE body is open anywhere. Throws nothing.
 bool while_fold_target(gpuStream_t s, const uint32_t* count, WhileFold* out) noexcept;
+// True (and *out filled) when s is capturing the body of any WHILE. Throws nothing.
+bool while_body_target(gpuStream_t s, WhileFold* out) noexcept;
 // Rewrites an offered node so that it sets the loop's condition (returns the runtime's status).
 struct FoldEnabler {
     virtual ~FoldEnabler() = default;
@@ -218,6 +229,16 @@ struct FoldEnabler {
 // still being captured. A later offer for the same body replaces this one (only the last
 // compaction can be the last word).
 void while_fold_offer(gpuGraph_t body, gpuGraphNode_t node, std::unique_ptr<FoldEnabler> enable) noexcept;
+
+// The kernel fold (kernel_fold.cpp). module.cpp tells it each kernel handle it hands out whose
+// module also has the handle's WHILE-end variant, and forgets them when the module is unloaded.
+// `device` (current) gets its first ticket words then, outside any capture as a rule.
+void kernel_fold_learn(uint64_t function, uint64_t while_end, int device) noexcept;
+void kernel_fold_forget(uint64_t function) noexcept;
+// run_device calls it for a kernel node `node` just captured on s from `rec` on `device`: when s is
+// capturing a WHILE body and rec's function has a WHILE-end variant, the node is offered to end the
+// body's iterations.
+void offer_kernel_fold(gpuStream_t s, gpuGraphNode_t node, const KernelRecordPtr& rec, int device) noexcept;
 #endif
 
 // ---------------------------------------------------------------- per-kind native layer
@@ -232,6 +253,11 @@ size_t param_size(uint64_t function, int64_t i);
 // Rewrites a kernel node of an exec graph to launch `function` over `grid` blocks with `args`.
 void exec_set_kernel(gpuGraphExec_t exec, gpuGraphNode_t node, uint64_t function, uint32_t grid, uint32_t block,
                      void** args);
+#if !defined(EAGLE_GPU_HIP)
+// Rewrites a kernel node of a graph (not yet instantiated) the same way; returns the driver's
+// result (0 success) and throws nothing.
+int graph_set_kernel(gpuGraphNode_t node, uint64_t function, uint32_t grid, uint32_t block, void** args) noexcept;
+#endif
 // Enables/disables a node of an exec graph; throws UNSUPPORTED where the runtime cannot.
 void exec_set_enabled(gpuGraphExec_t exec, gpuGraphNode_t node, bool enabled);
 // Capability bits the installed driver can serve (every bit the kind implements when it cannot tell).

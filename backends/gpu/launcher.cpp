@@ -63,9 +63,10 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_set_logical_size(eagle_
             const int64_t lanes = size < 0 ? r.count : size;
             std::vector<uint8_t> storage = r.storage;
             const size_t np = r.offsets.size();
-            int64_t triple[3] = {0, lanes, lanes};
-            std::memcpy(storage.data() + r.offsets[np - 2], &triple[1], 8);
-            std::memcpy(storage.data() + r.offsets[np - 1], &triple[2], 8);
+            const size_t t = np - r.hidden - 3;  // the partition triple
+            const int64_t triple[3] = {0, lanes, lanes};
+            std::memcpy(storage.data() + r.offsets[t + 1], &triple[1], 8);
+            std::memcpy(storage.data() + r.offsets[t + 2], &triple[2], 8);
             std::vector<void*> args(np);
             for (size_t i = 0; i < np; ++i) args[i] = storage.data() + r.offsets[i];
             const int64_t blocks = lanes > 0 ? (lanes + r.block - 1) / r.block : 1;  // count 0: one idle block

@@ -6,6 +6,8 @@
 // prefix and the code getter, which native::rtc() gives. Only the functions used are declared here,
 // with the signatures both libraries document, so no compiler header is needed at build time.
 #include <dlfcn.h>
+
+#include <algorithm>
 #include <sys/stat.h>
 
 #include <mutex>
@@ -27,6 +29,7 @@ struct Module {
     void* native = nullptr;
     int device = 0;
     std::string name;
+    std::vector<uint64_t> folds;  // handles told to the kernel WHILE fold (cuda), forgotten at unload
     ~Module() { magic = 0; }
 };
 
@@ -216,6 +219,13 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_function(eagle_backend_mo
         DeviceGuard guard(m->device);
         const uint64_t f = native::module_function(m->native, name);
         if (!f) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "module '" + m->name + "' has no kernel named '" + name + "'");
+#if !defined(EAGLE_GPU_HIP)
+        // A kernel from EAGLE_KERNEL has a WHILE-end variant (eagle/kernel.h): the fold may use it.
+        if (const uint64_t v = native::module_function(m->native, (std::string(name) + "_while_end").c_str())) {
+            if (std::find(m->folds.begin(), m->folds.end(), f) == m->folds.end()) m->folds.push_back(f);
+            kernel_fold_learn(f, v, m->device);
+        }
+#endif
         *function = f;
     });
 }
@@ -226,6 +236,9 @@ EAGLE_EXPORT void eagle_backend_module_release(eagle_backend_module module) {
         if (!m || m->magic != kModuleMagic) return;
         {
             DeviceGuard guard(m->device);
+#if !defined(EAGLE_GPU_HIP)
+            for (uint64_t f : m->folds) kernel_fold_forget(f);
+#endif
             native::module_unload(m->native);
         }
         delete m;

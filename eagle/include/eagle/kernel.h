@@ -30,6 +30,10 @@
  *                  take positions 0..workers-1 first, then chunks claimed by their warp from
  *                  queue[0]; the last block to finish leaves queue[0..1] at zero for the next
  *                  launch (it must be zero before the first). The cpu kind strides by `workers`.
+ *   drift_while_end (cuda only) `drift` that also ends an iteration of the WHILE whose body it
+ *                  ends: the cuda backend launches it in place of `drift` when a `drift` launch is
+ *                  the last word of a WHILE body, so no setter kernel follows it (see
+ *                  eagle_while_end below). Never called by the user.
  * On the cpu kind each is `void k(void* const* params, int64_t base, int64_t count, int64_t n)`
  * with a lane loop; on cuda and hip each is an extern "C" __global__ function taking the declared
  * arguments, then eagle's partition triple (int64 base, count, n_samples), one lane per thread.
@@ -200,8 +204,58 @@ EAGLE_FN void eagle_drain_end(uint32_t* queue) {
     }
 }
 
+#if defined(__HIPCC_RTC__) || defined(__HIPCC__)
+/* hip has no conditional graph nodes: no WHILE-end variant. */
+#define EAGLE_WHILE_END_VARIANT(name, ...)
+#else
+#if defined(__CUDACC_RTC__)
+/* NVRTC declares no device runtime API: the one builtin the WHILE-end variant calls. */
+extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetConditional(unsigned long long handle,
+                                                                                     unsigned int value);
+#endif
+/* ---- the WHILE fold (cuda). name_while_end is `name` followed by the decision of the WHILE whose
+ * body it ends, so that no setter kernel follows it (the cuda backend's conditional nodes; never
+ * launched by the user). Its hidden arguments follow the partition triple: the loop's condition
+ * handle, its guard words (count, and baseline or NULL), its [remaining, ran] cell and a ticket word
+ * (zero before the first launch). Once every lane of the grid has run the body, one thread decides
+ * exactly as the backend's setter does: go = remaining > 0 && *count != (baseline ? *baseline : 0);
+ * a go steps the cell. With several blocks the last block to draw a ticket decides (each block
+ * fences its writes before it draws) and leaves the ticket at zero for the next launch. */
+EAGLE_FN void eagle_while_end(unsigned long long handle, const uint32_t* count, const uint32_t* baseline,
+                              uint32_t* cell, uint32_t* ticket) {
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    if (gridDim.x > 1) {
+        __threadfence();
+        if (atomicAdd(ticket, 1u) != gridDim.x - 1) return;
+        *ticket = 0u;
+        __threadfence();
+    }
+    const uint32_t remaining = cell[0];
+    const uint32_t guard = *(volatile const uint32_t*)count;
+    const bool go = remaining > 0u && guard != (baseline ? *(volatile const uint32_t*)baseline : 0u);
+    if (go) {
+        cell[0] = remaining - 1u;
+        cell[1] += 1u;
+    }
+    cudaGraphSetConditional(handle, go ? 1u : 0u);
+}
+#define EAGLE_WHILE_END_VARIANT(name, ...)                                                           \
+    extern "C" __global__ void name##_while_end(EAGLE_PP_MAP(EAGLE_PP_PARAM, __VA_ARGS__)            \
+                                                int64_t eagle_base, int64_t eagle_count,             \
+                                                int64_t eagle_n, unsigned long long eagle_handle,    \
+                                                const uint32_t* eagle_guard, const uint32_t* eagle_baseline, \
+                                                uint32_t* eagle_cell, uint32_t* eagle_ticket) {      \
+        const int64_t eagle_l = eagle_base + (int64_t)blockIdx.x * (int64_t)blockDim.x + threadIdx.x; \
+        if (eagle_l < eagle_base + eagle_count)                                                      \
+            eagle_body_##name(eagle_l, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));             \
+        eagle_while_end(eagle_handle, eagle_guard, eagle_baseline, eagle_cell, eagle_ticket);        \
+    }
+#endif
+
 #define EAGLE_KERNEL(name, ...)                                                                      \
     EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__));  \
+    EAGLE_WHILE_END_VARIANT(name, __VA_ARGS__)                                                       \
     extern "C" __global__ void name(EAGLE_PP_MAP(EAGLE_PP_PARAM, __VA_ARGS__) int64_t eagle_base,     \
                                     int64_t eagle_count, int64_t eagle_n) {                          \
         const int64_t eagle_l = eagle_base + (int64_t)blockIdx.x * (int64_t)blockDim.x + threadIdx.x; \
