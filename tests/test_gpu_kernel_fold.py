@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import eagle
+from conftest import kernel_ptr
 
 pytestmark = pytest.mark.gpu
 
@@ -156,7 +157,7 @@ def test_only_the_last_word_is_folded(cuda, m, s):
 
     def then_foreign(b):
         m.count_down.run([cnt], 1, stream=b, block=1)
-        cuda.run(int(foreign.ptr), [hits], 1, stream=b, block=1)
+        cuda.run(kernel_ptr(foreign), [hits], 1, stream=b, block=1)
     L2, nodes2 = record_while(cuda, s, cnt, cell, 100, then_foreign)
     assert len(nodes2) == 2 and dependents(nodes2[1]) == 1, "the setter must follow the foreign kernel"
     put(cnt, 4)

@@ -220,23 +220,32 @@ extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetCondition
  * (zero before the first launch). Once every lane of the grid has run the body, one thread decides
  * exactly as the backend's setter does: go = remaining > 0 && *count != (baseline ? *baseline : 0);
  * a go steps the cell. With several blocks the last block to draw a ticket decides (each block
- * fences its writes before it draws) and leaves the ticket at zero for the next launch. */
+ * fences its writes before it draws) and leaves the ticket at zero for the next launch.
+ *
+ * Each iteration is a latency chain, so every read that can be is taken off it: thread 0 reads the
+ * cell before the body (only these decisions write it, and the last one finished before this launch
+ * began), and a single block reads the guard with plain loads (after the barrier its own writes are
+ * visible and nothing else writes it) where several blocks need loads that see other blocks' writes. */
 EAGLE_FN void eagle_while_end(unsigned long long handle, const uint32_t* count, const uint32_t* baseline,
-                              uint32_t* cell, uint32_t* ticket) {
+                              uint32_t* cell, uint32_t* ticket, uint32_t remaining, uint32_t ran) {
     __syncthreads();
     if (threadIdx.x != 0) return;
+    uint32_t guard, base;
     if (gridDim.x > 1) {
         __threadfence();
         if (atomicAdd(ticket, 1u) != gridDim.x - 1) return;
         *ticket = 0u;
         __threadfence();
+        guard = *(volatile const uint32_t*)count;
+        base = baseline ? *(volatile const uint32_t*)baseline : 0u;
+    } else {
+        guard = *count;
+        base = baseline ? *baseline : 0u;
     }
-    const uint32_t remaining = cell[0];
-    const uint32_t guard = *(volatile const uint32_t*)count;
-    const bool go = remaining > 0u && guard != (baseline ? *(volatile const uint32_t*)baseline : 0u);
+    const bool go = remaining > 0u && guard != base;
     if (go) {
         cell[0] = remaining - 1u;
-        cell[1] += 1u;
+        cell[1] = ran + 1u;
     }
     cudaGraphSetConditional(handle, go ? 1u : 0u);
 }
@@ -246,10 +255,16 @@ EAGLE_FN void eagle_while_end(unsigned long long handle, const uint32_t* count, 
                                                 int64_t eagle_n, unsigned long long eagle_handle,    \
                                                 const uint32_t* eagle_guard, const uint32_t* eagle_baseline, \
                                                 uint32_t* eagle_cell, uint32_t* eagle_ticket) {      \
+        uint32_t eagle_remaining = 0u, eagle_ran = 0u;                                               \
+        if (threadIdx.x == 0) {                                                                      \
+            eagle_remaining = eagle_cell[0];                                                         \
+            eagle_ran = eagle_cell[1];                                                               \
+        }                                                                                            \
         const int64_t eagle_l = eagle_base + (int64_t)blockIdx.x * (int64_t)blockDim.x + threadIdx.x; \
         if (eagle_l < eagle_base + eagle_count)                                                      \
             eagle_body_##name(eagle_l, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));             \
-        eagle_while_end(eagle_handle, eagle_guard, eagle_baseline, eagle_cell, eagle_ticket);        \
+        eagle_while_end(eagle_handle, eagle_guard, eagle_baseline, eagle_cell, eagle_ticket,         \
+                        eagle_remaining, eagle_ran);                                                 \
     }
 #endif
 
