@@ -1,5 +1,5 @@
 """The kernel WHILE fold on a real GPU (issue 17): a WHILE body whose last word is a launch of a
-kernel compiled from EAGLE_KERNEL ends with that kernel's `_while_end` variant, which takes the
+kernel compiled from EAGLE_KERNEL ends with that kernel's `eagle_while_end_<name>` entry, which takes the
 loop's decision itself, so no setter kernel follows it (backends/cuda/kernel_fold.cpp).
 
 What must hold: the body has no node after the kernel; the loop runs exactly as the setter would
@@ -265,3 +265,25 @@ def test_graph_build_repeat_while_over_an_eagle_kernel_step(cuda, m):
             assert int(cnt.get()[0]) == (iters - ran) * n
             assert int(hits.min()) == ran and int(hits.max()) == ran
         g.close()
+
+
+def test_a_users_kernel_that_only_has_the_entrys_name_is_never_folded(cuda, s):
+    """`foo` and `eagle_while_end_foo` written by hand with the same parameters: the entry is not
+    the header's (it lacks the five words eagle would pass), so the backend keeps the setter and
+    never launches it."""
+    src = r"""
+#include <eagle/kernel.h>
+extern "C" __global__ void foo(uint32_t* c, int64_t base, int64_t count, int64_t n) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) c[0] -= 1u;
+}
+extern "C" __global__ void eagle_while_end_foo(uint32_t* c, int64_t base, int64_t count, int64_t n) {
+    c[0] = 12345u;
+}
+"""
+    mod = eagle.compile(src, backend=cuda, name="impostor.c")
+    cnt, cell = cp.zeros(1, cp.uint32), cp.zeros(2, cp.uint32)
+    L, nodes = record_while(cuda, s, cnt, cell, 100, lambda b: mod.foo.run([cnt], 1, stream=b, block=1))
+    assert len(nodes) == 1 and dependents(nodes[0]) == 1, "the setter must follow a hand-written kernel"
+    put(cnt, 7)
+    finish(L, s)
+    assert cell.get().tolist() == [93, 7] and int(cnt.get()[0]) == 0

@@ -1,5 +1,5 @@
 // kernel_fold.cpp -- the kernel WHILE fold (cuda): a WHILE body whose last word is a kernel compiled
-// from EAGLE_KERNEL ends with that kernel's `name_while_end` variant (eagle/kernel.h), which takes
+// from EAGLE_KERNEL ends with that kernel's `eagle_while_end_<name>` entry (eagle/kernel.h), which takes
 // the loop's decision itself, instead of with a setter kernel: one node an iteration fewer.
 //
 // How: module.cpp tells us each kernel handle it hands out whose module also has the variant.
@@ -26,7 +26,7 @@ namespace {
 
 // ---------------------------------------------------------------- kernels with a WHILE-end variant
 std::mutex g_variants_mu;
-std::unordered_map<uint64_t, uint64_t> g_variants;  // kernel handle -> its name_while_end handle
+std::unordered_map<uint64_t, uint64_t> g_variants;  // kernel handle -> its eagle_while_end_<name> handle
 std::atomic<size_t> g_variant_count{0};             // g_variants.size(), read without the lock
 
 uint64_t variant_of(uint64_t function) {
@@ -50,10 +50,10 @@ TicketPool& pool() {
     return *p;
 }
 
-// Adds a zero-filled slab to `device`'s free words (the caller holds the pool's lock and has made
-// `device` current). The fill goes through a private non-blocking stream, so it neither joins nor
+// Adds a zero-filled slab to `device`'s free words (the caller holds the pool's lock). The fill goes through a private non-blocking stream, so it neither joins nor
 // breaks a capture in progress on another stream.
 void grow(TicketPool& p, int device) {
+    DeviceGuard guard(device);
     cudaStream_t& z = p.zeroing[device];
     if (!z) check(cudaStreamCreateWithFlags(&z, cudaStreamNonBlocking), "streamCreateWithFlags(ticket fill)");
     void* slab = nullptr;
@@ -162,10 +162,23 @@ struct KernelFold final : FoldEnabler {
     int device;
 };
 
+// Parameters of a kernel handle, counted through the driver (0 when it cannot tell).
+size_t param_count(uint64_t function) {
+    size_t n = 0;
+    while (n < 128 && native::param_size(function, static_cast<int64_t>(n)) != 0) ++n;
+    return n;
+}
+
 }  // namespace
 
 void kernel_fold_learn(uint64_t function, uint64_t while_end, int device) noexcept {
     try {
+        // The entry must be the header's: `function`'s parameters and five 8-byte ones after them
+        // (a kernel of the user's that merely has the name is never launched with eagle's words).
+        const size_t n = param_count(function);
+        if (n < 3 || param_count(while_end) != n + 5) return;
+        for (size_t i = n; i < n + 5; ++i)
+            if (native::param_size(while_end, static_cast<int64_t>(i)) != 8) return;
         {
             TicketPool& p = pool();
             std::lock_guard<std::mutex> lk(p.mu);

@@ -205,7 +205,7 @@ T* retire(H h) noexcept {
 // body with the setter kernel as before.
 //
 // The kernel fold (kernel_fold.cpp) does the same for a kernel compiled from EAGLE_KERNEL, whose
-// module has the `name_while_end` variant (eagle/kernel.h): it ends any WHILE, baseline or not.
+// module has the `eagle_while_end_<name>` entry (eagle/kernel.h): it ends any WHILE, baseline or not.
 struct WhileFold {
     gpuGraph_t body = nullptr;        // the body graph being captured
     gpuGraph_t root = nullptr;        // the graph of the outermost capture it is nested in

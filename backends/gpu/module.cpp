@@ -220,8 +220,8 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_function(eagle_backend_mo
         const uint64_t f = native::module_function(m->native, name);
         if (!f) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "module '" + m->name + "' has no kernel named '" + name + "'");
 #if !defined(EAGLE_GPU_HIP)
-        // A kernel from EAGLE_KERNEL has a WHILE-end variant (eagle/kernel.h): the fold may use it.
-        if (const uint64_t v = native::module_function(m->native, (std::string(name) + "_while_end").c_str())) {
+        // A kernel from EAGLE_KERNEL has a WHILE-end entry (eagle/kernel.h): the fold may use it.
+        if (const uint64_t v = native::module_function(m->native, ("eagle_while_end_" + std::string(name)).c_str())) {
             if (std::find(m->folds.begin(), m->folds.end(), f) == m->folds.end()) m->folds.push_back(f);
             kernel_fold_learn(f, v, m->device);
         }

@@ -30,10 +30,11 @@
  *                  take positions 0..workers-1 first, then chunks claimed by their warp from
  *                  queue[0]; the last block to finish leaves queue[0..1] at zero for the next
  *                  launch (it must be zero before the first). The cpu kind strides by `workers`.
- *   drift_while_end (cuda only) `drift` that also ends an iteration of the WHILE whose body it
- *                  ends: the cuda backend launches it in place of `drift` when a `drift` launch is
- *                  the last word of a WHILE body, so no setter kernel follows it (see
- *                  eagle_while_end below). Never called by the user.
+ *   eagle_while_end_drift (cuda only) `drift` that also ends an iteration of the WHILE whose
+ *                  body it ends: the cuda backend launches it in place of `drift` when a `drift`
+ *                  launch is the last word of a WHILE body, so no setter kernel follows it (see
+ *                  eagle_while_decide below). Never called by the user; names that begin with
+ *                  eagle_ are the header's.
  * On the cpu kind each is `void k(void* const* params, int64_t base, int64_t count, int64_t n)`
  * with a lane loop; on cuda and hip each is an extern "C" __global__ function taking the declared
  * arguments, then eagle's partition triple (int64 base, count, n_samples), one lane per thread.
@@ -213,7 +214,7 @@ EAGLE_FN void eagle_drain_end(uint32_t* queue) {
 extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetConditional(unsigned long long handle,
                                                                                      unsigned int value);
 #endif
-/* ---- the WHILE fold (cuda). name_while_end is `name` followed by the decision of the WHILE whose
+/* ---- the WHILE fold (cuda). eagle_while_end_<name> is `name` followed by the decision of the WHILE whose
  * body it ends, so that no setter kernel follows it (the cuda backend's conditional nodes; never
  * launched by the user). Its hidden arguments follow the partition triple: the loop's condition
  * handle, its guard words (count, and baseline or NULL), its [remaining, ran] cell and a ticket word
@@ -226,7 +227,7 @@ extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetCondition
  * cell before the body (only these decisions write it, and the last one finished before this launch
  * began), and a single block reads the guard with plain loads (after the barrier its own writes are
  * visible and nothing else writes it) where several blocks need loads that see other blocks' writes. */
-EAGLE_FN void eagle_while_end(unsigned long long handle, const uint32_t* count, const uint32_t* baseline,
+EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* count, const uint32_t* baseline,
                               uint32_t* cell, uint32_t* ticket, uint32_t remaining, uint32_t ran) {
     __syncthreads();
     if (threadIdx.x != 0) return;
@@ -250,11 +251,12 @@ EAGLE_FN void eagle_while_end(unsigned long long handle, const uint32_t* count, 
     cudaGraphSetConditional(handle, go ? 1u : 0u);
 }
 #define EAGLE_WHILE_END_VARIANT(name, ...)                                                           \
-    extern "C" __global__ void name##_while_end(EAGLE_PP_MAP(EAGLE_PP_PARAM, __VA_ARGS__)            \
-                                                int64_t eagle_base, int64_t eagle_count,             \
-                                                int64_t eagle_n, unsigned long long eagle_handle,    \
-                                                const uint32_t* eagle_guard, const uint32_t* eagle_baseline, \
-                                                uint32_t* eagle_cell, uint32_t* eagle_ticket) {      \
+    extern "C" __global__ void eagle_while_end_##name(EAGLE_PP_MAP(EAGLE_PP_PARAM, __VA_ARGS__)      \
+                                                      int64_t eagle_base, int64_t eagle_count,       \
+                                                      int64_t eagle_n, unsigned long long eagle_handle, \
+                                                      const uint32_t* eagle_guard,                   \
+                                                      const uint32_t* eagle_baseline,                \
+                                                      uint32_t* eagle_cell, uint32_t* eagle_ticket) { \
         uint32_t eagle_remaining = 0u, eagle_ran = 0u;                                               \
         if (threadIdx.x == 0) {                                                                      \
             eagle_remaining = eagle_cell[0];                                                         \
@@ -263,7 +265,7 @@ EAGLE_FN void eagle_while_end(unsigned long long handle, const uint32_t* count, 
         const int64_t eagle_l = eagle_base + (int64_t)blockIdx.x * (int64_t)blockDim.x + threadIdx.x; \
         if (eagle_l < eagle_base + eagle_count)                                                      \
             eagle_body_##name(eagle_l, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));             \
-        eagle_while_end(eagle_handle, eagle_guard, eagle_baseline, eagle_cell, eagle_ticket,         \
+        eagle_while_decide(eagle_handle, eagle_guard, eagle_baseline, eagle_cell, eagle_ticket,         \
                         eagle_remaining, eagle_ran);                                                 \
     }
 #endif
