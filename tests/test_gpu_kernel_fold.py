@@ -1,5 +1,5 @@
 """The kernel WHILE fold on a real GPU (issue 17): a WHILE body whose last word is a launch of a
-kernel compiled from EAGLE_KERNEL ends with that kernel's `eagle_while_end_<name>` entry, which takes the
+kernel compiled from EAGLE_KERNEL ends with that kernel's `eagle_while_end_<N>_<name>` entry, which takes the
 loop's decision itself, so no setter kernel follows it (backends/cuda/kernel_fold.cpp).
 
 What must hold: the body has no node after the kernel; the loop runs exactly as the setter would
@@ -268,15 +268,15 @@ def test_graph_build_repeat_while_over_an_eagle_kernel_step(cuda, m):
 
 
 def test_a_users_kernel_that_only_has_the_entrys_name_is_never_folded(cuda, s):
-    """`foo` and `eagle_while_end_foo` written by hand with the same parameters: the entry is not
-    the header's (it lacks the five words eagle would pass), so the backend keeps the setter and
-    never launches it."""
+    """`foo` and an `eagle_while_end_1_foo` written by hand: the entry's parameters after foo's
+    are not the header's five 8-byte words, so the backend keeps the setter and never launches it."""
     src = r"""
 #include <eagle/kernel.h>
 extern "C" __global__ void foo(uint32_t* c, int64_t base, int64_t count, int64_t n) {
     if (blockIdx.x == 0 && threadIdx.x == 0) c[0] -= 1u;
 }
-extern "C" __global__ void eagle_while_end_foo(uint32_t* c, int64_t base, int64_t count, int64_t n) {
+extern "C" __global__ void eagle_while_end_1_foo(uint32_t* c, int64_t base, int64_t count, int64_t n,
+                                                 int a, int b, int d, int e, int f) {
     c[0] = 12345u;
 }
 """

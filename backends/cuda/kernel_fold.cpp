@@ -1,8 +1,8 @@
 // kernel_fold.cpp -- the kernel WHILE fold (cuda): a WHILE body whose last word is a kernel compiled
-// from EAGLE_KERNEL ends with that kernel's `eagle_while_end_<name>` entry (eagle/kernel.h), which takes
+// from EAGLE_KERNEL ends with that kernel's `eagle_while_end_<N>_<name>` entry (eagle/kernel.h), which takes
 // the loop's decision itself, instead of with a setter kernel: one node an iteration fewer.
 //
-// How: module.cpp tells us each kernel handle it hands out whose module also has the variant.
+// How: module.cpp tells us each kernel handle it hands out whose module also has that entry.
 // run_device offers every such node it captures into a WHILE body (conditional.cu keeps the
 // bodies being captured); when the body ends and that node is its last word, the node is rewritten
 // to launch the variant with five hidden arguments after the partition triple: the condition
@@ -26,14 +26,18 @@ namespace {
 
 // ---------------------------------------------------------------- kernels with a WHILE-end variant
 std::mutex g_variants_mu;
-std::unordered_map<uint64_t, uint64_t> g_variants;  // kernel handle -> its eagle_while_end_<name> handle
-std::atomic<size_t> g_variant_count{0};             // g_variants.size(), read without the lock
+struct Variant {
+    uint64_t entry = 0;  // eagle_while_end_<N>_<name>
+    int64_t nargs = 0;   // N: the kernel's declared arguments
+};
+std::unordered_map<uint64_t, Variant> g_variants;  // by kernel handle
+std::atomic<size_t> g_variant_count{0};            // g_variants.size(), read without the lock
 
-uint64_t variant_of(uint64_t function) {
-    if (g_variant_count.load(std::memory_order_relaxed) == 0) return 0;
+Variant variant_of(uint64_t function) {
+    if (g_variant_count.load(std::memory_order_relaxed) == 0) return {};
     std::lock_guard<std::mutex> lk(g_variants_mu);
     auto it = g_variants.find(function);
-    return it == g_variants.end() ? 0 : it->second;
+    return it == g_variants.end() ? Variant{} : it->second;
 }
 
 // ---------------------------------------------------------------- ticket words
@@ -162,30 +166,22 @@ struct KernelFold final : FoldEnabler {
     int device;
 };
 
-// Parameters of a kernel handle, counted through the driver (0 when it cannot tell).
-size_t param_count(uint64_t function) {
-    size_t n = 0;
-    while (n < 128 && native::param_size(function, static_cast<int64_t>(n)) != 0) ++n;
-    return n;
-}
-
 }  // namespace
 
-void kernel_fold_learn(uint64_t function, uint64_t while_end, int device) noexcept {
+void kernel_fold_learn(uint64_t function, uint64_t while_end, int64_t nargs, int device) noexcept {
     try {
-        // The entry must be the header's: `function`'s parameters and five 8-byte ones after them
+        // The entry must be the header's: the kernel's nargs + 3 parameters, then five 8-byte words
         // (a kernel of the user's that merely has the name is never launched with eagle's words).
-        const size_t n = param_count(function);
-        if (n < 3 || param_count(while_end) != n + 5) return;
-        for (size_t i = n; i < n + 5; ++i)
-            if (native::param_size(while_end, static_cast<int64_t>(i)) != 8) return;
+        if (nargs < 0 || nargs > 64) return;
+        for (int64_t i = nargs + 3; i < nargs + 8; ++i)
+            if (native::param_size(while_end, i) != 8) return;
         {
             TicketPool& p = pool();
             std::lock_guard<std::mutex> lk(p.mu);
             if (p.free[device].empty()) grow(p, device);
         }
         std::lock_guard<std::mutex> lk(g_variants_mu);
-        g_variants[function] = while_end;
+        g_variants[function] = Variant{while_end, nargs};
         g_variant_count.store(g_variants.size(), std::memory_order_relaxed);
     } catch (...) {  // no fold for this kernel then
         (void)cudaGetLastError();
@@ -199,12 +195,13 @@ void kernel_fold_forget(uint64_t function) noexcept {
 }
 
 void offer_kernel_fold(gpuStream_t s, gpuGraphNode_t node, const KernelRecordPtr& rec, int device) noexcept {
-    const uint64_t variant = variant_of(rec->function);
-    if (!variant) return;
+    const Variant v = variant_of(rec->function);
+    // Only a launch with the kernel's own arguments (the entry's hidden words follow them).
+    if (!v.entry || rec->hidden != 0 || rec->offsets.size() != static_cast<size_t>(v.nargs) + 3) return;
     WhileFold loop;
     if (!while_body_target(s, &loop) || !loop.root) return;
     try {
-        while_fold_offer(loop.body, node, std::make_unique<KernelFold>(node, rec, variant, loop, device));
+        while_fold_offer(loop.body, node, std::make_unique<KernelFold>(node, rec, v.entry, loop, device));
     } catch (...) {  // no fold: the body ends with the setter
     }
 }

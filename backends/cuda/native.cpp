@@ -203,6 +203,9 @@ struct ModuleDriver {
     CUresult (*load)(CUmodule*, const void*, unsigned, CUjit_option*, void**) = nullptr;
     CUresult (*function)(CUfunction*, CUmodule, const char*) = nullptr;
     CUresult (*unload)(CUmodule) = nullptr;
+    CUresult (*count)(unsigned*, CUmodule) = nullptr;                  // CUDA >= 12.4
+    CUresult (*enumerate)(CUfunction*, unsigned, CUmodule) = nullptr;  // CUDA >= 12.4
+    CUresult (*name)(const char**, CUfunction) = nullptr;              // CUDA >= 12.3
 };
 const ModuleDriver& module_driver() {
     static ModuleDriver m;
@@ -212,6 +215,9 @@ const ModuleDriver& module_driver() {
         m.load = entry<decltype(m.load)>("cuModuleLoadDataEx", 2010);
         m.function = entry<decltype(m.function)>("cuModuleGetFunction", 2000);
         m.unload = entry<decltype(m.unload)>("cuModuleUnload", 2000);
+        m.count = entry<decltype(m.count)>("cuModuleGetFunctionCount", 12040);
+        m.enumerate = entry<decltype(m.enumerate)>("cuModuleEnumerateFunctions", 12040);
+        m.name = entry<decltype(m.name)>("cuFuncGetName", 12030);
     });
     return m;
 }
@@ -242,6 +248,22 @@ uint64_t module_function(void* module, const char* name) {
     CUfunction f = nullptr;
     if (module_driver().function(&f, static_cast<CUmodule>(module), name) != CUDA_SUCCESS) return 0;
     return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(f));
+}
+
+std::vector<std::pair<std::string, uint64_t>> module_functions(void* module) {
+    std::vector<std::pair<std::string, uint64_t>> out;
+    const ModuleDriver& m = module_driver();
+    unsigned n = 0;
+    if (!m.count || !m.enumerate || !m.name || m.count(&n, static_cast<CUmodule>(module)) != CUDA_SUCCESS || n == 0)
+        return out;
+    std::vector<CUfunction> fs(n);
+    if (m.enumerate(fs.data(), n, static_cast<CUmodule>(module)) != CUDA_SUCCESS) return out;
+    for (CUfunction f : fs) {
+        const char* name = nullptr;
+        if (m.name(&name, f) == CUDA_SUCCESS && name)
+            out.emplace_back(name, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(f)));
+    }
+    return out;
 }
 
 void module_unload(void* module) {

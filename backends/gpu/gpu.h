@@ -205,7 +205,7 @@ T* retire(H h) noexcept {
 // body with the setter kernel as before.
 //
 // The kernel fold (kernel_fold.cpp) does the same for a kernel compiled from EAGLE_KERNEL, whose
-// module has the `eagle_while_end_<name>` entry (eagle/kernel.h): it ends any WHILE, baseline or not.
+// module has the `eagle_while_end_<N>_<name>` entry (eagle/kernel.h): it ends any WHILE, baseline or not.
 struct WhileFold {
     gpuGraph_t body = nullptr;        // the body graph being captured
     gpuGraph_t root = nullptr;        // the graph of the outermost capture it is nested in
@@ -231,9 +231,10 @@ struct FoldEnabler {
 void while_fold_offer(gpuGraph_t body, gpuGraphNode_t node, std::unique_ptr<FoldEnabler> enable) noexcept;
 
 // The kernel fold (kernel_fold.cpp). module.cpp tells it each kernel handle it hands out whose
-// module also has the handle's WHILE-end variant, and forgets them when the module is unloaded.
-// `device` (current) gets its first ticket words then, outside any capture as a rule.
-void kernel_fold_learn(uint64_t function, uint64_t while_end, int device) noexcept;
+// module also has the handle's WHILE-end entry (for a kernel of `nargs` declared arguments), and
+// forgets them when the module is unloaded. `device` gets its first ticket words then, outside any
+// capture as a rule.
+void kernel_fold_learn(uint64_t function, uint64_t while_end, int64_t nargs, int device) noexcept;
 void kernel_fold_forget(uint64_t function) noexcept;
 // run_device calls it for a kernel node `node` just captured on s from `rec` on `device`: when s is
 // capturing a WHILE body and rec's function has a WHILE-end variant, the node is offered to end the
@@ -293,6 +294,10 @@ std::vector<std::string> rtc_options(int device, bool fast);
 void* module_load(const void* image, size_t bytes, std::string& log);
 // The kernel handle of `name`, 0 when the module has none.
 uint64_t module_function(void* module, const char* name);
+#if !defined(EAGLE_GPU_HIP)
+// Every kernel of the module, (name, handle); empty where the driver cannot list them.
+std::vector<std::pair<std::string, uint64_t>> module_functions(void* module);
+#endif
 void module_unload(void* module);
 }  // namespace native
 

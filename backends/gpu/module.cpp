@@ -29,7 +29,10 @@ struct Module {
     void* native = nullptr;
     int device = 0;
     std::string name;
-    std::vector<uint64_t> folds;  // handles told to the kernel WHILE fold (cuda), forgotten at unload
+    // cuda: the WHILE-end entries of EAGLE_KERNEL kernels (eagle/kernel.h), by kernel name:
+    // (declared arguments, entry handle); and the handles told to the kernel fold, forgotten at unload.
+    std::unordered_map<std::string, std::pair<int64_t, uint64_t>> while_ends;
+    std::vector<uint64_t> folds;
     ~Module() { magic = 0; }
 };
 
@@ -135,6 +138,23 @@ Module* load(const void* image, size_t bytes, int device, const std::string& nam
     m->native = native_module;
     m->device = device;
     m->name = name;
+#if !defined(EAGLE_GPU_HIP)
+    // "eagle_while_end_<N>_<name>": listed rather than looked up, so a kernel without one costs no
+    // failed driver call.
+    static const std::string prefix = "eagle_while_end_";
+    try {
+        for (const auto& [fname, handle] : native::module_functions(native_module)) {
+            if (fname.compare(0, prefix.size(), prefix) != 0) continue;
+            const size_t sep = fname.find('_', prefix.size());
+            if (sep == std::string::npos || sep == prefix.size() || sep - prefix.size() > 2) continue;
+            const std::string digits = fname.substr(prefix.size(), sep - prefix.size());
+            if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+            m->while_ends[fname.substr(sep + 1)] = {std::stoll(digits), handle};
+        }
+    } catch (...) {  // no fold for this module's kernels
+        m->while_ends.clear();
+    }
+#endif
     return m;
 }
 
@@ -221,9 +241,10 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_function(eagle_backend_mo
         if (!f) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "module '" + m->name + "' has no kernel named '" + name + "'");
 #if !defined(EAGLE_GPU_HIP)
         // A kernel from EAGLE_KERNEL has a WHILE-end entry (eagle/kernel.h): the fold may use it.
-        if (const uint64_t v = native::module_function(m->native, ("eagle_while_end_" + std::string(name)).c_str())) {
+        auto we = m->while_ends.find(name);
+        if (we != m->while_ends.end()) {
             if (std::find(m->folds.begin(), m->folds.end(), f) == m->folds.end()) m->folds.push_back(f);
-            kernel_fold_learn(f, v, m->device);
+            kernel_fold_learn(f, we->second.second, we->second.first, m->device);
         }
 #endif
         *function = f;

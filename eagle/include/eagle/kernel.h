@@ -30,8 +30,8 @@
  *                  take positions 0..workers-1 first, then chunks claimed by their warp from
  *                  queue[0]; the last block to finish leaves queue[0..1] at zero for the next
  *                  launch (it must be zero before the first). The cpu kind strides by `workers`.
- *   eagle_while_end_drift (cuda only) `drift` that also ends an iteration of the WHILE whose
- *                  body it ends: the cuda backend launches it in place of `drift` when a `drift`
+ *   eagle_while_end_2_drift (cuda only; 2 is the number of declared arguments) `drift` that
+ *                  also ends an iteration of the WHILE whose body it ends: the cuda backend launches it in place of `drift` when a `drift`
  *                  launch is the last word of a WHILE body, so no setter kernel follows it (see
  *                  eagle_while_decide below). Never called by the user; names that begin with
  *                  eagle_ are the header's.
@@ -214,7 +214,7 @@ EAGLE_FN void eagle_drain_end(uint32_t* queue) {
 extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetConditional(unsigned long long handle,
                                                                                      unsigned int value);
 #endif
-/* ---- the WHILE fold (cuda). eagle_while_end_<name> is `name` followed by the decision of the WHILE whose
+/* ---- the WHILE fold (cuda). eagle_while_end_<N>_<name> (N: the declared arguments) is `name` followed by the decision of the WHILE whose
  * body it ends, so that no setter kernel follows it (the cuda backend's conditional nodes; never
  * launched by the user). Its hidden arguments follow the partition triple: the loop's condition
  * handle, its guard words (count, and baseline or NULL), its [remaining, ran] cell and a ticket word
@@ -250,8 +250,11 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
     }
     cudaGraphSetConditional(handle, go ? 1u : 0u);
 }
+#define EAGLE_WHILE_END_NAME(name, ...) \
+    EAGLE_PP_CAT(EAGLE_PP_CAT(eagle_while_end_, EAGLE_PP_NARGS(__VA_ARGS__)), EAGLE_PP_CAT(_, name))
 #define EAGLE_WHILE_END_VARIANT(name, ...)                                                           \
-    extern "C" __global__ void eagle_while_end_##name(EAGLE_PP_MAP(EAGLE_PP_PARAM, __VA_ARGS__)      \
+    extern "C" __global__ void EAGLE_WHILE_END_NAME(name, __VA_ARGS__)(                              \
+                                                      EAGLE_PP_MAP(EAGLE_PP_PARAM, __VA_ARGS__)      \
                                                       int64_t eagle_base, int64_t eagle_count,       \
                                                       int64_t eagle_n, unsigned long long eagle_handle, \
                                                       const uint32_t* eagle_guard,                   \
