@@ -10,6 +10,7 @@ import numpy as np
 from .._compilers import wheel_library_dirs
 from .._seam_ffi import ffi
 from ._registry import CheckFailure, Skip, check
+from .behaviour import COND, Objects, _conditional, captured_of, launcher_of, replay
 
 _INCLUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "include")
 
@@ -28,6 +29,20 @@ EAGLE_KERNEL(eagle_check_broken, (double*, x))
 }
 """
 _BROKEN_LINE = 4
+# A WHILE body's kernel: every lane counts its own call and takes one off the guard word (atomically:
+# the lanes of a launch run at once on every kind).
+_COUNTDOWN = b"""#include <eagle/kernel.h>
+EAGLE_KERNEL(eagle_check_countdown, (uint32_t*, count), (int64_t*, hits))
+{
+    (void)n;
+    hits[i] += 1;
+#if EAGLE_KIND_GPU
+    atomicSub(count, 1u);
+#else
+    __atomic_fetch_sub(count, 1u, __ATOMIC_RELAXED);
+#endif
+}
+"""
 
 
 def bcheck(check_id, needs=()):
@@ -245,3 +260,54 @@ def free_zero_and_foreign(s):
     for _ in range(3):
         s.ok("mem_alloc", -1, 1 << 20, 0, out)
         s.raw("mem_free", int(out[0]))
+
+
+@bcheck("module_from_source.while_body",
+        needs=COND + ("exec", "module_function", "module_release", "mem_alloc", "mem_free", "memcpy"))
+def while_compiled_body(s):
+    """A WHILE whose body ends with a kernel compiled from EAGLE_KERNEL, over several thousand lanes
+    (a backend may end each iteration from such a kernel instead of a setter of its own): the guard
+    is re-read after every lane of the body has run, with and without a baseline, up to loop_cap,
+    and the cell is [remaining, ran], replay after replay."""
+    s.need_device()
+    st, mod, log = _compile(s, _COUNTDOWN)
+    if st != 0:
+        raise CheckFailure(f"module_from_source failed: {s.last_error()!r}\n{log}")
+    n, cap = 3000, 10
+    try:
+        fn = ffi.new("uint64_t*")
+        s.ok("module_function", mod, b"eagle_check_countdown", fn)
+        mem = s.device()
+        hits = mem.zeros(n, np.int64)
+        count, base, cell = mem.zeros(1, np.uint32), mem.zeros(1, np.uint32), mem.array([77, 77], np.uint32)
+        with Objects(s) as o:
+            h, raw = o.stream()
+            for with_base, cases in ((False, ((3, 0, 3), (0, 0, 0), (25, 0, 10), (10, 0, 10), (1, 0, 1))),
+                                     (True, ((5, 2, 3), (4, 4, 0), (30, 5, 10)))):
+                def record():
+                    c = _conditional(s, o, raw, count, base if with_base else None, cell, loop_cap=cap)
+                    body = ffi.new("uint64_t*")
+                    s.ok("conditional_begin", c, body)
+                    _launch(s, fn[0], int(body[0]), [count.addr, hits.addr], n)
+                    s.ok("conditional_end", c)
+
+                lau = o.add("launcher_release", launcher_of(s, captured_of(s, raw, record), raw))
+                total = 0
+                hits.set(np.zeros(n, np.int64))
+                for start, floor, runs in cases:
+                    count.set([start * n])
+                    base.set([floor * n])
+                    replay(s, lau)
+                    total += runs
+                    got_cell, got_count, got = cell.get().tolist(), int(count.get()[0]), hits.get()
+                    if (got_cell != [cap - runs, runs] or got_count != (start - runs) * n
+                            or got.min() != total or got.max() != total):
+                        raise CheckFailure(
+                            f"WHILE (*count = {start}*{n}{f', *baseline = {floor}*{n}' if with_base else ''}, "
+                            f"loop_cap {cap}) over a compiled kernel of {n} lanes that takes {n} off *count: "
+                            f"expected {runs} iterations, cell [{cap - runs}, {runs}], *count {(start - runs) * n}, "
+                            f"every lane called {total} times; got cell {got_cell}, *count {got_count}, "
+                            f"lanes called {got.min()}..{got.max()} times")
+    finally:
+        s.raw("module_release", mod)
+    return "8 replays decided as the guard said, baseline or not"
