@@ -68,6 +68,35 @@ def kernel_ptr(fn):
     return int(inner.ptr)
 
 
+def dependents(node):
+    """Nodes that depend on a raw CUDA graph node (the driver's cuGraphNodeGetDependentNodes_v2)."""
+    import ctypes
+    drv = ctypes.CDLL("libcuda.so.1")
+    f = drv.cuGraphNodeGetDependentNodes_v2
+    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
+    f.restype = ctypes.c_int
+    n = ctypes.c_size_t(0)
+    rc = f(ctypes.c_void_p(node), None, None, ctypes.byref(n))
+    assert rc == 0, f"cuGraphNodeGetDependentNodes_v2: CUresult {rc}"
+    return n.value
+
+
+def finish(launcher, stream, seconds=30.0):
+    """Launch a cuda launcher and wait for it with a deadline: a WHILE whose condition is never set
+    again would loop for ever, and a plain synchronize would hang the test run."""
+    import time
+    import cupy as cp
+    launcher.launch()
+    done = cp.cuda.Event(disable_timing=True)
+    done.record(cp.cuda.ExternalStream(stream.handle))
+    deadline = time.monotonic() + seconds
+    while not done.done:
+        if time.monotonic() > deadline:
+            pytest.fail(f"the graph did not finish within {seconds} s (a WHILE that never stops)")
+        time.sleep(0.001)
+    launcher.synchronize()
+
+
 @pytest.fixture(scope="session")
 def cuda():
     b, reason = _gpu_backend_or_reason()

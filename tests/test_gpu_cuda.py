@@ -2,15 +2,13 @@
 
 Skipped with the probe's reason where no cuda backend or no usable GPU exists. Device memory and
 kernels come from CuPy (``RawKernel.kernel.ptr`` is a ``CUfunction``); torch is used for DLPack."""
-import ctypes
 import threading
-import time
 
 import numpy as np
 import pytest
 
 import eagle
-from conftest import kernel_ptr
+from conftest import dependents, finish, kernel_ptr
 
 pytestmark = pytest.mark.gpu
 
@@ -428,32 +426,6 @@ def test_one_scratch_serves_many_compactions_of_any_size(cuda, s):
 
 # -- the WHILE fold (issue 17): a WHILE of guard `count != 0` whose body ends with the compaction
 # writing that count ends its iterations from the compaction kernel (no setter kernel after it).
-
-def dependents(node):
-    """Nodes that depend on a raw graph node (the driver's cuGraphNodeGetDependentNodes_v2)."""
-    drv = ctypes.CDLL("libcuda.so.1")
-    f = drv.cuGraphNodeGetDependentNodes_v2
-    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
-    f.restype = ctypes.c_int
-    n = ctypes.c_size_t(0)
-    rc = f(ctypes.c_void_p(node), None, None, ctypes.byref(n))
-    assert rc == 0, f"cuGraphNodeGetDependentNodes_v2: CUresult {rc}"
-    return n.value
-
-
-def finish(L, s, seconds=30.0):
-    """Launch L and wait for it with a deadline: a WHILE whose condition is never set again would
-    loop for ever, and a plain synchronize would hang the test run."""
-    L.launch()
-    done = cp.cuda.Event(disable_timing=True)
-    done.record(cp.cuda.ExternalStream(s.handle))
-    deadline = time.monotonic() + seconds
-    while not done.done:
-        if time.monotonic() > deadline:
-            pytest.fail(f"the graph did not finish within {seconds} s (a WHILE that never stops)")
-        time.sleep(0.001)
-    L.synchronize()
-
 
 class LifeSet:
     """n samples, sample i live for life[i] steps; a compaction (drop mask) of them on cupy arrays."""

@@ -7,15 +7,12 @@ have run it (guard, baseline, cap, the [remaining, ran] cell), replay after repl
 many blocks the decision waits for every block (a decision taken early would read a guard not yet
 written and run extra iterations); the ticket word a folded node borrows lives as long as any
 launcher holds it. Skipped with the probe's reason where no cuda backend or no usable GPU exists."""
-import ctypes
 import gc
-import time
 
-import numpy as np
 import pytest
 
 import eagle
-from conftest import kernel_ptr
+from conftest import dependents, finish, kernel_ptr
 
 pytestmark = pytest.mark.gpu
 
@@ -48,31 +45,6 @@ def s(cuda):
     st = cuda.stream(non_blocking=True)
     yield st
     st.close()
-
-
-def dependents(node):
-    """Nodes that depend on a raw graph node (the driver's cuGraphNodeGetDependentNodes_v2)."""
-    drv = ctypes.CDLL("libcuda.so.1")
-    f = drv.cuGraphNodeGetDependentNodes_v2
-    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
-    f.restype = ctypes.c_int
-    n = ctypes.c_size_t(0)
-    rc = f(ctypes.c_void_p(node), None, None, ctypes.byref(n))
-    assert rc == 0, f"cuGraphNodeGetDependentNodes_v2: CUresult {rc}"
-    return n.value
-
-
-def finish(L, s, seconds=30.0):
-    """Launch L and wait with a deadline (a WHILE whose condition is never set would not stop)."""
-    L.launch()
-    done = cp.cuda.Event(disable_timing=True)
-    done.record(cp.cuda.ExternalStream(s.handle))
-    deadline = time.monotonic() + seconds
-    while not done.done:
-        if time.monotonic() > deadline:
-            pytest.fail(f"the graph did not finish within {seconds} s (a WHILE that never stops)")
-        time.sleep(0.001)
-    L.synchronize()
 
 
 def record_while(cuda, s, cnt, cell, loop_cap, body_fn, baseline=None):
