@@ -18,6 +18,8 @@ from .errors import EagleTypeError, EagleValueError
 _EXACT = {}
 #: Exact types whose DLPack device is known without asking them: type -> fn(obj) -> (type, id).
 _DEVICE_EXACT = {}
+#: Exact types registered ``stable`` (see :func:`register_exact`).
+STABLE = set()
 
 
 class ArrayInfo:
@@ -51,11 +53,15 @@ def _contiguous_nbytes(shape, strides, itemsize, what):
     return n * itemsize
 
 
-def register_exact(cls, info, device):
+def register_exact(cls, info, device, *, stable=False):
     """Give the exact type ``cls`` a fast path: ``info(obj)`` is its :class:`ArrayInfo` (or None
-    for the general path), ``device(obj)`` its ``(device_type, device_id)``."""
+    for the general path), ``device(obj)`` its ``(device_type, device_id)``. ``stable``: an
+    object's address, size and device never change while it lives, so what was decided about it
+    may be kept as long as it lives (eagle._eager_memo)."""
     _EXACT[cls] = info
     _DEVICE_EXACT[cls] = device
+    if stable:
+        STABLE.add(cls)
 
 
 _from_buffer, _cast = ffi.from_buffer, ffi.cast
@@ -151,7 +157,9 @@ def _learn_type(cls):
         return
     top = cls.__module__.partition(".")[0]
     if cls.__name__ == "ndarray" and top == "cupy":
-        register_exact(cls, _cupy_info, _cupy_device)
+        # stable: CuPy's ndarray cannot be given other memory, another dtype or other strides
+        # (those attributes are read-only); setting its shape keeps its bytes where they are.
+        register_exact(cls, _cupy_info, _cupy_device, stable=True)
     elif cls.__name__ == "Tensor" and top == "torch":
         strided = getattr(sys.modules.get("torch"), "strided", None)
         if strided is not None:

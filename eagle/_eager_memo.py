@@ -1,15 +1,17 @@
-"""A per-thread memo of eager calls on eagle's own arrays: what the resolver and the argument
-checks decided for the very same :class:`eagle.DeviceArray` objects, kept with the seam desc
-made from it, so that a loop of identical eager calls makes the desc once.
+"""A per-thread memo of eager calls on arrays that never move: what the resolver and the argument
+checks decided for the very same objects, kept with the seam desc made from them, so that a loop
+of identical eager calls makes the desc once.
 
-Sound because a DeviceArray's address, size and device never change while it lives (its memory
-is freed only when it is collected, eagle/array.py): a decision about these objects holds as long
-as they live. An entry is keyed by the arrays' ids and the call's other arguments, and a weak
-reference to each array proves that the objects of a hit are the caller's own: an id is reused
-only after its object died, and then the reference is dead. What can change while they live is
-the caller's to check on every hit (the backend their kind opens, the thread's own stream).
+Sound for the types eagle._arrays registers ``stable``: an :class:`eagle.DeviceArray` (its memory
+is freed only when it is collected, eagle/array.py) and CuPy's ndarray (its memory, dtype and
+strides are read-only attributes; setting its shape keeps its bytes). Their address, size and
+device never change while they live, so a decision about these objects holds as long as they
+live. An entry is keyed by the arrays' ids and the call's other arguments, and a weak reference to
+each array proves that the objects of a hit are the caller's own: an id is reused only after its
+object died, and then the reference is dead. What can change while they live is the caller's to
+check on every hit (the backend their kind opens, the thread's own stream).
 
-Never for foreign arrays: numpy's and torch's memory can move under the same object
+Never for other arrays: numpy's and torch's memory can move under the same object
 (``ndarray.resize``, ``tensor.set_``). Each thread has its own table (the descs name its own
 stream), of :data:`LIMIT` entries at most, the oldest dropped first; entries hold the arrays
 weakly, so a table keeps no memory alive."""

@@ -5,6 +5,7 @@
 Each decides its backend with the one resolver (eagle/_resolve.py) from where its arrays live
 (and the eagle stream it is given), overridden by ``backend=``; none defaults to a kind. Then it
 hands the :class:`eagle.Backend` to the seam object that does the work."""
+from . import _arrays
 from . import _eager_memo
 from . import array as _array
 from . import exec as _exec
@@ -19,7 +20,7 @@ from ._device_kind import KIND_OF_DEVICE_TYPE, kind_of_device_type
 from ._resolve import resolve, resolve_exact
 from .errors import EagleValueError
 
-_DeviceArray = _array.DeviceArray
+_STABLE = _arrays.STABLE
 _COMPACT_KEYWORDS = frozenset({"n", "drop", "live32", "span", "fire", "theta", "device", "flags"})
 _MEMO_KEYWORDS = frozenset({"n", "drop"})
 
@@ -83,16 +84,17 @@ def _eager_compact(mask, index_map, count, scratch, kw):
     """Eager ``compact`` (no ``backend=``, no stream) when every array is eagle's or numpy's
     (:func:`eagle._resolve.resolve_exact`) and False otherwise, for the general path to decide.
 
-    The arrays' infos decide the backend and give the addresses, read once. With four eagle
-    arrays and no argument but ``n`` (an int) and ``drop`` (a bool), the checked desc is kept in
-    this thread's memo (eagle/_eager_memo.py) and a later call with the same objects makes the
-    same seam call again, once it has checked what can change: the backend their kind opens now
-    and this thread's own stream."""
+    The arrays' infos decide the backend and give the addresses, read once. With four arrays of
+    stable types (eagle's DeviceArray, CuPy's ndarray: :data:`eagle._arrays.STABLE`) and no
+    argument but ``n`` (an int) and ``drop`` (a bool), the checked desc is kept in this thread's
+    memo (eagle/_eager_memo.py) and a later call with the same objects makes the same seam call
+    again, once it has checked what can change: the backend their kind opens now and this
+    thread's own stream."""
     if kw and not kw.keys() <= _COMPACT_KEYWORDS:
         return False  # the general path names the keyword
     arrays = (mask, index_map, count, scratch)
     key = None
-    if type(mask) is _DeviceArray and (not kw or kw.keys() <= _MEMO_KEYWORDS):
+    if type(mask) in _STABLE and (not kw or kw.keys() <= _MEMO_KEYWORDS):
         n, drop = kw.get("n"), kw.get("drop", False)
         if (n is None or type(n) is int) and type(drop) is bool:
             table = _eager_memo.table()
@@ -113,10 +115,10 @@ def _eager_compact(mask, index_map, count, scratch, kw):
     s = own_stream(b)
     desc, raw, refs = _filtering.compact_desc(b, *infos, stream=s, **kw)
     b.call.compact_device(desc)
-    if (key is not None and type(index_map) is _DeviceArray and type(count) is _DeviceArray
-            and type(scratch) is _DeviceArray):
-        _eager_memo.put(table, key, _eager_memo.Entry(arrays, KIND_OF_DEVICE_TYPE[mask.device_type], b, s, raw,
-                                                      desc))
+    if (key is not None and type(index_map) in _STABLE and type(count) in _STABLE
+            and type(scratch) in _STABLE):
+        _eager_memo.put(table, key, _eager_memo.Entry(arrays, KIND_OF_DEVICE_TYPE[infos[0].device_type], b, s,
+                                                      raw, desc))
     wait(b, s, raw, refs)
     return None
 

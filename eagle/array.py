@@ -194,7 +194,7 @@ def _array_info(a):
     return _arrays.ArrayInfo(a.address, a.nbytes, a.device_type, a.device_id, a)
 
 
-_arrays.register_exact(DeviceArray, _array_info, DeviceArray.__dlpack_device__)
+_arrays.register_exact(DeviceArray, _array_info, DeviceArray.__dlpack_device__, stable=True)
 
 
 def empty(backend, shape, dtype="float64", *, device=0):

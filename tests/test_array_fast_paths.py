@@ -34,7 +34,7 @@ def _fake_cupy_ndarray_class():
 
         @property
         def __cuda_array_interface__(self):
-            return {"shape": self.shape, "typestr": f"<f{self.itemsize}", "data": (self.data.ptr, False),
+            return {"shape": self.shape, "typestr": f"<u{self.itemsize}", "data": (self.data.ptr, False),
                     "version": 3, "strides": self._strides}
 
     ndarray.__module__ = "cupy"

@@ -1,6 +1,6 @@
 """Issue 17's fast paths of eager ``eagle.compact()`` (no ``backend=``, no stream) on the cpu
 backend: the exact-type resolver (eagle._resolve.resolve_exact), the desc packed in one call
-(eagle._desc) and the per-thread memo of calls on eagle's own arrays (eagle._eager_memo) give
+(eagle._desc) and the per-thread memo of calls on arrays that never move (eagle._eager_memo) give
 the answer, the result and the error of the general path (the resolver, then the enqueue that
 reads every array), every time: on a first call, on a repeated one (a memo hit), with an id
 recycled after its array was freed, after the environment names another library, with the
@@ -163,6 +163,35 @@ def test_foreign_arrays_are_never_memoized(cpu):
     eagle.compact(*args)
     eagle.compact(*(eagle_set(cpu)[:3] + numpy_set(cpu)[3:]))
     assert _eager_memo.table() == before
+
+
+def test_cupys_arrays_are_memoized_and_a_hit_compacts_the_mask_as_it_is_now(cpu):
+    """CuPy's ndarray is registered stable with its reader (its memory, dtype and strides cannot
+    change): after the call that learns the type, eager calls on the same four objects hit the
+    memo. Checked with the stand-in of CuPy's class over host memory (tests/test_gpu_arrays.py
+    checks real CuPy arrays)."""
+    from test_array_fast_paths import _fake_cupy_ndarray_class
+    cls = _fake_cupy_ndarray_class()
+    try:
+        bufs = numpy_set(cpu)
+        fake = [cls(b.ctypes.data, (b.size,), b.itemsize, device=(1, 0)) for b in bufs]
+        key = tuple(map(id, fake)) + (None, False)
+        for m in (MASK, 1 - MASK, np.zeros(N, np.uint8), np.ones(N, np.uint8), MASK):
+            bufs[0][:] = m
+            eagle.compact(*fake)
+            want = np.flatnonzero(m)
+            assert int(bufs[2][0]) == want.size and (bufs[1][:want.size] == want).all()
+        assert cls in _arrays.STABLE
+        assert _eager_memo.table()[key].holds4(*fake)
+        # the same call on numpy's arrays over the same memory is never kept
+        before = dict(_eager_memo.table())
+        eagle.compact(*bufs)
+        assert _eager_memo.table() == before
+    finally:
+        _arrays._EXACT.pop(cls, None)
+        _arrays._DEVICE_EXACT.pop(cls, None)
+        _arrays.STABLE.discard(cls)
+        _eager_memo.table().clear()
 
 
 def test_a_recycled_id_never_hits(cpu):

@@ -240,15 +240,24 @@ def test_the_cupy_reader_says_what_cupys_interface_says(cuda):
 
 
 def test_eager_compact_on_cupy_arrays_takes_the_fast_path_and_is_right(cuda):
+    """The first call learns CuPy's reader, the second keeps its desc in this thread's memo (CuPy's
+    ndarray is a stable type), the next ones hit it: every call compacts the mask as it is then."""
+    from eagle import _arrays, _eager_memo
     n = 1 << 12
     mask = (cp.arange(n) % 3 == 0).astype(cp.uint8)
     im, cnt = cp.zeros(n, cp.int32), cp.zeros(1, cp.uint32)
     sc = cp.zeros(max(cuda.compact_scratch_bytes(n), 1), cp.uint8)
-    for _ in range(3):  # the first call learns CuPy's reader, the next ones take the fast path
+    for step in (3, 3, 3, 5, 7, 1):
+        mask[:] = (cp.arange(n) % step == 0).astype(cp.uint8)
         im.fill(-1)
         eagle.compact(mask, im, cnt, sc)
         k = int(cnt.get()[0])
-        assert k == len(range(0, n, 3)) and (im[:k].get() == np.arange(0, n, 3)).all()
+        assert k == len(range(0, n, step)) and (im[:k].get() == np.arange(0, n, step)).all()
+    assert type(mask) in _arrays.STABLE
+    assert _eager_memo.table()[(id(mask), id(im), id(cnt), id(sc), None, False)].holds4(mask, im, cnt, sc)
+    mask.shape = (64, 64)  # CuPy lets the shape change in place: the bytes stay where they are
+    eagle.compact(mask, im, cnt, sc)
+    assert int(cnt.get()[0]) == n
 
 
 def test_the_torch_reader_says_what_torchs_interface_says(cuda):
