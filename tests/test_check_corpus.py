@@ -47,6 +47,9 @@ DEFECTS = {
                    "producer"),
     "PROPS_OVERWRITE": (["device"], {"device.props_struct_size": "fail"}, "beyond"),
     "WHILE_CAP_IGNORED": (["conditional"], {"conditional.while_guard": "fail"}, "loop_cap=10"),
+    "WHILE_BODY_PARTIAL": (["module_from_source"], {"module_from_source.while_body": "fail",
+                                                    "module_from_source.compile_and_launch": "pass"},
+                           "lanes called"),
     "SWITCH_ALWAYS_CASE0": (["conditional_begin_case"], {"conditional_begin_case.switch": "fail"}, "SWITCH"),
     "REORDER_INVERTED": (["reorder_device"], {"reorder_device.matches_numpy": "fail"}, "reorder"),
 }

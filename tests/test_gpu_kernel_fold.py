@@ -259,3 +259,41 @@ extern "C" __global__ void eagle_while_end_1_foo(uint32_t* c, int64_t base, int6
     put(cnt, 7)
     finish(L, s)
     assert cell.get().tolist() == [93, 7] and int(cnt.get()[0]) == 0
+
+
+def test_threads_record_and_replay_folded_loops_at_once(cuda, m):
+    """Four threads, each recording its own folded WHILE on its own stream at the same time (the
+    fold's registries and the ticket pool are shared), then replaying it: every loop runs as its
+    own guard says."""
+    import threading
+    n, errors = 20_000, []
+    barrier = threading.Barrier(4)
+
+    def worker(k):
+        try:
+            st = cuda.stream(non_blocking=True)
+            cnt, cell, hits = cp.zeros(1, cp.uint32), cp.zeros(2, cp.uint32), cp.zeros(n, cp.uint32)
+            barrier.wait()
+            L, nodes = record_while(cuda, st, cnt, cell, 1000,
+                                    lambda b: m.spread_down.run([cnt, hits], n, stream=b, block=256))
+            assert dependents(nodes[-1]) == 0
+            for rnd in range(3):
+                iters = 5 + k + rnd
+                hits.fill(0)
+                cnt.fill(iters * n)
+                cp.cuda.Device().synchronize()
+                L.launch()
+                L.synchronize()
+                assert cell.get().tolist() == [1000 - iters, iters], (k, rnd)
+                assert int(cnt.get()[0]) == 0 and int(hits.min()) == iters == int(hits.max())
+            st.close()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append((k, repr(e)))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads), "a thread did not finish"
+    assert not errors, errors

@@ -230,7 +230,18 @@ EXPORT eagle_backend_status eagle_backend_conditional_create(const struct eagle_
 #endif
     return REAL(conditional_create)(desc, out);
 }
+#ifdef DEFECT_WHILE_BODY_PARTIAL
+/* the last body stream handed out: its launches run their first 1024 lanes only, as a backend
+ * whose body-ending kernel took the loop's decision before its last blocks had run would */
+static uint64_t partial_body;
+EXPORT eagle_backend_status eagle_backend_conditional_begin(eagle_backend_conditional c, uint64_t* b) {
+    eagle_backend_status st = REAL(conditional_begin)(c, b);
+    if (st == EAGLE_BACKEND_OK && b) partial_body = *b;
+    return st;
+}
+#else
 FWD(eagle_backend_status, conditional_begin, (eagle_backend_conditional c, uint64_t* b), (c, b))
+#endif
 FWD(eagle_backend_status, conditional_body_stream, (eagle_backend_conditional c, uint64_t* b), (c, b))
 FWD(eagle_backend_status, conditional_is_loop, (eagle_backend_conditional c, int32_t* v), (c, v))
 FWD(eagle_backend_status, conditional_end, (eagle_backend_conditional c), (c))
@@ -280,6 +291,14 @@ EXPORT eagle_backend_status eagle_backend_run_device(const struct eagle_backend_
         }
         struct eagle_backend_launch_desc d = *desc;
         d.stream = side;
+        return REAL(run_device)(&d, launched);
+    }
+#endif
+#ifdef DEFECT_WHILE_BODY_PARTIAL
+    if (desc && desc->struct_size >= sizeof *desc && partial_body && desc->stream == partial_body &&
+        desc->count > 1024) {
+        struct eagle_backend_launch_desc d = *desc;
+        d.count = 1024;
         return REAL(run_device)(&d, launched);
     }
 #endif
