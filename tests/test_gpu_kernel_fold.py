@@ -267,7 +267,7 @@ def test_threads_record_and_replay_folded_loops_at_once(cuda, m):
     own guard says."""
     import threading
     n, errors = 20_000, []
-    barrier = threading.Barrier(4)
+    barrier, recorded = threading.Barrier(4), threading.Barrier(4)
 
     def worker(k):
         try:
@@ -277,11 +277,12 @@ def test_threads_record_and_replay_folded_loops_at_once(cuda, m):
             L, nodes = record_while(cuda, st, cnt, cell, 1000,
                                     lambda b: m.spread_down.run([cnt, hits], n, stream=b, block=256))
             assert dependents(nodes[-1]) == 0
+            recorded.wait()  # no thread's capture is open from here on
             for rnd in range(3):
                 iters = 5 + k + rnd
                 hits.fill(0)
                 cnt.fill(iters * n)
-                cp.cuda.Device().synchronize()
+                cp.cuda.Stream.null.synchronize()
                 L.launch()
                 L.synchronize()
                 assert cell.get().tolist() == [1000 - iters, iters], (k, rnd)
