@@ -273,11 +273,11 @@ def test_threads_record_and_replay_folded_loops_at_once(cuda, m):
         try:
             st = cuda.stream(non_blocking=True)
             cnt, cell, hits = cp.zeros(1, cp.uint32), cp.zeros(2, cp.uint32), cp.zeros(n, cp.uint32)
-            barrier.wait()
+            barrier.wait(60)
             L, nodes = record_while(cuda, st, cnt, cell, 1000,
                                     lambda b: m.spread_down.run([cnt, hits], n, stream=b, block=256))
             assert dependents(nodes[-1]) == 0
-            recorded.wait()  # no thread's capture is open from here on
+            recorded.wait(60)  # no thread's capture is open from here on
             for rnd in range(3):
                 iters = 5 + k + rnd
                 hits.fill(0)
@@ -290,8 +290,10 @@ def test_threads_record_and_replay_folded_loops_at_once(cuda, m):
             st.close()
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append((k, repr(e)))
+            barrier.abort()  # the others stop waiting for this one
+            recorded.abort()
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(4)]
     for t in threads:
         t.start()
     for t in threads:
