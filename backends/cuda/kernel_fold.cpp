@@ -44,9 +44,12 @@ Variant variant_of(uint64_t function) {
 constexpr size_t kSlabWords = 4096;
 
 struct TicketPool {
+    // `mu` guards `free` only and is never held across a CUDA call: the runtime may run a user
+    // object's destructor (give_back, which takes `mu`) inside another thread's CUDA call.
     std::mutex mu;
     std::unordered_map<int, std::vector<uint32_t*>> free;  // by device
-    std::unordered_map<int, cudaStream_t> zeroing;         // a private stream per device
+    std::mutex grow_mu;                                    // one slab fill at a time
+    std::unordered_map<int, cudaStream_t> zeroing;         // a private stream per device (grow_mu)
 };
 // Never destroyed: the runtime may run a user object's destructor while the process exits.
 TicketPool& pool() {
@@ -54,9 +57,10 @@ TicketPool& pool() {
     return *p;
 }
 
-// Adds a zero-filled slab to `device`'s free words (the caller holds the pool's lock). The fill goes through a private non-blocking stream, so it neither joins nor
-// breaks a capture in progress on another stream.
+// Adds a zero-filled slab to `device`'s free words. The fill goes through a private non-blocking
+// stream, so it neither joins nor breaks a capture in progress on another stream.
 void grow(TicketPool& p, int device) {
+    std::lock_guard<std::mutex> grow_lock(p.grow_mu);
     DeviceGuard guard(device);
     cudaStream_t& z = p.zeroing[device];
     if (!z) check(cudaStreamCreateWithFlags(&z, cudaStreamNonBlocking), "streamCreateWithFlags(ticket fill)");
@@ -69,18 +73,35 @@ void grow(TicketPool& p, int device) {
         check(e, "memset(ticket slab)");
     }
     auto* words = static_cast<uint32_t*>(slab);
+    std::lock_guard<std::mutex> lk(p.mu);
     std::vector<uint32_t*>& f = p.free[device];
     for (size_t i = kSlabWords; i-- > 0;) f.push_back(words + i);
 }
 
+// Grows `device`'s words to at least one free (learn time: outside captures as a rule).
+void ensure_words(int device) {
+    TicketPool& p = pool();
+    {
+        std::lock_guard<std::mutex> lk(p.mu);
+        if (!p.free[device].empty()) return;
+    }
+    grow(p, device);
+}
+
 uint32_t* take_word(int device) {
     TicketPool& p = pool();
-    std::lock_guard<std::mutex> lk(p.mu);
-    std::vector<uint32_t*>& f = p.free[device];
-    if (f.empty()) grow(p, device);
-    uint32_t* w = f.back();
-    f.pop_back();
-    return w;
+    for (;;) {
+        {
+            std::lock_guard<std::mutex> lk(p.mu);
+            std::vector<uint32_t*>& f = p.free[device];
+            if (!f.empty()) {
+                uint32_t* w = f.back();
+                f.pop_back();
+                return w;
+            }
+        }
+        grow(p, device);
+    }
 }
 
 struct Loan {
@@ -175,11 +196,7 @@ void kernel_fold_learn(uint64_t function, uint64_t while_end, int64_t nargs, int
         if (nargs < 0 || nargs > 64) return;
         for (int64_t i = nargs + 3; i < nargs + 8; ++i)
             if (native::param_size(while_end, i) != 8) return;
-        {
-            TicketPool& p = pool();
-            std::lock_guard<std::mutex> lk(p.mu);
-            if (p.free[device].empty()) grow(p, device);
-        }
+        ensure_words(device);
         std::lock_guard<std::mutex> lk(g_variants_mu);
         g_variants[function] = Variant{while_end, nargs};
         g_variant_count.store(g_variants.size(), std::memory_order_relaxed);
