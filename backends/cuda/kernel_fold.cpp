@@ -1,20 +1,21 @@
-// kernel_fold.cpp -- the kernel WHILE fold (cuda): a WHILE body whose last word is a kernel compiled
-// from EAGLE_KERNEL ends with that kernel's `eagle_while_end_<N>_<name>` entry (eagle/kernel.h), which takes
-// the loop's decision itself, instead of with a setter kernel: one node an iteration fewer.
+// kernel_fold.cpp -- the kernel WHILE fold (cuda): a WHILE body whose last word is a kernel
+// compiled from EAGLE_KERNEL ends with that kernel's `eagle_while_end_<N>_<name>` entry
+// (eagle/kernel.h), which takes the loop's decision itself, instead of with a setter kernel: one
+// node an iteration fewer.
 //
 // How: module.cpp tells us each kernel handle it hands out whose module also has that entry.
 // run_device offers every such node it captures into a WHILE body (conditional.cu keeps the
 // bodies being captured); when the body ends and that node is its last word, the node is rewritten
-// to launch the variant with five hidden arguments after the partition triple: the condition
+// to launch that entry with five hidden arguments after the partition triple: the condition
 // handle, the guard words, the [remaining, ran] cell and a ticket word (how a grid of several
 // blocks finds its last block). Its kernel record is replaced too, so a launcher that re-partitions
-// the node keeps the variant and its hidden arguments.
+// the node keeps the entry and its hidden arguments.
 //
 // Ticket words are device memory, 4096 to a slab, zero-filled once; a slab is never freed. A word
 // is lent to one folded node for as long as any graph or exec holds that node: a CUDA user object
 // retained by the graph of the outermost capture owns the loan (instantiation and cloning take
 // references too), and its destructor -- host-only, as the runtime requires -- puts the word back.
-// The variant leaves its word at zero after every launch, so a word is zero whenever it is lent.
+// The entry leaves its word at zero after every launch, so a word is zero whenever it is lent.
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -145,7 +146,7 @@ uint32_t* lend_word(int device, gpuGraph_t owner) noexcept {
     return word;
 }
 
-// Rewrites an offered node to launch the WHILE-end variant (FoldEnabler, gpu.h).
+// Rewrites an offered node to launch the WHILE-end entry (FoldEnabler, gpu.h).
 struct KernelFold final : FoldEnabler {
     KernelFold(gpuGraphNode_t n, KernelRecordPtr r, uint64_t v, const WhileFold& l, int d)
         : node(n), rec(std::move(r)), variant(v), loop(l), device(d) {}
