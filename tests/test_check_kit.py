@@ -198,7 +198,10 @@ def test_a_stream_only_backend_has_its_order_checked_with_host_functions(tmp_pat
         assert "host_func" in results[cid]["message"]
     bad = _shim(tmp_path, cpu_backend_path, "ONLY_STREAM", "DEFECT_HOST_FUNC_THREADED")
     rc, results = _check_json(bad, "stream")
-    assert results["stream.order"]["result"] == "fail", results["stream.order"]
-    for cid in ("stream.synchronize_waits", "stream.release_waits"):   # a late callback may crash
+    # The defect runs each host function on a detached thread of its own, which may run after the
+    # check has given up on it and freed what it reads: depending on timing (a loaded machine)
+    # a check reports the wrong order (fail) or its child is killed by that late call (crash).
+    # Either way the broken backend does not pass.
+    for cid in ("stream.order", "stream.synchronize_waits", "stream.release_waits"):
         assert results[cid]["result"] in ("fail", "crash"), results[cid]
     assert rc == 1
