@@ -214,9 +214,9 @@ EAGLE_FN void eagle_drain_end(uint32_t* queue) {
 extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetConditional(unsigned long long handle,
                                                                                      unsigned int value);
 #endif
-/* ---- the WHILE fold (cuda). eagle_while_end_<N>_<name> (N: the declared arguments) is `name` followed by the decision of the WHILE whose
- * body it ends, so that no setter kernel follows it (the cuda backend's conditional nodes; never
- * launched by the user). Its hidden arguments follow the partition triple: the loop's condition
+/* ---- the WHILE fold (cuda). eagle_while_end_<N>_<name> (N: the declared arguments) is `name`
+ * followed by the decision of the WHILE whose body it ends, so that no setter kernel follows it
+ * (the cuda backend's conditional nodes; never launched by the user). Its hidden arguments follow the partition triple: the loop's condition
  * handle, its guard words (count, and baseline or NULL), its [remaining, ran] cell and a ticket word
  * (zero before the first launch). Once every lane of the grid has run the body, one thread decides
  * exactly as the backend's setter does: go = remaining > 0 && *count != (baseline ? *baseline : 0);
@@ -228,7 +228,7 @@ extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetCondition
  * began), and a single block reads the guard with plain loads (after the barrier its own writes are
  * visible and nothing else writes it) where several blocks need loads that see other blocks' writes. */
 EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* count, const uint32_t* baseline,
-                              uint32_t* cell, uint32_t* ticket, uint32_t remaining, uint32_t ran) {
+                                 uint32_t* cell, uint32_t* ticket, uint32_t remaining, uint32_t ran) {
     __syncthreads();
     if (threadIdx.x != 0) return;
     uint32_t guard, base;
@@ -268,8 +268,8 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
         const int64_t eagle_l = eagle_base + (int64_t)blockIdx.x * (int64_t)blockDim.x + threadIdx.x; \
         if (eagle_l < eagle_base + eagle_count)                                                      \
             eagle_body_##name(eagle_l, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));             \
-        eagle_while_decide(eagle_handle, eagle_guard, eagle_baseline, eagle_cell, eagle_ticket,         \
-                        eagle_remaining, eagle_ran);                                                 \
+        eagle_while_decide(eagle_handle, eagle_guard, eagle_baseline, eagle_cell, eagle_ticket,      \
+                           eagle_remaining, eagle_ran);                                              \
     }
 #endif
 
