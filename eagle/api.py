@@ -81,8 +81,9 @@ def _compact(backend, mask, index_map, count, scratch, stream, **kw):
 
 
 def _eager_compact(mask, index_map, count, scratch, kw):
-    """Eager ``compact`` (no ``backend=``, no stream) when every array is eagle's or numpy's
-    (:func:`eagle._resolve.resolve_exact`) and False otherwise, for the general path to decide.
+    """Eager ``compact`` (no ``backend=``, no stream) when every array's exact type has a reader
+    (eagle's and numpy's arrays; CuPy's and torch's once one was seen:
+    :func:`eagle._resolve.resolve_exact`), and False otherwise, for the general path to decide.
 
     The arrays' infos decide the backend and give the addresses, read once. With four arrays of
     stable types (eagle's DeviceArray, CuPy's ndarray: :data:`eagle._arrays.STABLE`) and no

@@ -194,25 +194,9 @@ struct Conditional : Handle<0x434f4e44u> {
     gpuGraph_t root = nullptr;  // the graph of the outermost capture this node is recorded in
 };
 
-// Bodies being captured -> the graph of the outermost capture they are nested in (a conditional
-// created on a body stream is recorded into that body: its root is the body's root).
-std::mutex g_roots_mu;
-std::unordered_map<gpuGraph_t, gpuGraph_t> g_roots;
-
-gpuGraph_t root_of(gpuGraph_t g) {
-    std::lock_guard<std::mutex> lk(g_roots_mu);
-    auto it = g_roots.find(g);
-    return it == g_roots.end() ? g : it->second;
-}
-
-void root_forget(gpuGraph_t body) noexcept {
-    std::lock_guard<std::mutex> lk(g_roots_mu);
-    g_roots.erase(body);
-}
-
 void open_body(Conditional* c, int index) {
     DeviceGuard guard(c->device);
-    body_graph_add(c->bodies[index]);
+    body_graph_add(c->bodies[index], c->root);
     gpuError_t e = cudaStreamBeginCaptureToGraph(c->body, c->bodies[index], nullptr, nullptr, 0,
                                                  cudaStreamCaptureModeRelaxed);
     if (e != cudaSuccess) {
@@ -221,11 +205,6 @@ void open_body(Conditional* c, int index) {
     }
     c->opened[index] = true;
     c->open = index;
-    try {
-        std::lock_guard<std::mutex> lk(g_roots_mu);
-        g_roots[c->bodies[index]] = c->root;
-    } catch (...) {  // nested conditionals then take the body as their root
-    }
     if (c->kind == kWhile) {
         try {
             WhileFold loop;
@@ -355,7 +334,6 @@ void close_body(Conditional* c) {
     gpuGraph_t g = nullptr;
     gpuError_t e = cudaStreamEndCapture(c->body, &g);
     body_graph_remove(c->bodies[index]);
-    root_forget(c->bodies[index]);
     check(le, "while setter launch");
     check(e, "streamEndCapture(body)");
 }
@@ -403,7 +381,8 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_create(const struct 
         if (ci.status != cudaStreamCaptureStatusActive)
             fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the origin stream is not being captured");
         check(cudaGraphConditionalHandleCreate(&c->handle, ci.graph, 0, 0), "graphConditionalHandleCreate");
-        c->root = root_of(ci.graph);
+        // A conditional created on a body stream is recorded into that body: its root is the body's.
+        c->root = body_graph_root(ci.graph);
         switch (c->kind) {
             case kIf: if_setter<<<1, 1, 0, c->origin>>>(c->handle, c->count, c->baseline); break;
             case kWhile:
@@ -514,7 +493,6 @@ EAGLE_EXPORT void eagle_backend_conditional_release(eagle_backend_conditional co
                 (void)cudaStreamEndCapture(c->body, &g);
                 (void)cudaGetLastError();
                 body_graph_remove(c->bodies[c->open]);
-                root_forget(c->bodies[c->open]);
                 (void)cudaStreamEndCapture(c->origin, &g);
                 if (g) (void)cudaGraphDestroy(g);
                 (void)cudaGetLastError();

@@ -213,11 +213,11 @@ void kernel_fold_forget(uint64_t function) noexcept {
 }
 
 void offer_kernel_fold(gpuStream_t s, gpuGraphNode_t node, const KernelRecordPtr& rec, int device) noexcept {
+    WhileFold loop;  // first: one relaxed atomic load when no WHILE body is open anywhere
+    if (!while_body_target(s, &loop) || !loop.root) return;
     const Variant v = variant_of(rec->function);
     // Only a launch with the kernel's own arguments (the entry's hidden words follow them).
     if (!v.entry || rec->hidden != 0 || rec->offsets.size() != static_cast<size_t>(v.nargs) + 3) return;
-    WhileFold loop;
-    if (!while_body_target(s, &loop) || !loop.root) return;
     try {
         while_fold_offer(loop.body, node, std::make_unique<KernelFold>(node, rec, v.entry, loop, device));
     } catch (...) {  // no fold: the body ends with the setter

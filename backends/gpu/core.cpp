@@ -220,14 +220,14 @@ bool is_capturing(gpuStream_t s) {
 
 namespace {
 std::mutex g_bodies_mu;
-std::unordered_set<gpuGraph_t> g_bodies;
+std::unordered_map<gpuGraph_t, gpuGraph_t> g_bodies;  // body -> the graph of its outermost capture
 std::mutex g_records_mu;
 std::unordered_map<gpuGraphNode_t, KernelRecordPtr> g_records;
 }  // namespace
 
-void body_graph_add(gpuGraph_t g) {
+void body_graph_add(gpuGraph_t g, gpuGraph_t root) {
     std::lock_guard<std::mutex> lk(g_bodies_mu);
-    g_bodies.insert(g);
+    g_bodies[g] = root;
 }
 void body_graph_remove(gpuGraph_t g) {
     std::lock_guard<std::mutex> lk(g_bodies_mu);
@@ -236,6 +236,11 @@ void body_graph_remove(gpuGraph_t g) {
 bool body_graph_contains(gpuGraph_t g) {
     std::lock_guard<std::mutex> lk(g_bodies_mu);
     return g_bodies.count(g) != 0;
+}
+gpuGraph_t body_graph_root(gpuGraph_t g) {
+    std::lock_guard<std::mutex> lk(g_bodies_mu);
+    auto it = g_bodies.find(g);
+    return it == g_bodies.end() ? g : it->second;
 }
 
 void collect_nodes(gpuGraph_t g, std::vector<gpuGraphNode_t>& out, bool recurse, bool bodies) {

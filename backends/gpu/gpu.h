@@ -88,10 +88,13 @@ bool is_capturing(gpuStream_t s);
 // stream is no longer captured. Called where a capture may have ended.
 void finish_deferred_launchers() noexcept;
 
-// Graphs that are conditional bodies (host nodes are refused there).
-void body_graph_add(gpuGraph_t g);
+// Graphs that are conditional bodies being captured (host nodes are refused there), each with the
+// graph of the outermost capture it is nested in (its root).
+void body_graph_add(gpuGraph_t g, gpuGraph_t root);
 void body_graph_remove(gpuGraph_t g);
 bool body_graph_contains(gpuGraph_t g);
+// The root of a body being captured; any other graph is its own root.
+gpuGraph_t body_graph_root(gpuGraph_t g);
 
 // Every node of g in creation order, descending into child graphs (and, on cuda, conditional
 // bodies) depth first; `out` gets (node, type) pairs.
