@@ -314,27 +314,37 @@ class Library:
 
     def host_errors_of(self, thread):
         """``thread``'s attention list: exceptions raised by host functions it enqueued (re-raised
-        by its next synchronize; a bound call watches the list) and the references of its
-        finished work (eagle.memory.Finished, dropped there)."""
+        by its next synchronize; a bound call watches the list), the references of its finished
+        work (eagle.memory.Finished) and its release markers in flight (eagle._marker.Marker).
+        Items other than exceptions answer ``settle()``: True once they can go (and have let go
+        of their references). Host-function threads append; only ``thread`` removes, from the
+        front, one item at a time."""
         errors = self._host_errors.get(thread)
         if errors is None:
             errors = self._host_errors.setdefault(thread, [])
         return errors
 
     def _raise_host_error(self, thread):
-        """Drop ``thread``'s finished work and raise the first host-function error, if any."""
+        """Drop ``thread``'s settled items and raise the first host-function error, if any
+        (release markers still in flight stay)."""
         pending = self.host_errors_of(thread)
-        while pending:
+        for _ in range(len(pending)):
             item = pending.pop(0)
             if isinstance(item, BaseException):
                 raise item
+            if not item.settle():
+                pending.append(item)  # in flight: behind the rest
 
     def drop_finished(self, thread):
-        """Drop the references of ``thread``'s finished work, keeping its errors."""
+        """Drop ``thread``'s settled items up to its first error, keeping the errors."""
         pending = self._host_errors.get(thread)
-        # items are appended by host-function threads: pop from the front only, one at a time
-        while pending and not isinstance(pending[0], BaseException):
+        for _ in range(len(pending) if pending else 0):
+            item = pending[0]
+            if isinstance(item, BaseException):
+                return
             pending.pop(0)
+            if not item.settle():
+                pending.append(item)
 
     def __repr__(self):
         return (f"<eagle.Backend {self.kind} {self.version[0]}.{self.version[1]} '{self.path}' "

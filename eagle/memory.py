@@ -15,6 +15,7 @@ from ._arrays import address_of
 from ._device_kind import HOST_DEVICE_TYPES
 from ._handle import raw_int
 from ._hotcall import host_calls_add
+from ._marker import Marker, python_markers_pending
 from ._seam_ffi import ffi
 from ._status import remember_callback_exception
 from ._stream_arg import raw_stream
@@ -143,9 +144,10 @@ def _trampoline(user_data):
 
 def _drain_at_exit():
     """Before the interpreter finalizes, wait (GIL released while sleeping) until every queued
-    host function has run: one running after finalization would call into a dead interpreter."""
+    Python host function has run: one running after finalization would call into a dead
+    interpreter. (Release markers with the compiled half are C and need no wait.)"""
     deadline = time.monotonic() + _DRAIN_AT_EXIT_S
-    while _PENDING and time.monotonic() < deadline:
+    while (_PENDING or python_markers_pending()) and time.monotonic() < deadline:
         time.sleep(0.001)
 
 
@@ -173,14 +175,14 @@ def _enqueue(b, raw, fn):
 
 class _StreamHolds:
     """The arrays of one stream's enqueued work: ``waiting`` (enqueued since the last release
-    marker) and whether a marker is in flight. At most one marker (a host function) is in flight
-    per stream, so a tight loop of eager calls costs one host function per round trip of the
-    stream, not one per call."""
+    marker) and the marker in flight, if any (eagle._marker.Marker). At most one marker is in
+    flight per stream, so a tight loop of eager calls costs one host function per round trip of
+    the stream, not one per call."""
 
     __slots__ = ("waiting", "in_flight")
 
     def __init__(self):
-        self.waiting, self.in_flight = [], False
+        self.waiting, self.in_flight = [], None
 
 
 class Finished:
@@ -194,30 +196,20 @@ class Finished:
     def __init__(self, refs):
         self.refs = refs
 
-
-class _Release:
-    """The release marker: a host function behind the work; when it runs, that work is done and
-    the references it carries go to the enqueuing thread (:class:`Finished`)."""
-
-    __slots__ = ("holds", "batch", "attention")
-
-    def __init__(self, holds, batch, attention):
-        self.holds, self.batch, self.attention = holds, batch, attention
-
-    def __call__(self):
-        batch, self.batch = self.batch, None
-        self.attention.append(Finished(batch))
-        self.holds.in_flight = False
+    def settle(self):
+        """The attention list's question (see eagle._marker.Marker.settle): it can go now."""
+        return True
 
 
 def hold_until_done(backend, raw, refs):
     """Keep ``refs`` (the arrays enqueued work reads and writes) alive until the stream ``raw``
     has run that work: in the recording while the stream is captured; else until a release
-    marker (a host function) enqueued behind the work has run. While a marker is in flight,
-    later refs wait for the next call on the stream to enqueue theirs (or for
-    :func:`released_by_sync`). A backend without host functions keeps them until
-    :func:`released_by_sync` or until it goes."""
-    backend.drop_finished(get_ident())
+    marker (eagle._marker) enqueued behind the work has run and this thread has seen it (its
+    next eagle call or synchronize). While a marker is in flight, later refs wait for the next
+    call on the stream to enqueue theirs (or for :func:`released_by_sync`). A backend without
+    host functions keeps them until :func:`released_by_sync` or until it goes."""
+    thread = get_ident()
+    backend.drop_finished(thread)
     cap = backend._capturing.get(raw)
     if cap is not None:
         cap.keep(refs)
@@ -226,16 +218,24 @@ def hold_until_done(backend, raw, refs):
     if holds is None:
         holds = backend._holds[raw] = _StreamHolds()
     holds.waiting.append(refs)
-    if holds.in_flight or not backend.provides("eagle_backend_host_func"):
+    if not backend.provides("eagle_backend_host_func"):
+        return
+    flying = holds.in_flight
+    if flying is not None and not flying.ran():
         return
     batch, holds.waiting = holds.waiting, []
-    holds.in_flight = True
+    marker = Marker(batch)
     try:
-        _enqueue(backend, raw, _Release(holds, batch, backend.host_errors_of(get_ident())))
-    except BaseException:
-        holds.in_flight = False
+        status = marker.enqueue(backend, raw)
+    except BaseException:  # the host function may be enqueued: its word stays lent for good
         holds.waiting[:0] = batch
         raise
+    if status:
+        marker.abandon()
+        holds.waiting[:0] = batch
+        backend._check("eagle_backend_host_func", status)
+    holds.in_flight = marker
+    backend.host_errors_of(thread).append(marker)  # its batch goes when this thread sees it ran
 
 
 def keep_until_sync(backend, raw, refs):

@@ -50,11 +50,20 @@
  *   bc.disarm()  every later call goes to _hot_failed(symbol, NOT_CALLED); the eagle object calls
  *     it when its handle is closed or consumed, before the handle is released.
  *
+ * Release markers (eagle/memory.py): RELEASE_MARKER is the address of a C host function,
+ * void release_marker(void* word), that stores 1 into the uint32 `word` (release order) and does
+ * nothing else: no GIL, no Python, no CUDA call. eagle enqueues it behind a stream's work and
+ * polls the word, so the backend's host-function thread never waits for the GIL for eagle's own
+ * markers (a thread that holds the GIL while it waits for the device cannot deadlock with them).
+ * marker_slab(k) returns the address of k zero-filled uint32 words that are never freed: a marker
+ * may run after the interpreter has finalized its objects.
+ *
  * Only the stable ABI (3.10) is used, so one build serves every CPython >= 3.10. */
 #define Py_LIMITED_API 0x030A0000
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 typedef int32_t (*seam_handle_fn)(void*);
 
@@ -378,6 +387,23 @@ static PyType_Spec bound_spec = {
     "eagle._hotcall._compiled.BoundCall", sizeof(BoundCall), 0, Py_TPFLAGS_DEFAULT, bound_slots,
 };
 
+/* ------------------------------------------------------------------------------- release markers */
+
+static void release_marker(void* word) { __atomic_store_n((uint32_t*)word, 1u, __ATOMIC_RELEASE); }
+
+static PyObject* module_marker_slab(PyObject* m, PyObject* arg) {
+    (void)m;
+    const Py_ssize_t k = PyLong_AsSsize_t(arg);
+    if (k == -1 && PyErr_Occurred()) return NULL;
+    if (k <= 0 || k > ((Py_ssize_t)1 << 24)) {
+        PyErr_SetString(PyExc_ValueError, "marker_slab(k): k must be in 1 .. 2^24");
+        return NULL;
+    }
+    void* words = calloc((size_t)k, sizeof(uint32_t)); /* never freed (see the header comment) */
+    if (!words) return PyErr_NoMemory();
+    return PyLong_FromVoidPtr(words);
+}
+
 /* ------------------------------------------------------------------------------------ module */
 
 static PyObject* module_host_calls_add(PyObject* m, PyObject* arg) {
@@ -397,6 +423,8 @@ static PyObject* module_host_calls_pending(PyObject* m, PyObject* unused) {
 static PyMethodDef module_methods[] = {
     {"host_calls_add", module_host_calls_add, METH_O,
      "host_calls_add(k): k more (or, negative, fewer) Python host functions may still run."},
+    {"marker_slab", module_marker_slab, METH_O,
+     "marker_slab(k): the address of k zero-filled uint32 words for release markers, never freed."},
     {"host_calls_pending", module_host_calls_pending, METH_NOARGS,
      "The count of Python host functions that may still run (GIL_WHEN_QUIET keeps the GIL only at 0)."},
     {NULL, NULL, 0, NULL},
@@ -427,6 +455,12 @@ PyMODINIT_FUNC PyInit__compiled(void) {
     PyObject* nc = PyLong_FromLongLong(NOT_CALLED);
     if (!nc || PyModule_AddObject(m, "NOT_CALLED", nc) < 0) {
         Py_XDECREF(nc);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject* marker = PyLong_FromVoidPtr((void*)(uintptr_t)&release_marker);
+    if (!marker || PyModule_AddObject(m, "RELEASE_MARKER", marker) < 0) {
+        Py_XDECREF(marker);
         Py_DECREF(m);
         return NULL;
     }

@@ -57,6 +57,11 @@ except ImportError:  # built with EAGLE_HOTCALL=OFF: every call goes through cff
     def host_calls_pending():
         return 0
 
+try:  # eagle.memory's release markers: a C host function and never-freed words (hotcall.c)
+    from ._compiled import RELEASE_MARKER, marker_slab
+except ImportError:  # without them the markers are Python callbacks (they need the GIL)
+    RELEASE_MARKER = marker_slab = None
+
 #: ``EAGLE_LAUNCH_RELEASES_GIL=1``: every launch releases the GIL (see the module docstring).
 LAUNCH_RELEASES_GIL = os.environ.get("EAGLE_LAUNCH_RELEASES_GIL", "0") not in ("", "0")
 
