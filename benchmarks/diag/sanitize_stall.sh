@@ -17,6 +17,11 @@ if kill -0 $top 2>/dev/null; then
           [ "$(cat /proc/$p/comm)" = python3 ] && echo $p; done | head -1)
   echo "==== still running after ${STALL_WAIT:-170} s: python pid $pid" >>"$LOG"
   for t in /proc/$pid/task/*; do echo "$(basename $t) $(cat $t/comm) wchan=$(cat $t/wchan) $(awk '{print $3}' $t/stat)"; done >>"$LOG" 2>&1
+  spy=$(ls .whl/diag/py_spy-*.whl 2>/dev/null | head -1)
+  if [ -n "$spy" ]; then  # a carried py-spy wheel: every thread's Python and native frames
+    python3 -m pip install -q --no-index --no-deps --target /tmp/pyspy "$spy" >/dev/null 2>&1
+    timeout 90 /tmp/pyspy/bin/py-spy dump --native --pid "$pid" >>"$LOG" 2>&1 || echo "py-spy failed ($?)" >>"$LOG"
+  fi
   if command -v gdb >/dev/null; then
     timeout 60 gdb -p "$pid" -batch -ex "thread apply all bt 25" >>"$LOG" 2>&1
   else
