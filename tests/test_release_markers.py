@@ -13,9 +13,9 @@ import pytest
 
 from eagle import _hotcall
 
-pytestmark = pytest.mark.skipif(_hotcall.RELEASE_MARKER is None,
-                                reason="eagle was built without its compiled half (EAGLE_HOTCALL=OFF): "
-                                       "release markers are then Python callbacks, which need the GIL")
+needs_c_marker = pytest.mark.skipif(_hotcall.RELEASE_MARKER is None,
+                                    reason="eagle was built without its compiled half (EAGLE_HOTCALL=OFF): "
+                                           "release markers are then Python callbacks, which need the GIL")
 
 # A 128 MiB host-to-host copy on an eagle stream (its release marker behind it), then, while it
 # runs, a wait for that stream through ctypes.PyDLL, which keeps the GIL during the call.
@@ -48,6 +48,7 @@ def _run(mode, timeout):
                           timeout=timeout, env=env)
 
 
+@needs_c_marker
 def test_a_wait_that_holds_the_gil_does_not_deadlock_with_a_release_marker():
     r = _run("c-marker", timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -58,3 +59,42 @@ def test_the_same_wait_deadlocks_with_a_python_marker():
     """The control: with a marker that needs the GIL, the same program hangs."""
     with pytest.raises(subprocess.TimeoutExpired):
         _run("python-marker", timeout=15)
+
+
+# Temporaries handed to eager calls on a stream are let go once their work has run, with either
+# marker; the words go back and are reused (a loop of calls does not grow the pool).
+KEEPALIVE = textwrap.dedent("""
+    import gc, sys, weakref
+    import numpy as np
+    import eagle
+    from eagle import _marker
+    if sys.argv[1] == "python-marker":
+        _marker.FUNCTION, _marker.NEEDS_GIL = _marker._python_release_marker, True
+    b = eagle.backend("cpu")
+    s = b.stream()
+    out = np.zeros(1 << 16)
+    refs = []
+    for k in range(3000):
+        tmp = np.full(1 << 16, float(k))
+        eagle.copy(out, tmp, stream=s)
+        refs.append(weakref.ref(tmp))
+        del tmp
+    s.synchronize()
+    eagle.copy(np.zeros(1), np.ones(1), stream=s)  # a later call on the stream sweeps
+    s.synchronize()
+    gc.collect()
+    alive = sum(r() is not None for r in refs)
+    assert out[0] == 2999.0, out[0]
+    assert alive == 0, f"{alive} temporaries still held after their work ran"
+    assert _marker.python_markers_pending() == 0
+    words = len(_marker._free)
+    assert words <= _marker.SLAB_WORDS, f"{words} marker words made for one stream"
+    print("ok", words)
+""")
+
+
+@pytest.mark.parametrize("mode", [pytest.param("c-marker", marks=needs_c_marker), "python-marker"])
+def test_temporaries_are_let_go_and_marker_words_reused(mode):
+    r = subprocess.run([sys.executable, "-c", KEEPALIVE, mode], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("ok")
