@@ -4,11 +4,10 @@ that enqueued it (never on the host-function thread).
 
 With eagle's compiled half (eagle._hotcall) the host function is C (``release_marker`` in
 backends/python/hotcall.c) and its words are never freed: the backend's host-function thread runs
-a marker without the GIL. So a thread that holds the GIL while it waits for the device (a blocking
-call of another library that keeps the GIL, or any call under compute-sanitizer, which
-serializes the device's work across streams) cannot deadlock with eagle's own markers. Without
-the compiled half the marker is a Python callback, which needs the GIL, and its words are Python
-memory; :func:`python_markers_pending` lets the exit drain wait for those."""
+a marker without the GIL. So a thread that holds the GIL while it waits for the stream (a
+blocking call of another library that keeps the GIL, say) cannot deadlock with eagle's own
+markers. Without the compiled half the marker is a Python callback, which needs the GIL, and its
+words are Python memory; :func:`python_markers_pending` lets the exit drain wait for those."""
 import threading
 
 from ._hotcall import RELEASE_MARKER, marker_slab

@@ -1,7 +1,6 @@
 """eagle's release markers (eagle/_marker.py) run without the GIL: a thread that holds the GIL
-while it waits for a stream (another library's blocking call that keeps it; any call under
-compute-sanitizer, which serializes the device's work) does not deadlock with the marker eagle
-enqueued behind its own work on that stream. Each case runs in a subprocess: a deadlock there is
+while it waits for a stream (another library's blocking call that keeps it) does not deadlock
+with the marker eagle enqueued behind its own work on that stream (cpu, and cuda where a GPU is). Each case runs in a subprocess: a deadlock there is
 a timeout here, not a hung run. The second case puts the Python-callback marker back (what eagle
 does without its compiled half) and shows that the first case can fail."""
 import os
@@ -17,48 +16,62 @@ needs_c_marker = pytest.mark.skipif(_hotcall.RELEASE_MARKER is None,
                                     reason="eagle was built without its compiled half (EAGLE_HOTCALL=OFF): "
                                            "release markers are then Python callbacks, which need the GIL")
 
-# A 128 MiB host-to-host copy on an eagle stream (its release marker behind it), then, while it
-# runs, a wait for that stream through ctypes.PyDLL, which keeps the GIL during the call.
+# Copies on an eagle stream (a release marker behind them), then, while they run, a wait for that
+# stream through ctypes.PyDLL, which keeps the GIL during the call. cpu: one 128 MiB host-to-host
+# copy; cuda: sixteen 1 GiB device-to-device copies (a few ms on an H200).
 CHILD = textwrap.dedent("""
     import ctypes, sys, time
     import numpy as np
     import eagle
     from eagle import _marker
     from eagle._handle import raw_int
-    if sys.argv[1] == "python-marker":
+    mode, kind = sys.argv[1], sys.argv[2]
+    if mode == "python-marker":
         _marker.FUNCTION, _marker.NEEDS_GIL = _marker._python_release_marker, True
-    b = eagle.backend("cpu")
+    b = eagle.backend(kind)
     s = b.stream()
-    src, dst = np.ones(1 << 24), np.zeros(1 << 24)
+    if kind == "cpu":
+        src, dst, times = np.ones(1 << 24), np.zeros(1 << 24), 1
+    else:
+        src, dst, times = b.asarray(np.ones(1 << 27)), b.zeros(1 << 27), 16
     sync = ctypes.PyDLL(b.path).eagle_backend_stream_synchronize
     sync.argtypes, sync.restype = [ctypes.c_void_p], ctypes.c_int32
     t0 = time.perf_counter()
-    eagle.copy(dst, src, stream=s)
+    for _ in range(times):
+        eagle.copy(dst, src, stream=s)
     status = sync(raw_int(s.handle))  # holds the GIL until the stream has run everything
     assert status == 0, status
-    assert dst[-1] == 1.0
     s.synchronize()
+    last = dst[-1] if kind == "cpu" else dst.numpy()[-1]
+    assert last == 1.0, last
     print(f"waited {time.perf_counter() - t0:.3f} s with the GIL held", flush=True)
 """)
 
 
-def _run(mode, timeout):
+def _run(mode, kind, timeout):
     env = dict(os.environ, PYTHONFAULTHANDLER="1")
-    return subprocess.run([sys.executable, "-c", CHILD, mode], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", CHILD, mode, kind], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def kind(request):
+    if request.param == "cuda":
+        request.getfixturevalue("cuda")  # skips, naming why, where there is no usable GPU
+    return request.param
+
+
 @needs_c_marker
-def test_a_wait_that_holds_the_gil_does_not_deadlock_with_a_release_marker():
-    r = _run("c-marker", timeout=120)
+def test_a_wait_that_holds_the_gil_does_not_deadlock_with_a_release_marker(kind):
+    r = _run("c-marker", kind, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "with the GIL held" in r.stdout
 
 
-def test_the_same_wait_deadlocks_with_a_python_marker():
+def test_the_same_wait_deadlocks_with_a_python_marker(kind):
     """The control: with a marker that needs the GIL, the same program hangs."""
     with pytest.raises(subprocess.TimeoutExpired):
-        _run("python-marker", timeout=15)
+        _run("python-marker", kind, timeout=15)
 
 
 # Temporaries handed to eager calls on a stream are let go once their work has run, with either
