@@ -197,7 +197,21 @@ EXPORT eagle_backend_status eagle_backend_fork_size(eagle_backend_fork f, uint64
 #endif
 }
 #endif
-FWD_VOID(fork_release, (eagle_backend_fork f), (f))
+#ifdef DEFECT_FORK_LEAKS_THREAD
+#include <pthread.h>
+static void* shim_linger(void* unused) {
+    (void)unused;
+    for (;;) pause();  /* a helper thread the release forgets to end */
+    return NULL;
+}
+#endif
+EXPORT void eagle_backend_fork_release(eagle_backend_fork f) {
+#ifdef DEFECT_FORK_LEAKS_THREAD
+    pthread_t t;
+    if (f && pthread_create(&t, NULL, shim_linger, NULL) == 0) pthread_detach(t);
+#endif
+    REAL(fork_release)(f);
+}
 
 /* ------------------------------------------------------------------ conditional */
 EXPORT eagle_backend_status eagle_backend_conditional_create(const struct eagle_backend_conditional_desc* desc,
