@@ -111,3 +111,60 @@ def test_temporaries_are_let_go_and_marker_words_reused(mode):
     r = subprocess.run([sys.executable, "-c", KEEPALIVE, mode], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.startswith("ok")
+
+
+# Four threads making eager calls with temporaries at once on one stream, passed as its raw
+# handle (an eagle Stream object is thread-affine), so they share its marker bookkeeping: every
+# temporary is let go once its work has run and its own thread calls eagle again, and nothing
+# crashes.
+THREADS = textwrap.dedent("""
+    import gc, threading, weakref
+    import numpy as np
+    import eagle
+    from eagle._handle import raw_int
+    b = eagle.backend("cpu")
+    s = b.stream()
+    raw = raw_int(s.handle)
+    refs, errors = [], []
+    start, enqueued, synced = threading.Barrier(5), threading.Barrier(5), threading.Barrier(5)
+
+    def work(k):
+        try:
+            out = np.zeros(4096)
+            start.wait(30)
+            for j in range(500):
+                tmp = np.full(4096, float(k * 1000 + j))
+                eagle.copy(out, tmp, stream=raw)
+                refs.append(weakref.ref(tmp))
+                del tmp
+            enqueued.wait(60)
+            synced.wait(60)  # the stream's owner has synchronized it
+            eagle.copy(np.zeros(1), np.ones(1), stream=raw)  # this thread's next call sweeps its list
+            assert out[0] == k * 1000 + 499, out[0]
+        except BaseException as e:  # noqa: BLE001
+            errors.append(repr(e))
+            for bar in (start, enqueued, synced):
+                bar.abort()
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    start.wait(30)
+    enqueued.wait(60)
+    s.synchronize()
+    synced.wait(60)
+    for t in ts:
+        t.join(120)
+    s.synchronize()
+    gc.collect()
+    assert not errors, errors
+    alive = sum(r() is not None for r in refs)
+    assert len(refs) == 2000 and alive == 0, (len(refs), alive)
+    print("ok")
+""")
+
+
+def test_threads_sharing_a_stream_let_go_of_their_temporaries():
+    r = subprocess.run([sys.executable, "-c", THREADS], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == "ok"
