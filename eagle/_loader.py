@@ -13,6 +13,7 @@ nothing above the ground floor: :class:`eagle.Backend` (eagle/_backend.py) adds 
 import os
 import sys
 import threading
+import weakref
 from collections import Counter
 
 from . import _seam_meta as meta
@@ -189,6 +190,29 @@ def _traced(name, fn):
     return counted
 
 
+
+class _ThreadEnd:
+    """Held in a backend's per-thread local: when the thread ends, its local goes and this puts
+    the thread on the backend's list of ended threads, whose attention lists other threads then
+    settle (eagle.memory's release markers and their arrays would otherwise wait for a thread
+    that will never call eagle again)."""
+
+    __slots__ = ("backend", "thread")
+
+    def __init__(self, backend, thread):
+        self.backend, self.thread = weakref.ref(backend), thread
+
+    def __del__(self):
+        b = self.backend()
+        if b is None:
+            return
+        try:
+            if b._host_errors.get(self.thread):
+                b._ended.append(self.thread)
+        except Exception:  # noqa: BLE001 - during interpreter shutdown
+            pass
+
+
 class Library:
     """One opened backend library. Get it (as an :class:`eagle.Backend`) from :func:`eagle.backend`.
 
@@ -214,6 +238,8 @@ class Library:
         self.path = path
         self._capturing = {}        # raw stream -> Capture recording it (fork branches, bodies too)
         self._host_errors = {}      # enqueuing thread -> exceptions its host functions raised
+        self._ended = []            # threads that have ended with items in their attention list
+        self._thread_end = threading.local()  # per thread: a _ThreadEnd that reports its end
         self._holds = {}            # raw stream -> arrays of its enqueued work (eagle.memory)
 
         refuse_if_broken(path, how)  # a truncated file would SIGBUS inside dlopen
@@ -317,11 +343,18 @@ class Library:
         by its next synchronize; a bound call watches the list), the references of its finished
         work (eagle.memory.Finished) and its release markers in flight (eagle._marker.Marker).
         Items other than exceptions answer ``settle()``: True once they can go (and have let go
-        of their references). Host-function threads append; only ``thread`` removes, from the
-        front, one item at a time."""
+        of their references). Host-function threads append; Python threads remove, from the
+        front, one item at a time: the owner while it lives, any thread once it has ended."""
         errors = self._host_errors.get(thread)
         if errors is None:
             errors = self._host_errors.setdefault(thread, [])
+        if getattr(self._thread_end, "watch", None) is None and thread == threading.get_ident():
+            self._thread_end.watch = _ThreadEnd(self, thread)
+            if thread in self._ended:  # an ended thread's id, taken again: its new owner sweeps it
+                try:
+                    self._ended.remove(thread)
+                except ValueError:
+                    pass
         return errors
 
     def _raise_host_error(self, thread):
@@ -334,17 +367,41 @@ class Library:
                 raise item
             if not item.settle():
                 pending.append(item)  # in flight: behind the rest
+        if self._ended:
+            self._sweep_ended()
 
     def drop_finished(self, thread):
-        """Drop ``thread``'s settled items up to its first error, keeping the errors."""
+        """Drop ``thread``'s settled items up to its first error, keeping the errors; and the
+        settled items of threads that have ended."""
         pending = self._host_errors.get(thread)
         for _ in range(len(pending) if pending else 0):
             item = pending[0]
             if isinstance(item, BaseException):
-                return
+                break
             pending.pop(0)
             if not item.settle():
                 pending.append(item)
+        if self._ended:
+            self._sweep_ended()
+
+    def _sweep_ended(self):
+        """Settle the lists of threads that have ended (nobody is left to raise their errors, so
+        those go too); a thread leaves :attr:`_ended` once its list is empty. The lists stay in
+        _host_errors: a host function still pending may append to one."""
+        for thread in list(self._ended):
+            pending = self._host_errors.get(thread, [])
+            for _ in range(len(pending)):
+                try:
+                    item = pending.pop(0)
+                except IndexError:  # another thread is sweeping it too
+                    break
+                if not isinstance(item, BaseException) and not item.settle():
+                    pending.append(item)
+            if not pending:
+                try:
+                    self._ended.remove(thread)
+                except ValueError:
+                    pass
 
     def __repr__(self):
         return (f"<eagle.Backend {self.kind} {self.version[0]}.{self.version[1]} '{self.path}' "

@@ -114,9 +114,9 @@ def test_temporaries_are_let_go_and_marker_words_reused(mode):
 
 
 # Four threads making eager calls with temporaries at once on one stream, passed as its raw
-# handle (an eagle Stream object is thread-affine), so they share its marker bookkeeping: every
-# temporary is let go once its work has run and its own thread calls eagle again, and nothing
-# crashes.
+# handle (an eagle Stream object is thread-affine), so they share its marker bookkeeping, then
+# end: every temporary is let go once its work has run and a thread calls eagle again (the
+# markers a thread enqueued outlive it; another thread settles them), and nothing crashes.
 THREADS = textwrap.dedent("""
     import gc, threading, weakref
     import numpy as np
@@ -156,6 +156,7 @@ THREADS = textwrap.dedent("""
     for t in ts:
         t.join(120)
     s.synchronize()
+    eagle.copy(np.zeros(1), np.ones(1), stream=s)  # a call here settles what the ended threads left
     gc.collect()
     assert not errors, errors
     alive = sum(r() is not None for r in refs)
@@ -166,5 +167,43 @@ THREADS = textwrap.dedent("""
 
 def test_threads_sharing_a_stream_let_go_of_their_temporaries():
     r = subprocess.run([sys.executable, "-c", THREADS], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == "ok"
+
+
+# A thread makes one eager call with a temporary on a stream and ends at once: the marker it
+# enqueued is in its attention list, which it will never sweep. Another thread's next call
+# settles it, so the temporary goes (it stayed alive for good before ended threads were swept).
+ENDED = textwrap.dedent("""
+    import gc, threading, weakref
+    import numpy as np
+    import eagle
+    from eagle._handle import raw_int
+    b = eagle.backend("cpu")
+    s = b.stream()
+    raw = raw_int(s.handle)
+    box = {}
+
+    def one_call():
+        tmp = np.ones(1 << 22)
+        eagle.copy(np.zeros(1 << 22), tmp, stream=raw)
+        box["ref"] = weakref.ref(tmp)
+
+    t = threading.Thread(target=one_call)
+    t.start()
+    t.join(60)
+    s.synchronize()
+    gc.collect()
+    held_before = box["ref"]() is not None  # its marker has run, but nobody has looked
+    eagle.copy(np.zeros(1), np.ones(1), stream=s)
+    gc.collect()
+    assert held_before, "the temporary went before any thread settled the marker"
+    assert box["ref"]() is None, "the ended thread's temporary is still held"
+    print("ok")
+""")
+
+
+def test_an_ended_threads_temporaries_are_let_go_by_another_thread():
+    r = subprocess.run([sys.executable, "-c", ENDED], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip() == "ok"
