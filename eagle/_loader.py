@@ -190,7 +190,6 @@ def _traced(name, fn):
     return counted
 
 
-
 class _ThreadEnd:
     """Held in a backend's per-thread local: when the thread ends, its local goes and this puts
     the thread on the backend's list of ended threads, whose attention lists other threads then
