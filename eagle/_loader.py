@@ -190,6 +190,26 @@ def _traced(name, fn):
     return counted
 
 
+def _settle(pending, errors):
+    """One pass over an attention list (Library.host_errors_of), from the front, one item at a
+    time (host-function threads may append meanwhile; another thread may sweep it too): items
+    whose ``settle()`` is True go, the others go behind the rest. An exception is raised
+    (``errors="raise"``), ends the pass where it stands (``"stop"``), or goes (``"drop"``)."""
+    for _ in range(len(pending)):
+        if errors == "stop" and pending and isinstance(pending[0], BaseException):
+            return
+        try:
+            item = pending.pop(0)
+        except IndexError:
+            return
+        if isinstance(item, BaseException):
+            if errors == "raise":
+                raise item
+            continue
+        if not item.settle():
+            pending.append(item)  # in flight: behind the rest
+
+
 class _ThreadEnd:
     """Held in a backend's per-thread local: when the thread ends, its local goes and this puts
     the thread on the backend's list of ended threads, whose attention lists other threads then
@@ -359,13 +379,7 @@ class Library:
     def _raise_host_error(self, thread):
         """Drop ``thread``'s settled items and raise the first host-function error, if any
         (release markers still in flight stay)."""
-        pending = self.host_errors_of(thread)
-        for _ in range(len(pending)):
-            item = pending.pop(0)
-            if isinstance(item, BaseException):
-                raise item
-            if not item.settle():
-                pending.append(item)  # in flight: behind the rest
+        _settle(self.host_errors_of(thread), errors="raise")
         if self._ended:
             self._sweep_ended()
 
@@ -373,13 +387,8 @@ class Library:
         """Drop ``thread``'s settled items up to its first error, keeping the errors; and the
         settled items of threads that have ended."""
         pending = self._host_errors.get(thread)
-        for _ in range(len(pending) if pending else 0):
-            item = pending[0]
-            if isinstance(item, BaseException):
-                break
-            pending.pop(0)
-            if not item.settle():
-                pending.append(item)
+        if pending:
+            _settle(pending, errors="stop")
         if self._ended:
             self._sweep_ended()
 
@@ -389,13 +398,7 @@ class Library:
         _host_errors: a host function still pending may append to one."""
         for thread in list(self._ended):
             pending = self._host_errors.get(thread, [])
-            for _ in range(len(pending)):
-                try:
-                    item = pending.pop(0)
-                except IndexError:  # another thread is sweeping it too
-                    break
-                if not isinstance(item, BaseException) and not item.settle():
-                    pending.append(item)
+            _settle(pending, errors="drop")
             if not pending:
                 try:
                     self._ended.remove(thread)

@@ -76,18 +76,15 @@ class Marker:
     def settle(self):
         """The attention list's question: can this item go? (Once the marker has run: its
         references are dropped, here, and its word goes back.)"""
-        word = self.word
-        if word is None:
-            return True
-        if word[0] == 0:
+        if not self.ran():
             return False
-        self.word, self.batch = None, None
-        _python_lent.discard(self)
-        _give_word(word)
+        self.batch = None
+        self.abandon()
         return True
 
     def abandon(self):
-        """The host function was not enqueued: the word goes back (the batch stays the caller's)."""
+        """Give the word back (after the marker has run, or when it was never enqueued; the
+        batch stays the caller's)."""
         word, self.word = self.word, None
         _python_lent.discard(self)
         if word is not None:

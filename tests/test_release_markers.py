@@ -1,15 +1,12 @@
 """eagle's release markers (eagle/_marker.py) run without the GIL: a thread that holds the GIL
 while it waits for a stream (another library's blocking call that keeps it) does not deadlock
-with the marker eagle enqueued behind its own work on that stream (cpu, and cuda where a GPU is). Each case runs in a subprocess: a deadlock there is
-a timeout here, not a hung run. The second case puts the Python-callback marker back (what eagle
-does without its compiled half) and shows that the first case can fail."""
-import os
-import subprocess
-import sys
-import textwrap
-
+with the marker eagle enqueued behind its own work on that stream (cpu, and cuda where a GPU
+is). Each case runs in a subprocess (tests/_subproc.py): a deadlock there is a hang reported
+here, not a hung run. The second case puts the Python-callback marker back (what eagle does
+without its compiled half) and shows that the first case can fail."""
 import pytest
 
+from _subproc import run_snippet
 from eagle import _hotcall
 
 needs_c_marker = pytest.mark.skipif(_hotcall.RELEASE_MARKER is None,
@@ -19,14 +16,14 @@ needs_c_marker = pytest.mark.skipif(_hotcall.RELEASE_MARKER is None,
 # Copies on an eagle stream (a release marker behind them), then, while they run, a wait for that
 # stream through ctypes.PyDLL, which keeps the GIL during the call. cpu: one 128 MiB host-to-host
 # copy; cuda: sixteen 1 GiB device-to-device copies (a few ms on an H200).
-CHILD = textwrap.dedent("""
-    import ctypes, sys, time
+CHILD = """
+    import ctypes, time
     import numpy as np
     import eagle
     from eagle import _marker
     from eagle._handle import raw_int
-    mode, kind = sys.argv[1], sys.argv[2]
-    if mode == "python-marker":
+    kind = KIND
+    if MODE == "python-marker":
         _marker.FUNCTION, _marker.NEEDS_GIL = _marker._python_release_marker, True
     b = eagle.backend(kind)
     s = b.stream()
@@ -44,14 +41,12 @@ CHILD = textwrap.dedent("""
     s.synchronize()
     last = dst[-1] if kind == "cpu" else dst.numpy()[-1]
     assert last == 1.0, last
-    print(f"waited {time.perf_counter() - t0:.3f} s with the GIL held", flush=True)
-""")
+    result = f"waited {time.perf_counter() - t0:.3f} s with the GIL held"
+"""
 
 
-def _run(mode, kind, timeout):
-    env = dict(os.environ, PYTHONFAULTHANDLER="1")
-    return subprocess.run([sys.executable, "-c", CHILD, mode, kind], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+def _run(code, timeout, **globals_):
+    return run_snippet(code, timeout=timeout, globals=globals_)
 
 
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
@@ -63,25 +58,25 @@ def kind(request):
 
 @needs_c_marker
 def test_a_wait_that_holds_the_gil_does_not_deadlock_with_a_release_marker(kind):
-    r = _run("c-marker", kind, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "with the GIL held" in r.stdout
+    out = _run(CHILD, 120, MODE="c-marker", KIND=kind)
+    out.expect_ok()
+    assert "with the GIL held" in out.result
 
 
 def test_the_same_wait_deadlocks_with_a_python_marker(kind):
     """The control: with a marker that needs the GIL, the same program hangs."""
-    with pytest.raises(subprocess.TimeoutExpired):
-        _run("python-marker", kind, timeout=15)
+    out = _run(CHILD, 15, MODE="python-marker", KIND=kind)
+    assert out.status == "hang", out.describe()
 
 
 # Temporaries handed to eager calls on a stream are let go once their work has run, with either
 # marker; the words go back and are reused (a loop of calls does not grow the pool).
-KEEPALIVE = textwrap.dedent("""
-    import gc, sys, weakref
+KEEPALIVE = """
+    import gc, weakref
     import numpy as np
     import eagle
     from eagle import _marker
-    if sys.argv[1] == "python-marker":
+    if MODE == "python-marker":
         _marker.FUNCTION, _marker.NEEDS_GIL = _marker._python_release_marker, True
     b = eagle.backend("cpu")
     s = b.stream()
@@ -102,22 +97,19 @@ KEEPALIVE = textwrap.dedent("""
     assert _marker.python_markers_pending() == 0
     words = len(_marker._free)
     assert words <= _marker.SLAB_WORDS, f"{words} marker words made for one stream"
-    print("ok", words)
-""")
+"""
 
 
 @pytest.mark.parametrize("mode", [pytest.param("c-marker", marks=needs_c_marker), "python-marker"])
 def test_temporaries_are_let_go_and_marker_words_reused(mode):
-    r = subprocess.run([sys.executable, "-c", KEEPALIVE, mode], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.startswith("ok")
+    _run(KEEPALIVE, 300, MODE=mode).expect_ok()
 
 
 # Four threads making eager calls with temporaries at once on one stream, passed as its raw
 # handle (an eagle Stream object is thread-affine), so they share its marker bookkeeping, then
 # end: every temporary is let go once its work has run and a thread calls eagle again (the
 # markers a thread enqueued outlive it; another thread settles them), and nothing crashes.
-THREADS = textwrap.dedent("""
+THREADS = """
     import gc, threading, weakref
     import numpy as np
     import eagle
@@ -161,20 +153,17 @@ THREADS = textwrap.dedent("""
     assert not errors, errors
     alive = sum(r() is not None for r in refs)
     assert len(refs) == 2000 and alive == 0, (len(refs), alive)
-    print("ok")
-""")
+"""
 
 
 def test_threads_sharing_a_stream_let_go_of_their_temporaries():
-    r = subprocess.run([sys.executable, "-c", THREADS], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.strip() == "ok"
+    _run(THREADS, 300).expect_ok()
 
 
 # A thread makes one eager call with a temporary on a stream and ends at once: the marker it
 # enqueued is in its attention list, which it will never sweep. Another thread's next call
 # settles it, so the temporary goes (it stayed alive for good before ended threads were swept).
-ENDED = textwrap.dedent("""
+ENDED = """
     import gc, threading, weakref
     import numpy as np
     import eagle
@@ -199,11 +188,8 @@ ENDED = textwrap.dedent("""
     gc.collect()
     assert held_before, "the temporary went before any thread settled the marker"
     assert box["ref"]() is None, "the ended thread's temporary is still held"
-    print("ok")
-""")
+"""
 
 
 def test_an_ended_threads_temporaries_are_let_go_by_another_thread():
-    r = subprocess.run([sys.executable, "-c", ENDED], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.strip() == "ok"
+    _run(ENDED, 120).expect_ok()
