@@ -36,7 +36,8 @@ CHILD = """
     t0 = time.perf_counter()
     for _ in range(times):
         eagle.copy(dst, src, stream=s)
-    status = sync(raw_int(s.handle))  # holds the GIL until the stream has run everything
+    # the backend's stream handle (s._h), not its raw value (s.handle: a cudaStream_t on cuda)
+    status = sync(raw_int(s._h))  # holds the GIL until the stream has run everything
     assert status == 0, status
     s.synchronize()
     last = dst[-1] if kind == "cpu" else dst.numpy()[-1]
