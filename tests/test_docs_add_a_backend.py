@@ -44,7 +44,9 @@ def test_every_shell_block_of_the_doc_runs(tmp_path):
         script = "set -euxo pipefail\n" + "\n".join(sh_blocks(f.read()))
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env["PYTHONPATH"] = REPO   # this checkout's eagle (the generated modules come from the install)
+    # this checkout's eagle first; the generated modules and the kit come from the install, which
+    # may itself be on PYTHONPATH (the device set-up installs into a --target folder)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH")) if p)
     env.pop("EAGLE_BACKEND_MYKIND", None)
     try:
         proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=900,
