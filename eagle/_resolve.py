@@ -13,6 +13,8 @@ Rules, in order:
 ``host_ok``: host arrays may sit beside device arrays (a copy between host and device); elsewhere
 (kernel arguments, planes) host and device arrays together are refused, since a kernel on one
 cannot read the other's memory."""
+import numpy as np
+
 from ._arrays import dlpack_device, fast_infos
 from ._device_kind import HOST_DEVICE_TYPES, KIND_OF_DEVICE_TYPE, describe_device, kind_of_device_type
 from ._stream_arg import backend_of_stream
@@ -22,12 +24,19 @@ from .errors import EagleTypeError, EagleValueError
 _HOST = (1, 0)
 
 
+# Values passed by value (a kernel's scalar arguments) and raw addresses (ints): they say nothing
+# about where memory lives, so they name no device. A numpy scalar has __array_interface__ but is
+# a value, not host memory a kernel would read.
+_VALUES = (int, float, bytes, bytearray, np.generic)
+
+
 def devices_of(arrays, what, noun="argument"):
-    """[(index, (device_type, device_id))] of every array in ``arrays`` (ints are skipped: raw
-    addresses say nothing about where they live)."""
+    """[(index, (device_type, device_id))] of every array in ``arrays`` (values such as ints,
+    floats, bytes and numpy scalars are skipped; a call that needs an array there refuses them
+    when it reads their address)."""
     out = []
     for i, a in enumerate(arrays):
-        if a is None or isinstance(a, int):
+        if a is None or isinstance(a, _VALUES):
             continue
         try:
             out.append((i, dlpack_device(a)))

@@ -130,6 +130,21 @@ def test_arguments_are_copied_at_enqueue(cpu):
     assert out.tolist() == [-7.0, 2.5, -3.0, 200.0, float(sum(range(16))), 1.0]
 
 
+def test_module_level_run_takes_values_beside_arrays(cpu):
+    """eagle.run resolves the backend from the arrays: the values beside them (a Python float,
+    bytes, a numpy scalar) name no device and pass by value, as Backend.run passes them."""
+    out = np.zeros(6)
+    blob = bytes(range(16))
+    eagle.run(kaddr("args"), [out, -7, 2.5, np.int32(-3), np.uint8(200), blob], 1)
+    assert out.tolist() == [-7.0, 2.5, -3.0, 200.0, float(sum(range(16))), 1.0]
+    x = eagle.asarray(np.zeros(8), backend=cpu)
+    s = cpu.stream()
+    eagle.run(kaddr("addv"), [x, 1.5], 8, backend=cpu, stream=s)
+    eagle.run(kaddr("addv"), [x, np.float64(2.0)], 8, stream=s)
+    s.synchronize()
+    assert (x.numpy() == 3.5).all()
+
+
 def test_argument_storage_may_die_after_enqueue(cpu):
     x = np.zeros(50_000)
     s = cpu.stream()
