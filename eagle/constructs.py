@@ -16,6 +16,7 @@ Each construct owns what it means everywhere: how it is recorded on the device (
 how the host decides it where the backend cannot (:meth:`compile_host`, :meth:`run_host`), and how
 it is drawn (:meth:`labelled_bodies`, :meth:`dot`). The drivers (eagle/_record.py,
 eagle/_interpret.py, eagle/_render.py) never ask which construct they hold."""
+from ._arrays import address_of
 from .errors import EagleTypeError, EagleValueError
 
 
@@ -37,13 +38,9 @@ class Guard:
             count, baseline = guard, None
         if count is None:
             raise EagleValueError("eagle: a guard needs a count word")
-        for word, what in ((count, "count"), (baseline, "baseline")):
-            if isinstance(word, (bool, float, str, bytes)):
-                raise EagleTypeError(f"eagle: a guard's {what} must be a uint32 array (or a raw address), "
-                                     f"got a {type(word).__name__}")
-            if not _is_word_array(word):
-                raise EagleTypeError(f"eagle: a guard's {what} must be a uint32 word, got an array of "
-                                     f"{getattr(word, 'dtype', None)}")
+        _check_word(count, "a guard's count")
+        if baseline is not None:
+            _check_word(baseline, "a guard's baseline")
         self.count, self.baseline = count, baseline
 
     def arrays(self):
@@ -51,6 +48,22 @@ class Guard:
 
     def __repr__(self):
         return "count != " + ("0" if self.baseline is None else "baseline")
+
+
+def _check_word(word, what):
+    """Refuses what cannot be a construct's uint32 word (a guard's count or baseline, a switch's
+    selector): it must be a raw address (an int) or an array whose items can hold the word and
+    that holds at least 4 bytes. Checked when the construct is made, so the device-decided and the
+    host-decided path refuse alike (the host path reads the word's first 4 bytes)."""
+    if isinstance(word, int) and not isinstance(word, bool):
+        return
+    if word is None or isinstance(word, (bool, float, str, bytes)):
+        raise EagleTypeError(f"eagle: {what} must be a uint32 array (or a raw address), got a {type(word).__name__}")
+    if not _is_word_array(word):
+        raise EagleTypeError(f"eagle: {what} must be a uint32 word, got an array of {getattr(word, 'dtype', None)}")
+    nbytes = address_of(word).nbytes
+    if nbytes is not None and nbytes < 4:
+        raise EagleValueError(f"eagle: {what} must hold a uint32 word (4 bytes), the array holds {nbytes}")
 
 
 def _is_word_array(word):
@@ -207,6 +220,7 @@ class Switch(Construct):
         cases = list(cases)
         if not cases:
             raise EagleValueError("eagle.switch: needs at least one case")
+        _check_word(selector, "the switch's selector")
         self.selector, self.cases, self.name = selector, [as_steps(c) for c in cases], name
 
     def bodies(self):

@@ -19,6 +19,8 @@ from . import _alloc, _render
 from ._interpret import Compiler, Interpreter, pieces
 from ._record import Recorder
 from ._resolve import resolve
+from ._validate import integer
+from .stream import StreamRef
 from .constructs import as_steps, guard_arrays, needs_of, step_name
 from .errors import EagleKeyError, EagleTypeError, EagleValueError, Unsupported
 
@@ -82,6 +84,12 @@ class Graph:
         """
         self = object.__new__(cls)
         steps = as_steps(steps)
+        if planes is not None and not isinstance(planes, (list, tuple)):
+            raise EagleTypeError(f"eagle.Graph.build: planes= must be a list or tuple of arrays, got a "
+                                 f"{type(planes).__name__}; pass one array as [array]")
+        if stream is not None and not isinstance(stream, StreamRef):
+            raise EagleTypeError(f"eagle.Graph.build: stream= must be an eagle stream (Backend.stream() or "
+                                 f"eagle.StreamRef.from_handle), got a {type(stream).__name__} ({stream!r})")
         planes = list(planes or [])
         refs = planes or guard_arrays(steps)
         if not refs and backend is None and getattr(stream, "_raw_for", None) is None:
@@ -140,8 +148,13 @@ class Graph:
         return cell
 
     def ran(self, loop):
-        """Iterations the WHILE ``loop`` (a repeat_while step of this graph) ran in the last launch."""
-        return int(self._read(self._cell(loop), 2)[1])
+        """Iterations the WHILE ``loop`` (a repeat_while step of this graph) ran in the last launch.
+        Every loop of the graph has its cell from the recording on (the graph keeps its steps, so
+        their ids stay theirs); anything else is refused."""
+        cell = self._cells.get(id(loop))
+        if cell is None:
+            raise EagleKeyError(f"eagle.Graph.ran: {loop!r} is not a repeat_while step of this graph")
+        return int(self._read(cell, 2)[1])
 
     # -- launching ---------------------------------------------------------------------------------
     def launch(self, n=1):
@@ -149,6 +162,7 @@ class Graph:
         if self.decides_on_device:
             self._launcher.launch(n)
             return
+        n = integer(n, "eagle.Graph.launch: n", minimum=0)
         interp = Interpreter(self)
         for _ in range(n):
             for m, program in zip(self.members, self._program):
@@ -184,7 +198,9 @@ class Graph:
         """A member by index, name or the step object itself."""
         if isinstance(which, Member):
             return which
-        if isinstance(which, int):
+        if isinstance(which, int) and not isinstance(which, bool):
+            if not -len(self.members) <= which < len(self.members):
+                raise EagleKeyError(f"eagle.Graph: no member {which} (the graph has {len(self.members)})")
             return self.members[which]
         for m in self.members:
             if m.step is which or m.name == which:

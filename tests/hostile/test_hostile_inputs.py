@@ -11,6 +11,7 @@ import numpy as np
 import eagle
 cpu = eagle.backend("cpu")
 s = cpu.stream()
+x, y = np.zeros(4), np.ones(4)
 """
 
 # (id, snippet, expected exception class name or None for "runs and is right")
@@ -42,6 +43,24 @@ REFUSED = [
     ("a shape too large", "eagle.pinned((1 << 40, 1 << 30), backend=cpu)", "EagleValueError"),
     ("a string stream", "eagle.copy(np.zeros(4), np.ones(4), stream='fast')", "EagleTypeError"),
     ("args not a list", "s.run(1, np.zeros(4), 4)", "EagleTypeError"),
+    # the words of constructs, refused when the construct is made: the host-decided path used to
+    # read the first 4 bytes of whatever it got (a float64 selector 1.0 ran case 0)
+    ("a float selector, host-decided", "y = np.zeros(4)\n"
+     "eagle.Graph.build([eagle.switch(np.ones(1), [lambda st: None])], planes=[y], on_device=False)",
+     "EagleTypeError"),
+    ("a one-byte selector", "eagle.switch(np.zeros(1, np.uint8), [lambda st: None])", "EagleValueError"),
+    ("an empty guard word", "eagle.skippable(lambda st: None, np.zeros(0, np.uint32))", "EagleValueError"),
+    ("an array as planes=", "y = np.zeros(4); eagle.Graph.build([lambda st: None], planes=y)", "EagleTypeError"),
+    ("an int as the graph's stream", "eagle.Graph.build([lambda st: None], planes=[np.zeros(4)], stream=0)",
+     "EagleTypeError"),
+    ("a member index out of range", "g = eagle.Graph.build([lambda st: st.copy(x, y)], planes=[x]); g.member(5)",
+     "EagleKeyError"),
+    ("True as a member index", "g = eagle.Graph.build([lambda st: st.copy(x, y)], planes=[x]); g.member(True)",
+     "EagleKeyError"),
+    ("ran() of a loop not in the graph", "g = eagle.Graph.build([lambda st: st.copy(x, y)], planes=[x])\n"
+     "g.ran(eagle.repeat_while([lambda st: None], np.zeros(1, np.uint32), 4))", "EagleKeyError"),
+    ("launch(-1), host-decided", "g = eagle.Graph.build([lambda st: None], backend=cpu, on_device=False)\n"
+     "g.launch(-1)", "EagleValueError"),
 ]
 
 
