@@ -98,7 +98,10 @@ def _resolve(name):
     if value:
         path = os.path.abspath(value)
         if not os.path.isfile(path):
-            raise BackendLoadError(f"eagle: ${var} names '{path}', which does not exist "
+            # refused, named as what it is: a folder, another non-file, or nothing (isfile follows links)
+            what = ("is a directory, not a library file" if os.path.isdir(path)
+                    else "is not a regular file" if os.path.exists(path) else "does not exist")
+            raise BackendLoadError(f"eagle: ${var} names '{path}', which {what} "
                                    "(no fall-back to the installed backend)")
         return kind, path, f"${var}='{path}'"
     for d in _package_dirs():
@@ -255,7 +258,10 @@ class Library:
 
     def __init__(self, path, kind, how, trace=False):
         self.path = path
-        self._capturing = {}        # raw stream -> Capture recording it (fork branches, bodies too)
+        # raw stream -> Capture recording it (fork branches, bodies too). Weak: a capture dropped
+        # between begin() and end() is collected, and its release ends the recording, instead of
+        # being kept here with its stream capturing for good.
+        self._capturing = weakref.WeakValueDictionary()
         self._host_errors = {}      # enqueuing thread -> exceptions its host functions raised
         self._ended = []            # threads that have ended with items in their attention list
         self._thread_end = threading.local()  # per thread: a _ThreadEnd that reports its end

@@ -94,6 +94,13 @@ class Capture(Owner):
         self._backend._forget_capture(self)
         self.close()
 
+    def close(self):
+        """Release the capturer now (a recording still open is dropped, and its stream no longer
+        counts as capturing). Idempotent."""
+        if self._h is not None:
+            self._backend._forget_capture(self)
+        super().close()
+
     def __enter__(self):
         self.begin()
         return self

@@ -4,8 +4,12 @@ The conformance run for a backend library: static checks of the file and its han
 behavioural checks per group where probe() says a device is usable. Each check runs in a child
 process, so a crash or a hang is reported (crash with the signal, timeout) and the rest runs.
 Exit status: 0 when nothing failed, crashed or timed out; 1 when something did; 2 when a
-library or kind named cannot be found or loaded (nothing is checked then)."""
+library or kind named cannot be found or loaded, or an option is refused (a --timeout that is
+not a positive number, an output file that cannot be written): nothing is checked then. With
+--json, a library that cannot be found or loaded still gives a JSON document on stdout, of the
+usual shape: that library with an "error", zero checks."""
 import argparse
+import math
 import os
 import signal
 import sys
@@ -16,7 +20,46 @@ EXIT_PASS, EXIT_FAIL, EXIT_NOT_LOADED = 0, 1, 2
 
 
 class NotLoaded(Exception):
-    """A library or kind named on the command line cannot be found or loaded."""
+    """A library or kind named on the command line cannot be found or loaded. ``library``: the
+    absolute path when known, else the kind as named, None when nothing was named; ``str()``:
+    why, without the ``eagle.check:`` prefix."""
+
+    def __init__(self, library, why):
+        super().__init__(why)
+        self.library = library
+
+
+def _positive_seconds(text):
+    """argparse type of --timeout: a positive, finite number of seconds. Zero, a negative value,
+    NaN or infinity is refused while parsing (exit status 2): each would make every check time out
+    or the run fail, after minutes of work."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
+    return value
+
+
+def _output_file(text):
+    """argparse type of an option naming a file the checker writes after the run (--junit): the
+    path as given, refused while parsing (exit status 2, naming the path and why) when it is a
+    folder, when its folder is missing, or when it (or, when it does not exist, its folder) is
+    not writable, so that no run is lost to a path that cannot be written."""
+    path = os.path.abspath(text)
+    folder = os.path.dirname(path)
+    if os.path.isdir(path):
+        why = "it is a folder"
+    elif not os.path.isdir(folder):
+        why = (f"'{folder}' is not a folder" if os.path.exists(folder)
+               else f"the folder '{folder}' does not exist")
+    elif not os.access(path if os.path.exists(path) else folder, os.W_OK):
+        why = (f"'{path}' is not writable" if os.path.exists(path)
+               else f"the folder '{folder}' is not writable")
+    else:
+        return text
+    raise argparse.ArgumentTypeError(f"cannot write {text!r}: {why}")
 
 
 def _targets(names):
@@ -25,28 +68,40 @@ def _targets(names):
     if not names:
         found = backends()
         if not found:
-            raise NotLoaded("eagle.check: no backend is installed (and none named); pass a path "
-                            "to a libeagle_<kind>.so or set $EAGLE_BACKEND_<KIND>")
+            raise NotLoaded(None, "no backend is installed (and none named); pass a path "
+                                  "to a libeagle_<kind>.so or set $EAGLE_BACKEND_<KIND>")
         return [(k, p) for k, p in sorted(found.items())]
     out = []
     for name in names:
         if os.sep in name or "." in os.path.basename(name) or os.path.exists(name):
             path = os.path.abspath(name)
             if not os.path.exists(path):
-                raise NotLoaded(f"eagle.check: no file at '{path}'")
+                raise NotLoaded(path, f"no file at '{path}'")
             out.append((name, path))
         else:
             try:
                 _kind, path, _how = _resolve(name)
             except Exception as e:  # noqa: BLE001 - shown to the user as is
-                raise NotLoaded(f"eagle.check: {e}") from None
+                raise NotLoaded(name, str(e)) from None
             out.append((name, path))
     return out
 
 
 def _loads(path):
-    """'' when `path` opens with dlopen in a child process, else why not (a crash included)."""
+    """'' when `path` opens, else why not. First eagle's own ELF check (eagle/_elf_check.py, the
+    one eagle.backend() runs before dlopen), here in this process: a truncated or foreign file is
+    named by its defect, where dlopen would die of SIGBUS. Then dlopen in a child process, which
+    reports a crash (a constructor that aborts, ...) as such."""
     import subprocess
+
+    from .._elf_check import IS_ELF_PLATFORM, defect
+    if IS_ELF_PLATFORM:
+        try:
+            why = defect(path)
+        except OSError as e:
+            return f"'{path}' cannot be read: {e}"
+        if why:
+            return f"'{path}' does not load: {why}"
     code = ("import sys\nfrom eagle._seam_ffi import ffi\ntry:\n    ffi.dlopen(sys.argv[1])\n"
             "except OSError as e:\n    print(e); sys.exit(3)\n")
     from ._runner import _child_env
@@ -73,10 +128,10 @@ def main(argv=None):
     ap.add_argument("targets", nargs="*", metavar="PATH|KIND",
                     help="backend library paths or kinds (none: every installed backend)")
     ap.add_argument("--json", action="store_true", help="machine-readable results on stdout")
-    ap.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    ap.add_argument("--junit", metavar="FILE", type=_output_file, help="also write JUnit XML to FILE")
     ap.add_argument("--group", action="append", metavar="G", choices=GROUP_ORDER,
                     help="run only this group (repeatable)")
-    ap.add_argument("--timeout", type=float, default=20.0, metavar="S",
+    ap.add_argument("--timeout", type=_positive_seconds, default=20.0, metavar="S",
                     help="per-check timeout in seconds (default 20)")
     ap.add_argument("-v", "--verbose", action="store_true", help="list skipped checks too")
     args = ap.parse_args(argv)
@@ -92,9 +147,11 @@ def main(argv=None):
         for _label, path in targets:
             why = _loads(path)
             if why:
-                raise NotLoaded(f"eagle.check: {why}")
+                raise NotLoaded(path, why)
     except NotLoaded as e:
-        print(e, file=sys.stderr)
+        print(f"eagle.check: {e}", file=sys.stderr)
+        if args.json:  # a JSON consumer still gets a document: this library, why, no checks
+            print(report.not_loaded_json(e.library, str(e)))
         return EXIT_NOT_LOADED
     runs = []
     for _label, path in targets:

@@ -123,7 +123,9 @@ def _drive(proc, err, crumb, pending, timeout, deadline, emit):
             end = started + limit
             if deadline is not None:
                 end = min(end, deadline)
-            left = end - time.monotonic()
+            # Waits of at most a minute: select() cannot take the wait of a huge --timeout
+            # (epoll's limit is about 24 days); the loop waits again until `end`.
+            left = min(end - time.monotonic(), 60.0)
             events = sel.select(timeout=left) if left > 0 else []
             if not events:
                 if time.monotonic() < end:

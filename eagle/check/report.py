@@ -44,11 +44,22 @@ def table(runs, verbose=False):
     return "\n".join(lines)
 
 
+def _json_entry(path, info, results):
+    return {"backend": path, **({"info": info} if info else {}), "summary": counts(results),
+            "results": [r.to_json() for r in results]}
+
+
 def to_json(runs):
-    return json.dumps([{"backend": path, **({"info": info} if info else {}),
-                        "summary": counts(results),
-                        "results": [r.to_json() for r in results]} for path, info, results in runs],
-                      indent=1)
+    """A JSON list, one object per library: backend (its path), info (when any), summary (the
+    count of each result), results (one object per check)."""
+    return json.dumps([_json_entry(*run) for run in runs], indent=1)
+
+
+def not_loaded_json(library, error):
+    """The document of to_json for a run that checked nothing: one object for ``library`` (its
+    path, the kind as named, or None when none was named), every count 0, no results, and
+    ``error`` saying why it could not be found or loaded."""
+    return json.dumps([{**_json_entry(library, {}, []), "error": error}], indent=1)
 
 
 def junit(runs, filename):

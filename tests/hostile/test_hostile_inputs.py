@@ -161,3 +161,31 @@ for _ in range(20):
     eagle.host_func(lambda: time.sleep(0.001), stream=0, backend=cpu)
 """)
         out.expect_ok()
+
+
+@pytest.mark.parametrize("leave", ["close", "drop"])
+def test_a_capture_left_open_does_not_keep_its_stream_capturing(leave):
+    """A capture closed (close) or dropped in an exception (drop) between begin() and end(), with
+    no `with`: the stream is an ordinary stream again, and eager work on it runs (it used to be
+    treated as captured: its temporaries kept for good, or "the stream is being captured")."""
+    out = run_snippet(SETUP + """
+def left_open():
+    cap = cpu.capture(s)
+    cap.begin()
+    s.copy(x, y * 2)
+    if LEAVE == "close":
+        cap.close()
+    else:
+        raise RuntimeError("a step failed")
+try:
+    left_open()
+except RuntimeError:
+    pass
+gc.collect()
+assert len(cpu._capturing) == 0, dict(cpu._capturing)
+s.copy(x, y * 3)
+s.synchronize()
+assert (x == 3).all(), x
+result = "ok"
+""", timeout=60, globals={"LEAVE": leave})
+    out.expect_ok()
