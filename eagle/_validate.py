@@ -1,11 +1,15 @@
 """Arguments are checked once, where they enter eagle, by these functions: type, writability,
 size and range. Each raises an :class:`eagle.EagleError` (subclassing the matching builtin) that
 names the argument and the value; none of them lets a value through on trust."""
+import numbers
 import operator
 
 from .errors import EagleTypeError, EagleValueError
 
+INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
+INT32_MAX = (1 << 31) - 1
+UINT32_MAX = (1 << 32) - 1
 
 
 def integer(value, what, *, minimum=None, maximum=INT64_MAX):
@@ -23,6 +27,15 @@ def integer(value, what, *, minimum=None, maximum=INT64_MAX):
     if maximum is not None and out > maximum:
         raise EagleValueError(f"{what} must be <= {maximum}, got {out}")
     return out
+
+
+def real(value, what):
+    """``value`` as a float: ints, floats and real scalars only (no bool, str, complex)."""
+    if type(value) is float:
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise EagleTypeError(f"{what} must be a real number, got a {type(value).__name__} ({value!r})")
+    return float(value)
 
 
 def size(value, info, caller, name, source):
@@ -49,3 +62,20 @@ def holds(info, nbytes, what):
     if info.nbytes is not None and info.nbytes < nbytes:
         raise EagleValueError(f"{what} holds {info.nbytes} bytes, {nbytes} are needed")
     return info
+
+
+def word(info, nbytes, what, *, written):
+    """Refuse an array eagle's work reads ``nbytes`` bytes of when it holds fewer, and, when the
+    work also writes it (``written``), when it is read-only."""
+    holds(info, nbytes, what)
+    return writable(info, what) if written else info
+
+
+def shape(value, what):
+    """``value`` as an array shape, a tuple of ints >= 0: a tuple or list of integers, or one
+    integer for a 1-d shape; each dimension is checked as by :func:`integer` (no bool, float, str)."""
+    dims = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    dims = tuple(integer(d, f"{what}: dimension {i} of shape {value!r}") for i, d in enumerate(dims))
+    if any(d < 0 for d in dims):
+        raise EagleValueError(f"{what}: negative dimension in shape {dims}")
+    return dims

@@ -13,6 +13,7 @@ from . import _alloc, _validate
 from . import module as _module
 from ._arrays import address_of, dlpack_device
 from ._resolve import resolve
+from ._stream_arg import backend_of_stream
 from .errors import BackendUnavailable, EagleError, EagleTypeError, EagleValueError
 
 _THETA_RANGE = (0.25, 0.75)
@@ -171,10 +172,11 @@ class ActiveSet:
         self._workers = None  # the drain's default lane count (from the device, at the first drain)
         self._planes = []
         if reorder is not None:
-            theta = float(reorder)
+            theta = _validate.real(reorder, "eagle.ActiveSet: reorder (theta)")
             if not _THETA_RANGE[0] <= theta <= _THETA_RANGE[1]:
                 raise EagleValueError(f"eagle.ActiveSet: reorder (theta) must be in [0.25, 0.75], got {reorder}")
             b.require("eagle_backend_reorder_device")
+            _validate.writable(info, "eagle.ActiveSet: the mask (reorder= moves it with the samples)")
             self.theta = theta
             ident = np.arange(n, dtype=np.int32)
             self.perm = _alloc.zeros(n, "int32", mask)
@@ -217,9 +219,11 @@ class ActiveSet:
         if self.theta is None:
             raise EagleValueError("eagle.ActiveSet: only an ActiveSet with reorder=theta owns planes")
         shape = tuple(plane.shape)
-        if shape[-1] != self.n or len(shape) > 2:
+        if len(shape) not in (1, 2) or shape[-1] != self.n:
             raise EagleValueError(f"eagle.ActiveSet: a plane must have shape ({self.n},) or (w, {self.n}), got {shape}")
-        address_of(plane)  # contiguous, addressable
+        # contiguous, addressable, and writable: every reorder rewrites it in place (its index
+        # counts the owned planes, as planes= lists them; the mask is _planes[0])
+        _validate.writable(address_of(plane), f"eagle.ActiveSet: plane {len(self._planes) - 1}")
         self._planes.append(plane)
         if self._rscratch is not None:
             self._size_scratch()  # own() after construction: before recording the compaction
@@ -264,6 +268,9 @@ class ActiveSet:
         if self.theta is not None:
             raise EagleValueError("eagle.ActiveSet.drain: an ActiveSet with reorder= indexes its planes by "
                                   "position; drain one without reorder")
+        if backend_of_stream(stream) is None:  # the launch is the stream's own (stream.run)
+            raise EagleTypeError(f"eagle.ActiveSet.drain: stream must be an eagle stream (Backend.stream()), "
+                                 f"got a {type(stream).__name__}")
         name = getattr(kernel, "name", None)
         if name is not None and not str(name).endswith("_drain"):
             raise EagleValueError(f"eagle.ActiveSet.drain: kernel {name!r} is not a drain entry; pass the "
