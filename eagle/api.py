@@ -156,6 +156,8 @@ def run(kernel, args, n, *, backend=None, stream=None, **kw):
     stream eagle launches on a stream of its own and returns when the kernel is done. Returns True
     when a launch was made, False for an empty partition."""
     owner = getattr(kernel, "backend", None)
+    if owner is None:  # an eagle Kernel: its module's backend
+        owner = getattr(getattr(kernel, "module", None), "backend", None)
     if backend is None and owner is not None and not isinstance(owner, str):
         backend = owner
     b, _ = resolve(list(args) if isinstance(args, (list, tuple)) else [], backend=backend,

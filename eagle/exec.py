@@ -89,9 +89,10 @@ def run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=
 
 
 def enqueue_run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=None, block=0, device=-1):
-    """:func:`run` without the keepalive: ``(launched, raw stream, refs)``, where ``refs`` must stay
-    alive until the stream has run the launch (the caller holds them, or waits for the stream);
-    None when nothing was launched."""
+    """:func:`run` without the keepalive: ``(launched, raw stream, refs)``, where ``refs`` (the
+    arguments, their packed bytes and the kernel's loaded code) must stay alive until the stream
+    has run the launch (the caller holds them, or waits for the stream; a capture keeps them with
+    the recording); None when nothing was launched."""
     b = backend
     n = _validate.integer(n, "eagle.run: n", minimum=0)
     base = _validate.integer(base, "eagle.run: base", minimum=0)
@@ -121,6 +122,10 @@ def enqueue_run(backend, kernel, args, n, *, base=0, count=None, n_samples=None,
         at += len(sl)
     params = ffi.new("uint64_t[]", offsets or [0])
     sizes = ffi.new("uint64_t[]", [len(bl) for bl in blobs] or [0])
+    # An eagle Kernel's loaded code, read before its handle (which raises HandleError once the
+    # module is closed): the launch's references keep it, so a close or a dropped module leaves
+    # the code loaded until the launch has run, or as long as a recording of it lives.
+    loaded = getattr(kernel, "loaded", None)
     function = kernel_handle(kernel)
     raw = raw_stream(b, stream)
     desc = ffi.new(_LAUNCH, {"struct_size": _LAUNCH_SIZE, "device": device, "block": block, "function": function,
@@ -128,4 +133,4 @@ def enqueue_run(backend, kernel, args, n, *, base=0, count=None, n_samples=None,
                              "count": count, "n_samples": n_samples, "stream": raw})
     launched = ffi.new("int32_t*")
     b.call.run_device(desc, launched)
-    return (True, raw, (args, storage)) if launched[0] else (False, raw, None)
+    return (True, raw, (args, storage, loaded)) if launched[0] else (False, raw, None)

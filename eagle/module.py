@@ -18,7 +18,7 @@ import weakref
 from . import exec as _exec
 from ._compilers import wheel_library_dirs
 from ._seam_ffi import ffi
-from .errors import CompileError, EagleTypeError, EagleValueError
+from .errors import CompileError, EagleTypeError, EagleValueError, HandleError
 
 _FAST_MATH = 1  # EAGLE_BACKEND_MODULE_FAST_MATH
 _SRC = "eagle_backend_module_from_source"
@@ -80,17 +80,27 @@ def declared_parameters(source):
 
 class Kernel:
     """One named kernel of a :class:`Module`. ``handle`` is the kind's kernel value that
-    ``launch_desc.function`` takes; the kernel keeps its module loaded. ``params``: the names of
-    the arguments it takes when its source declared it with EAGLE_KERNEL (a launch with another
-    number of arguments is refused before it reaches the kernel), else None.
+    ``launch_desc.function`` takes; reading it (so launching the kernel) raises HandleError once
+    the module is closed. ``loaded`` is the module's loaded code while it is open, None after
+    :meth:`Module.close`: every launch keeps it until the launch has run, and a recording as long
+    as it lives. ``params``: the names of the arguments it takes when its source declared it with
+    EAGLE_KERNEL (a launch with another number of arguments is refused before it reaches the
+    kernel), else None.
 
     Call ``kernel.run(args, n, ...)`` (see :func:`eagle.run`) or pass the kernel to
     ``eagle.run`` / ``Stream.run`` yourself."""
 
-    __slots__ = ("name", "handle", "module", "params")
+    __slots__ = ("name", "module", "params", "loaded", "_handle")
 
-    def __init__(self, module, name, handle, params=None):
-        self.module, self.name, self.handle, self.params = module, name, int(handle), params
+    def __init__(self, module, name, handle, params, loaded):
+        self.module, self.name, self.params, self.loaded, self._handle = module, name, params, loaded, int(handle)
+
+    @property
+    def handle(self):
+        if self.loaded is None:
+            raise HandleError(f"eagle: kernel {self.name}: its module {self.module.name} was closed "
+                              "(Module.close()); compile or load the module again to launch it")
+        return self._handle
 
     def run(self, args, n, **kw):
         """Launch over lanes on the module's backend, enqueued on ``stream=`` (default: the kind's
@@ -101,11 +111,26 @@ class Kernel:
         return self.handle
 
     def __repr__(self):
-        return f"<eagle.Kernel {self.name} of {self.module.name} ({self.module.backend.kind})>"
+        closed = "" if self.loaded is not None else ", closed"
+        return f"<eagle.Kernel {self.name} of {self.module.name} ({self.module.backend.kind}{closed})>"
 
 
 def _release(release_fn, handle, backend):
     release_fn(handle)  # `backend` is held so its library stays loaded until here
+
+
+class _Loaded:
+    """A module's loaded code: ``handle`` is unloaded when the last reference to this goes. The
+    Module and its Kernels hold it until :meth:`Module.close`; each launch of a kernel holds it
+    until the launch has run (eagle/exec.py puts it in the launch's references), and a recording
+    as long as the recording (and graphs made of it) live. Code still held when the interpreter
+    exits is left to the process's end (no unload at exit: a stream may still be running it)."""
+
+    __slots__ = ("handle", "__weakref__")
+
+    def __init__(self, backend, handle):
+        self.handle = handle
+        weakref.finalize(self, _release, backend._f.module_release, handle, backend).atexit = False
 
 
 class Module:
@@ -126,22 +151,22 @@ class Module:
     def __init__(self, backend, handle, name, log, names, declared=None):
         self.backend, self.name, self.log, self.cached = backend, name, log, False
         self._declared = declared or {}
-        self._h = handle
-        self._finalizer = weakref.finalize(self, _release, backend._f.module_release, handle, backend)
+        self._loaded = _Loaded(backend, handle)  # None once closed
         self._kernels = {}
         for kname in names:
             self.kernel(kname)
 
     def kernel(self, name):
         """The :class:`Kernel` ``name``; EagleValueError naming it when the module has none."""
+        loaded = self._loaded
+        if loaded is None:
+            raise EagleValueError(f"eagle: module {self.name} is closed")
         k = self._kernels.get(name)
         if k is None:
-            if self._h is None:
-                raise EagleValueError(f"eagle: module {self.name} is closed")
             out = ffi.new("uint64_t*")
             self.backend._check("eagle_backend_module_function",
-                                self.backend._f.module_function(self._h, name.encode(), out))
-            k = self._kernels[name] = Kernel(self, name, int(out[0]), self._declared.get(name))
+                                self.backend._f.module_function(loaded.handle, name.encode(), out))
+            k = self._kernels[name] = Kernel(self, name, int(out[0]), self._declared.get(name), loaded)
         return k
 
     __getitem__ = kernel
@@ -162,9 +187,14 @@ class Module:
             return False
 
     def close(self):
-        """Unload now (idempotent). Every launch of its kernels must have finished."""
-        self._h = None
-        self._finalizer()
+        """Close the module (idempotent): its kernels can no longer be looked up or launched (a
+        launch raises HandleError). The code is unloaded as soon as nothing uses it: at once when
+        no launch of its kernels is pending, else when the last launch enqueued before the close
+        has run and every recording of one (a captured graph, an ``eagle.Graph``) is gone, so
+        work already queued or recorded still runs. Dropping the module acts the same way."""
+        self._loaded = None
+        for k in list(self._kernels.values()):
+            k.loaded = None
 
     def __enter__(self):
         return self
@@ -189,6 +219,23 @@ def _read(source):
     if isinstance(source, str):
         return source.encode(), None, None
     raise EagleTypeError(f"eagle.compile: source must be text, bytes or a path, got {type(source).__name__}")
+
+
+def _items(value, what, kinds=None):
+    """``value``, a sequence, as a list; each item one of ``kinds`` when given. A single str,
+    bytes or path is refused: iterated, it would be one item per character."""
+    if isinstance(value, (str, bytes, os.PathLike)):
+        raise EagleTypeError(f"{what} must be a sequence of str, got a single {type(value).__name__} "
+                             f"({value!r:.60}); write [{value!r:.60}]")
+    try:
+        items = list(value)
+    except TypeError:
+        raise EagleTypeError(f"{what} must be a sequence of str, got a {type(value).__name__}") from None
+    for item in items if kinds else ():
+        if not isinstance(item, kinds):
+            raise EagleTypeError(f"{what} must be a sequence of str, got an item of type "
+                                 f"{type(item).__name__} ({item!r:.40})")
+    return items
 
 
 def _headers_digest(dirs):
@@ -260,6 +307,7 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
         The backend to compile for (``eagle.compile`` takes a kind or ``'gpu'`` too).
     kernels : sequence of str
         Names looked up at once (a missing one raises now); others are looked up on first use.
+        A single str is refused (EagleTypeError), as for ``include_dirs`` and ``options``.
     name : str, optional
         The source's name in the compiler's log (default: the file name, or ``"kernel.c"``).
     include_dirs, options : sequences of str
@@ -282,22 +330,26 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
     ------
     eagle.CompileError
         The source did not compile; ``.log`` is the compiler's log, with line numbers.
+    eagle.EagleTypeError
+        ``kernels``, ``include_dirs`` or ``options`` is a single str (or path), not a sequence.
     eagle.BackendUnavailable
         The kind's compiler is not there (the message names what to install), or the backend
         predates seam minor 7.
     """
     b = backend
     b.require(_SRC)
+    kernels = _items(kernels, "eagle.compile: kernels", str)
+    include_dirs = _items(include_dirs, "eagle.compile: include_dirs", (str, os.PathLike))
+    options = [str(o) for o in _items(options, "eagle.compile: options")]
     data, fname, own_dir = _read(source)
     name = name or fname or "kernel.c"
     dirs = [include_dir()] + ([own_dir] if own_dir else []) + [os.path.abspath(os.fspath(d)) for d in include_dirs]
-    options = [str(o) for o in options]
     key = (hashlib.sha256(data).hexdigest(), name, tuple(dirs), _headers_digest(dirs), tuple(options),
            bool(fast_math), str(compiler), b.path, b.kind, int(device), _arch(b, device))
     if cache:
         with _cache_lock:
             mod = _cache.get(key)
-        if mod is not None and mod._h is not None:
+        if mod is not None and mod._loaded is not None:
             for k in kernels:
                 mod.kernel(k)
             mod.cached = True
@@ -316,6 +368,7 @@ def load_image(backend, image, *, kernels=(), name=None, device=-1):
     bytes or a path, as a :class:`Module` of ``backend``."""
     b = backend
     b.require(_IMG)
+    kernels = _items(kernels, "eagle.load_image: kernels", str)
     if not isinstance(image, (bytes, bytearray)):
         path = os.fspath(image)
         name = name or os.path.basename(path)

@@ -49,6 +49,19 @@ def test_cuda_compiles_with_nvrtc_and_a_second_compile_is_a_cache_hit(cuda):
     assert eagle.compile(src, backend=cuda) is a and a.cached
 
 
+def test_eagle_run_launches_a_kernel_on_its_own_modules_backend(cuda):
+    """eagle.run takes the backend from the kernel's module: a cuda kernel given host arrays is
+    refused, naming where they live (it used to go to the cpu backend, which would have called
+    the CUfunction as a host function)."""
+    src = "#include <eagle/kernel.h>\nEAGLE_KERNEL(twice, (double*, x)) { (void)n; x[i] *= 2.0; }\n"
+    m = eagle.compile(src, backend=cuda)
+    with pytest.raises(eagle.EagleValueError, match="does not serve"):
+        eagle.run(m.twice, [np.arange(8.0)], 8)
+    x = cuda.asarray(np.arange(8.0))
+    eagle.run(m.twice, [x], 8)
+    assert np.array_equal(x.numpy(), 2 * np.arange(8.0))
+
+
 def test_a_syntax_error_on_cuda_is_a_compile_error_naming_the_line(cuda):
     src = "#include <eagle/kernel.h>\nEAGLE_KERNEL(k, (double*, x))\n{\n    x[i] = = 1.0;\n}\n"
     with pytest.raises(eagle.CompileError) as e:
