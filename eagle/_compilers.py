@@ -1,7 +1,7 @@
 """Where pip wheels put runtime compilers, for module_from_source's search list.
 
 The backend knows its own compiler's library names (libnvrtc, libhiprtc) and the system's search;
-what it cannot know is where Python packages live. The NVIDIA wheels (``pip install eagle[cuda]``
+what it cannot know is where Python packages live. The NVIDIA wheels (eagle's ``cuda`` extra, ``nvidia-cuda-nvrtc``
 brings ``nvidia-cuda-nvrtc``) unpack their libraries into ``site-packages/nvidia/<part>/lib``; those
 directories are handed to every backend, which looks there for its own compiler only."""
 import glob

@@ -1,6 +1,6 @@
 """examples/: each runs on cpu at small N and matches its numpy reference (bit for bit: both are
 compiled bit-exact and the references evaluate the same operations in the same order); where NVRTC
-is installed (the toolkit or `pip install eagle[cuda]`) the same sources compile for cuda too, with
+is installed (the toolkit or eagle's cuda extra) the same sources compile for cuda too, with
 no GPU and no nvcc."""
 import ctypes
 import glob
@@ -68,7 +68,7 @@ def test_examples_run_as_scripts(cpu, name):
 # ------------------------------------------------------------------------------ NVRTC, no GPU
 
 def _nvrtc():
-    """libnvrtc from the wheel (eagle[cuda]) or the toolkit, or None."""
+    """libnvrtc from the wheel (eagle's cuda extra) or the toolkit, or None."""
     from eagle._compilers import wheel_library_dirs
     dirs = wheel_library_dirs() + ["/usr/local/cuda/lib64"]
     for d in dirs:
@@ -91,7 +91,7 @@ def nvrtc_compile(source, name, options):
     """(result, log, cubin bytes) of NVRTC on source, with eagle's include dir."""
     lib = _nvrtc()
     if lib is None:
-        pytest.skip("NVRTC is not installed (pip install eagle[cuda], or the CUDA toolkit)")
+        pytest.skip("NVRTC is not installed (pip install nvidia-cuda-nvrtc, or the CUDA toolkit)")
     prog = ctypes.c_void_p()
     assert lib.nvrtcCreateProgram(ctypes.byref(prog), source, name.encode(), 0, None, None) == 0
     opts = [o.encode() for o in options + [f"-I{eagle.include_dir()}"]]

@@ -2,7 +2,7 @@
 
 Run on the H200 (with the cuda backend built): every test here runs with no nvcc on PATH (the
 fixture removes it, and checks), since kernels are compiled by NVRTC loaded at run time. NVRTC comes
-from the toolkit's lib64 or the nvidia-cuda-nvrtc wheel (`pip install eagle[cuda]`). Skipped with the
+from the toolkit's lib64 or the nvidia-cuda-nvrtc wheel (eagle's cuda extra: `pip install ".[cuda]"`). Skipped with the
 probe's reason where no cuda backend or no usable GPU exists."""
 import importlib.util
 import os

@@ -178,7 +178,7 @@ const RtcNames& rtc() {
     static const char* const directories[] = {"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
                                               "/usr/local/cuda/targets/sbsa-linux/lib", nullptr};
     static const RtcNames n{"NVRTC (libnvrtc.so.13 or libnvrtc.so.12)",
-                            "install the CUDA toolkit, or `pip install eagle[cuda]` (the nvidia-cuda-nvrtc wheel); "
+                            "install the CUDA toolkit, or `pip install nvidia-cuda-nvrtc` (eagle's cuda extra); "
                             "nvcc is not needed",
                             libraries, directories, "nvrtc", "GetCUBINSize", "GetCUBIN"};
     return n;

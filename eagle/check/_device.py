@@ -165,7 +165,7 @@ class SeamKernels:
         desc = ffi.new("struct eagle_backend_module_desc*")
         desc.struct_size, desc.device = ffi.sizeof(desc[0]), -1
         desc.name, desc.include_dirs, desc.include_dir_count = keep[1], dirs, 1
-        desc.compiler = keep[2]  # pip wheels' runtime compilers (eagle[cuda]), as eagle.compile passes
+        desc.compiler = keep[2]  # pip wheels' runtime compilers (eagle's cuda extra), as eagle.compile passes
         out = ffi.new("eagle_backend_module*")
         logp = ffi.new("char**")
         src = SOURCE.encode()

@@ -57,7 +57,7 @@ def _desc(flags=0):
     d = ffi.new("struct eagle_backend_module_desc*")
     d.struct_size, d.flags, d.device = ffi.sizeof(d[0]), flags, -1
     d.name, d.include_dirs, d.include_dir_count = keep[1], dirs, 1
-    d.compiler = keep[2]  # where pip wheels put runtime compilers (eagle[cuda]), as eagle.compile does
+    d.compiler = keep[2]  # where pip wheels put runtime compilers (eagle's cuda extra), as eagle.compile does
     return d, keep
 
 

@@ -44,7 +44,7 @@ def _parse_elf(path, _mtime_ns, _size):
         from elftools.elf.elffile import ELFFile
         from elftools.common.exceptions import ELFError
     except ImportError:
-        raise Skip("pyelftools is not installed (pip install pyelftools, or eagle[check])") from None
+        raise Skip("pyelftools is not installed (pip install pyelftools: eagle's check extra)") from None
     try:
         with open(path, "rb") as f:
             elf = ELFFile(f)

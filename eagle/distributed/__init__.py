@@ -1,6 +1,6 @@
 """eagle.distributed: samples partitioned over MPI ranks (one process per GPU), via mpi4py.
 
-An optional part of eagle (``pip install 'eagle[mpi]'``); nothing in eagle's core imports it,
+An optional part of eagle (its ``mpi`` extra: ``pip install ".[mpi]"`` in an eagle checkout, or ``pip install mpi4py``); nothing in eagle's core imports it,
 and importing it needs no MPI: mpi4py is imported on first use, and a missing mpi4py or MPI
 library raises :class:`MPIUnavailable` naming what is missing.
 

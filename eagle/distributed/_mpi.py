@@ -12,7 +12,7 @@ def mpi():
         import mpi4py  # noqa: F401
     except ImportError as e:
         raise MPIUnavailable(f"eagle.distributed needs mpi4py, which is not installed ({e}); "
-                             "install it with `pip install 'eagle[mpi]'` and an MPI library "
+                             "install it with `pip install mpi4py` (eagle's mpi extra) and an MPI library "
                              "(your cluster's, or `pip install mpich`)") from None
     try:
         from mpi4py import MPI
