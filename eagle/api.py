@@ -5,7 +5,7 @@
 Each decides its backend with the one resolver (eagle/_resolve.py) from where its arrays live
 (and the eagle stream it is given), overridden by ``backend=``; none defaults to a kind. Then it
 hands the :class:`eagle.Backend` to the seam object that does the work."""
-from . import _arrays
+from . import _arrays, _validate
 from . import _eager_memo
 from . import array as _array
 from . import exec as _exec
@@ -198,6 +198,10 @@ def fence(producer, consumer, *, backend=None, device_type=None, device_id=0):
     host. Streams are DLPack stream codes, eagle streams or foreign streams; None means "no
     stream given". The backend is the eagle streams' own, else the kind serving ``device_type``,
     else ``backend=``."""
+    if device_type is not None:
+        device_type = _validate.integer(device_type, "eagle.fence: device_type (a DLPack device type code)",
+                                        minimum=0, maximum=_validate.INT32_MAX)
+    device_id = _validate.integer(device_id, "eagle.fence: device_id", minimum=0, maximum=_validate.INT32_MAX)
     if backend is None and device_type is not None:
         backend = open_backend(kind_of_device_type(device_type))
     b, _ = resolve((), backend=backend, streams=(producer, consumer), what="eagle.fence")

@@ -1,5 +1,6 @@
 """Interop: ordering between streams of other libraries, by DLPack stream codes."""
 from . import _seam_meta as meta
+from . import _validate
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
 
@@ -11,7 +12,8 @@ def _code(backend, s):
     if s is None:
         return STREAM_NONE
     if isinstance(s, int) and not isinstance(s, bool):
-        return s  # a DLPack stream code (negative codes are the protocol's own)
+        # a DLPack stream code (negative codes are the protocol's own), as the seam's int64 takes it
+        return _validate.integer(s, "eagle.fence: a stream code", minimum=_validate.INT64_MIN)
     return raw_stream(backend, s)
 
 

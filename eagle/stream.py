@@ -7,6 +7,7 @@ Both speak the CUDA stream protocol (``__cuda_stream__``) on backends whose memo
 HIP device's, so CuPy, torch and cuda.core can enqueue on eagle's streams too."""
 from _thread import get_ident
 
+from . import _validate
 from . import exec as _exec
 from . import memory as _memory
 from ._device_kind import CUDA_STREAM_PROTOCOL_TYPES
@@ -96,8 +97,9 @@ class Stream(StreamRef):
         b = backend
         desc = ffi.new("struct eagle_backend_stream_desc*")
         desc.struct_size = ffi.sizeof(desc[0])
-        desc.flags = (1 if non_blocking else 0) if flags is None else flags
-        desc.device = device
+        desc.flags = (1 if non_blocking else 0) if flags is None else _validate.integer(
+            flags, "Backend.stream: flags", minimum=0, maximum=_validate.UINT32_MAX)
+        desc.device = _validate.integer(device, "Backend.stream: device", minimum=-1, maximum=_validate.INT32_MAX)
         out = ffi.new("eagle_backend_stream*")
         b.call.stream_create(desc, out)
         handle = out[0]

@@ -59,6 +59,11 @@ REFUSED = [
      "EagleKeyError"),
     ("ran() of a loop not in the graph", "g = eagle.Graph.build([lambda st: st.copy(x, y)], planes=[x])\n"
      "g.ran(eagle.repeat_while([lambda st: None], np.zeros(1, np.uint32), 4))", "EagleKeyError"),
+    ("a stream code past int64", "eagle.fence(2**63, 0)", "EagleValueError"),
+    ("a kind name as a DLPack device type", "eagle.fence(1, 2, device_type='cpu')", "EagleTypeError"),
+    ("a negative fence device", "eagle.fence(1, 2, device_type=1, device_id=-3)", "EagleValueError"),
+    ("a str as a stream's device", "cpu.stream('0')", "EagleTypeError"),
+    ("a stream's device past int32", "cpu.stream(1 << 40)", "EagleValueError"),
     ("launch(-1), host-decided", "g = eagle.Graph.build([lambda st: None], backend=cpu, on_device=False)\n"
      "g.launch(-1)", "EagleValueError"),
 ]
