@@ -75,6 +75,8 @@ def shape(value, what):
     """``value`` as an array shape, a tuple of ints >= 0: a tuple or list of integers, or one
     integer for a 1-d shape; each dimension is checked as by :func:`integer` (no bool, float, str)."""
     dims = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if all(type(d) is int and 0 <= d <= INT64_MAX for d in dims):  # no message built on this path
+        return dims
     dims = tuple(integer(d, f"{what}: dimension {i} of shape {value!r}") for i, d in enumerate(dims))
     if any(d < 0 for d in dims):
         raise EagleValueError(f"{what}: negative dimension in shape {dims}")

@@ -1,9 +1,9 @@
 """Device arrays allocated through the seam (minor 7: ``mem_alloc`` / ``mem_free``).
 
 A :class:`DeviceArray` is C-contiguous memory of one backend's device. It exports DLPack (the
-versioned 1.x capsule when the consumer asks with ``max_version >= (1, 0)``, the legacy one
-otherwise), ``__array_interface__`` when the host can read the memory directly and
-``__cuda_array_interface__`` where the DLPack device table says CUDA, so numpy, CuPy, torch and
+versioned 1.x capsule when the consumer asks with ``max_version >= (1, 0)`` and numpy is 2.1 or
+newer, the legacy one otherwise), ``__array_interface__`` when the host can read the memory
+directly and ``__cuda_array_interface__`` where the DLPack device table says CUDA, so numpy, CuPy, torch and
 JAX take it without a copy. Its memory is freed when the array and every capsule exported from
 it are gone.
 
@@ -17,6 +17,7 @@ import numpy as np
 from . import _arrays
 from . import _dlpack as _dl
 from . import _hostmem
+from . import _validate
 from ._device_kind import CUDA_ARRAY_INTERFACE_DEVICE_TYPES, HOST_DEVICE_TYPES
 from ._seam_ffi import ffi
 from .errors import EagleBufferError as _BufferError
@@ -24,57 +25,72 @@ from .errors import EagleTypeError, EagleValueError
 
 _ALLOC = "eagle_backend_mem_alloc"
 
-# ------------------------------------------------------------------------------------ DLPack ABI
+# ------------------------------------------------------------------------------------ dtypes
 
-_DL_CODE = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}  # numpy kind -> DLDataTypeCode
-
-
-_exported = {}  # managed tensor address -> (struct, shape, array): alive until the consumer deletes it
-
-
-@_dl.DELETER
-def _delete_managed(address):
-    _exported.pop(address, None)
+# What eagle's memory may hold: the dtypes DLPack names without ambiguity, in native byte order
+# (DLPack has no byte-order field and kernels read native order): bool, the integers, the IEEE
+# floats of 16 to 64 bits and their complex pairs. Not longdouble: on x86 it is the 80-bit extended
+# type padded to 16 bytes, which no DLPack code names.
+_DLPACK_DTYPES = frozenset(np.dtype(c) for c in "?bBhHiIlLqQefdFD")
 
 
-_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
-    ("PyCapsule_New", ctypes.pythonapi))
-_capsule_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)(("PyCapsule_GetName", ctypes.pythonapi))
-_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+def _dtype(dtype, what):
+    """``dtype`` as a numpy dtype of :data:`_DLPACK_DTYPES`, or an EagleTypeError naming it."""
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError) as e:
+        raise EagleTypeError(f"{what}: {dtype!r} is no dtype ({e})") from None
+    if dt in _DLPACK_DTYPES:
+        return dt
+    native = dt.newbyteorder("=")
+    if native in _DLPACK_DTYPES:
+        raise EagleTypeError(f"{what}: dtype {dt.str} is not in native byte order, which DLPack and kernels "
+                             f"assume (use {native.str})")
+    raise EagleTypeError(f"{what}: dtype {dt} has no DLPack code (use bool, ints, float16/32/64 or "
+                         "complex64/128)")
+
+
+# ------------------------------------------------------------------------------------ DLPack export
+
+# numpy makes eagle's capsules, over a view of the array's memory, so that their capsule destructor
+# and tensor deleter are C: a consumer may run them with an exception set (numpy's from_dlpack drops
+# a capsule it refuses with its error set). A Python destructor (a ctypes or cffi callback) cannot
+# keep that error: its call machinery turns a pending error into a SystemError and clears it, and
+# the array it should free stays alive. numpy < 2.1 exports the legacy capsule only, which the
+# protocol allows.
+_NUMPY_VERSIONED = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", ctypes.pythonapi))
-_NAMES = (b"dltensor", b"dltensor_versioned")  # kept alive: the capsules point at these bytes
 
 
-@_CAPSULE_DESTRUCTOR
-def _capsule_destructor(capsule):
-    # A consumer renames the capsule (used_dltensor...) and owns the tensor; otherwise it is ours.
-    name = _capsule_name(capsule)
-    if name in _NAMES:
-        _exported.pop(_capsule_pointer(capsule, name), None)
+class _Memory:
+    """A DeviceArray's memory as numpy's array interface describes it, whatever device holds it: a
+    numpy view of it carries the pointer without reading it, and holds the array."""
+
+    __slots__ = ("__array_interface__", "array")
+
+    def __init__(self, arr):
+        self.array = arr
+        self.__array_interface__ = {"shape": arr.shape, "typestr": arr.dtype.str, "data": (arr.address, False),
+                                    "version": 3}
 
 
 def _capsule(arr, versioned):
-    """A DLPack capsule over ``arr`` that keeps it alive until the consumer's deleter runs."""
-    ndim = len(arr.shape)
-    shape = (ctypes.c_int64 * max(ndim, 1))(*arr.shape)
-    managed = _dl.DLManagedTensorVersioned() if versioned else _dl.DLManagedTensor()
-    t = managed.dl_tensor
-    t.data = arr.address
-    t.device = _dl.DLDevice(arr.device_type, arr.device_id)
-    t.ndim = ndim
-    t.dtype = _dl.DLDataType(_DL_CODE[arr.dtype.kind], arr.dtype.itemsize * 8, 1)
-    t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
-    t.strides = None  # C-contiguous
-    t.byte_offset = 0
-    managed.deleter = _delete_managed
-    if versioned:
-        managed.version = _dl.DLPackVersion(1, 0)
-        managed.flags = 0
-    address = ctypes.addressof(managed)
-    _exported[address] = (managed, shape, arr)
-    name = _NAMES[1] if versioned else _NAMES[0]
-    return _capsule_new(address, name, ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+    """A DLPack capsule over ``arr`` (versioned where asked and numpy can), its tensor on the array's
+    device, that keeps the array alive until the consumer's deleter runs or the capsule is dropped
+    unconsumed."""
+    try:
+        view = np.asarray(_Memory(arr))
+    except ValueError as e:  # more dimensions than numpy holds
+        raise _BufferError(f"eagle.DeviceArray: cannot export shape {arr.shape} through DLPack ({e})") from None
+    versioned = versioned and _NUMPY_VERSIONED
+    capsule = view.__dlpack__(max_version=(1, 0)) if versioned else view.__dlpack__()
+    if view.__dlpack_device__() != (arr.device_type, arr.device_id):  # numpy says CPU: name the device
+        name, struct = ((b"dltensor_versioned", _dl.DLManagedTensorVersioned) if versioned
+                        else (b"dltensor", _dl.DLManagedTensor))
+        struct.from_address(_capsule_pointer(capsule, name)).dl_tensor.device = _dl.DLDevice(
+            arr.device_type, arr.device_id)
+    return capsule
 
 
 # ------------------------------------------------------------------------------------ arrays
@@ -98,28 +114,28 @@ class DeviceArray:
     nbytes : int
     device_type, device_id : int
         Where it lives, as DLPack says.
+
+    ``shape`` is a tuple of integers >= 0 or one integer (``()`` is a 0-d array of one item);
+    ``dtype`` one DLPack names, in native byte order; ``what`` names the caller in refusals.
     """
 
     __slots__ = ("backend", "shape", "dtype", "address", "nbytes", "device_type", "device_id", "_finalizer",
                  "__weakref__")
 
-    def __init__(self, backend, shape, dtype, device=0):
+    def __init__(self, backend, shape, dtype, device=0, *, what="eagle.DeviceArray"):
         backend.require(_ALLOC)
         self.backend = backend
-        self.shape = tuple(int(s) for s in ((shape,) if isinstance(shape, int) else shape))
-        if any(s < 0 for s in self.shape):
-            raise EagleValueError(f"eagle.empty: negative dimension in shape {self.shape}")
-        self.dtype = np.dtype(dtype)
-        if self.dtype.kind not in _DL_CODE:
-            raise EagleTypeError(f"eagle.empty: dtype {self.dtype} has no DLPack code (use ints, floats, "
-                                 "complex or bool)")
+        self.shape = _validate.shape(shape, what)
+        self.dtype = _dtype(dtype, what)
         count = 1
         for s in self.shape:
             count *= s
         self.nbytes = count * self.dtype.itemsize
-        device = 0 if device is None else int(device)
-        if device < 0:
-            raise EagleValueError(f"eagle.empty: device must be >= 0, got {device}")
+        if self.nbytes > _validate.INT64_MAX:  # mem_alloc takes a uint64_t: no memory is that large
+            raise EagleValueError(f"{what}: shape {self.shape} of {self.dtype} is {self.nbytes} bytes, more "
+                                  f"than {_validate.INT64_MAX}")
+        device = 0 if device is None else _validate.integer(device, f"{what}: device", minimum=0,
+                                                            maximum=_validate.INT32_MAX)  # an int32_t
         out = ffi.new("uint64_t*")
         backend._check(_ALLOC, backend._f.mem_alloc(device, max(self.nbytes, 1), 0, out))
         self.address = int(out[0])
@@ -147,8 +163,7 @@ class DeviceArray:
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
             raise _BufferError(f"eagle.DeviceArray: lives on DLPack device {self.__dlpack_device__()}, "
                                f"not {tuple(dl_device)}")
-        versioned = max_version is not None and int(max_version[0]) >= 1
-        return _capsule(self, versioned)
+        return _capsule(self, max_version is not None and int(max_version[0]) >= 1)
 
     @property
     def __array_interface__(self):
@@ -199,22 +214,39 @@ _arrays.register_exact(DeviceArray, _array_info, DeviceArray.__dlpack_device__, 
 
 def empty(backend, shape, dtype="float64", *, device=0):
     """An uninitialised :class:`DeviceArray` on ``backend``'s ``device``."""
-    return DeviceArray(backend, shape, dtype, device)
+    return DeviceArray(backend, shape, dtype, device, what="eagle.empty")
 
 
 def zeros(backend, shape, dtype="float64", *, device=0):
     """A zero-filled :class:`DeviceArray` (filled by a copy from the host; waits for it)."""
-    a = DeviceArray(backend, shape, dtype, device)
+    a = DeviceArray(backend, shape, dtype, device, what="eagle.zeros")
     if a.nbytes:
         a._host_copy(np.zeros(a.shape, a.dtype), to_device=True)
     return a
 
 
+def _host_array(obj, dtype, what):
+    """``obj`` as a C-contiguous numpy array of its shape (0-d stays 0-d) in native byte order
+    (values kept). An object that offers DLPack and no numpy protocol (a torch CPU tensor) is read
+    through DLPack, which numpy would otherwise wrap as one object."""
+    if (hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray) and not hasattr(obj, "__array__")
+            and not hasattr(obj, "__array_interface__")):
+        try:
+            obj = np.from_dlpack(obj)
+        except (BufferError, RuntimeError, TypeError, ValueError) as e:
+            raise EagleTypeError(f"{what}: numpy cannot read the {type(obj).__name__} through DLPack "
+                                 f"({type(e).__name__}: {e}); eagle.asarray copies host memory") from None
+    host = np.asarray(obj, dtype=dtype, order="C")
+    return host if host.dtype.isnative else host.astype(host.dtype.newbyteorder("="))
+
+
 def asarray(backend, obj, dtype=None, *, device=0):
-    """A :class:`DeviceArray` holding a copy of the host array ``obj`` (anything numpy takes);
-    waits for the copy."""
-    host = np.ascontiguousarray(np.asarray(obj, dtype=dtype))
-    a = DeviceArray(backend, host.shape, host.dtype, device)
+    """A :class:`DeviceArray` holding a copy of the host array ``obj`` (anything numpy takes, or
+    a host array that offers DLPack only), of its shape and values in native byte order; waits
+    for the copy."""
+    what = "eagle.asarray"
+    host = _host_array(obj, None if dtype is None else _dtype(dtype, what), what)
+    a = DeviceArray(backend, host.shape, host.dtype, device, what=what)
     if a.nbytes:
         a._host_copy(host, to_device=True)
     return a
