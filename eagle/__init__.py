@@ -8,8 +8,8 @@ in eagle/README.md.
 Importing eagle loads nothing but this module and its exceptions; the rest is imported on
 first use."""
 from .errors import (BackendLoadError, BackendUnavailable, CompileError, EagleBufferError, EagleError,
-                     EagleIndexError, EagleKeyError, EagleTypeError, EagleValueError, HandleError, InteropError,
-                     Unsupported)
+                     EagleIndexError, EagleKeyError, EagleMemoryError, EagleTypeError, EagleValueError, HandleError,
+                     InteropError, Unsupported)
 
 __version__ = "0.1.0"
 
@@ -76,8 +76,8 @@ _LAZY = {
 }
 
 __all__ = ["BackendLoadError", "BackendUnavailable", "CompileError", "EagleBufferError", "EagleError",
-           "EagleIndexError", "EagleKeyError", "EagleTypeError", "EagleValueError", "HandleError", "InteropError",
-           "Unsupported", *_LAZY]
+           "EagleIndexError", "EagleKeyError", "EagleMemoryError", "EagleTypeError", "EagleValueError",
+           "HandleError", "InteropError", "Unsupported", *_LAZY]
 
 
 def __getattr__(name):

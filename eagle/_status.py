@@ -16,6 +16,14 @@ _EXCEPTION_OF_STATUS = {
     9: errors.CompileError,
 }
 
+# Where one call's status means something narrower than the status does in general: the
+# allocators answer UNAVAILABLE when the memory cannot be had (eagle_backend.h), which is an
+# out-of-memory error, not a missing backend.
+_EXCEPTION_OF_CALL_STATUS = {
+    ("eagle_backend_mem_alloc", 5): errors.EagleMemoryError,
+    ("eagle_backend_host_alloc", 5): errors.EagleMemoryError,
+}
+
 _pending = threading.local()
 
 
@@ -35,7 +43,7 @@ def exception_for(symbol: str, status: int, message: str) -> BaseException:
         _pending.exc = None
         if exc is not None:
             return exc
-    cls = _EXCEPTION_OF_STATUS.get(status)
+    cls = _EXCEPTION_OF_CALL_STATUS.get((symbol, status)) or _EXCEPTION_OF_STATUS.get(status)
     text = message or "(the backend left no message)"
     if text.startswith(symbol + ": "):  # backends name the failing seam function themselves
         text = text[len(symbol) + 2:]

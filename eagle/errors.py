@@ -54,5 +54,10 @@ class CompileError(EagleError, RuntimeError):
         self.log = log
 
 
+class EagleMemoryError(EagleError, MemoryError):
+    """An allocation could not be had: the backend's ``mem_alloc`` or ``host_alloc`` answered
+    UNAVAILABLE, which for those calls means the memory is not there (free some, or ask for less)."""
+
+
 class EagleBufferError(EagleError, BufferError):
     """An array cannot be exported as asked (DLPack to another device, or with a copy)."""

@@ -194,3 +194,13 @@ assert (x == 3).all(), x
 result = "ok"
 """, timeout=60, globals={"LEAVE": leave})
     out.expect_ok()
+
+
+@pytest.mark.parametrize("code", ["eagle.empty(1 << 58, 'uint8', backend=cpu)",
+                                  "eagle.pinned(1 << 58, 'uint8', backend=cpu)"])
+def test_an_allocation_that_cannot_be_had_is_an_out_of_memory_error(code):
+    """The allocators' UNAVAILABLE means the memory is not there: EagleMemoryError (a
+    MemoryError), naming the bytes, not BackendUnavailable ("install another backend")."""
+    out = run_snippet(SETUP + code, timeout=60)
+    out.expect_raises("EagleMemoryError", match=str(1 << 58))
+    assert "builtins.MemoryError" in out.exc_mro, out.describe()
