@@ -52,6 +52,8 @@ DEFECTS = {
                            "lanes called"),
     "SWITCH_ALWAYS_CASE0": (["conditional_begin_case"], {"conditional_begin_case.switch": "fail"}, "SWITCH"),
     "REORDER_INVERTED": (["reorder_device"], {"reorder_device.matches_numpy": "fail"}, "reorder"),
+    "CAPTURER_RELEASE_KEEPS_CAPTURE": (["capturer"], {"capturer.release_abandons": "fail",
+                                                      "capturer.misuse": "pass"}, "abandoned"),
     # a thread that outlives its release: the measured check waits for exiting threads, not this
     "FORK_LEAKS_THREAD": (["fork"], {"fork.release_frees": "fail"}, "threads"),
 }

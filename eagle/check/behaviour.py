@@ -8,7 +8,7 @@ import numpy as np
 
 from .._seam_ffi import ffi
 from ._registry import CheckFailure, Skip, check
-from ._seam import PREFIX, STATUS
+from ._seam import PREFIX, STATUS, status_name
 from .static import _output_struct
 
 SLOW_US = 150_000  # a kernel this slow is still running when unordered work would start
@@ -297,8 +297,8 @@ def capturer_replay(s):
 
 @bcheck("capturer.misuse", needs=("stream", "captured"))
 def capturer_misuse(s):
-    """begin twice and end without begin are INVALID_ARGUMENT; synchronize while capturing is
-    INVALID_ARGUMENT."""
+    """begin twice and end without begin are INVALID_ARGUMENT; so is begin of a second capturer of
+    a stream that is being captured; synchronize while capturing is INVALID_ARGUMENT."""
     s.need_device()
     with Objects(s) as o:
         h, raw = o.stream()
@@ -308,10 +308,72 @@ def capturer_misuse(s):
         s.expect("capturer_end", "INVALID_ARGUMENT", cap.h[0], out, why="end before begin")
         cap.begin()
         s.expect("capturer_begin", "INVALID_ARGUMENT", cap.h[0], why="begin twice")
+        other = Capture(s, raw)
+        o.add("capturer_release", other.h[0])
+        s.expect("capturer_begin", "INVALID_ARGUMENT", other.h[0],
+                 why="a second capturer of a stream that is being captured")
         s.expect("stream_synchronize", "INVALID_ARGUMENT", h, why="the stream is being captured")
         st = s.raw("capturer_end", cap.h[0], out)
         if st == 0:
             s.raw("captured_release", out[0])
+
+
+@bcheck("capturer.release_abandons", needs=("stream", "captured"))
+def capturer_release_abandons(s):
+    """A capturer released during its capture abandons the capture: the stream runs work eagerly
+    again (the work runs, synchronize is OK), what was recorded never runs, and a new capture of
+    the stream begins and holds only its own work (it is empty)."""
+    if s.provides("exec"):
+        mem = s.device()
+        x = mem.zeros(8, np.int64)
+
+        def work(raw, a, b):
+            s.launch("affine", raw, [x.addr, a, b, 0], 8)
+
+        def value():
+            return int(x.get()[0])
+        how = "exec"
+    else:
+        w = _HostWork(s)
+        s.need_device()
+        value, how = w.result, w.how
+
+        def work(raw, a, b):
+            if how == "memcpy":
+                w.cell[0] = 3   # copies carry cell[0] along; only the eager ones are to run
+            w.affine(raw, a, b)
+    with Objects(s) as o:
+        h, raw = o.stream()
+        cap = Capture(s, raw).begin()
+        try:
+            work(raw, 1, 100)   # recorded, then abandoned
+        finally:
+            cap.release()
+        work(raw, 2, 3)          # eager again: 0 * 2 + 3
+        st = s.raw("stream_synchronize", h)
+        if st:
+            raise CheckFailure(f"stream_synchronize after the capturer was released during its "
+                               f"capture returned {status_name(st)}: {s.last_error()!r}; the capture "
+                               "was abandoned, the stream is no longer being captured")
+        if value() != 3:
+            raise CheckFailure(f"work enqueued after the capturer was released during its capture left "
+                               f"{value()}, expected 3 (it runs eagerly; the abandoned capture's work "
+                               "never runs)")
+        again = Capture(s, raw)
+        o.add("capturer_release", again.h[0])
+        st = s.raw("capturer_begin", again.h[0])
+        if st:
+            raise CheckFailure(f"capturer_begin of a new capturer, after the stream's capturer was "
+                               f"released during its capture, returned {status_name(st)}: "
+                               f"{s.last_error()!r}; the abandoned capture must not keep the stream "
+                               "captured")
+        captured = o.add("captured_release", again.end())
+        valid = ffi.new("int32_t*", -1)
+        s.ok("captured_is_valid", captured, valid)
+        if valid[0] != 0:
+            raise CheckFailure(f"captured_is_valid = {valid[0]} for a capture that recorded nothing, begun "
+                               "after an abandoned one (it must not hold the abandoned capture's work)")
+    return f"with {how}"
 
 
 # ------------------------------------------------------------------------------ captured

@@ -168,9 +168,36 @@ EXPORT void eagle_backend_stream_release(eagle_backend_stream s) {
 
 /* ------------------------------------------------------------------ capturer, captured */
 FWD(eagle_backend_status, capturer_create, (const struct eagle_backend_capturer_desc* d, eagle_backend_capturer* o), (d, o))
+#ifdef DEFECT_CAPTURER_RELEASE_KEEPS_CAPTURE
+/* A release that forgets a capture in progress: the capturer is never released, so its capture
+ * is never abandoned and the stream stays captured. Releases of idle capturers are forwarded. */
+static eagle_backend_capturer shim_begun[64];
+static int shim_is_begun(eagle_backend_capturer c, int set) {
+    for (int i = 0; i < 64; ++i) {
+        if (set > 0 && !shim_begun[i]) { shim_begun[i] = c; return 1; }
+        if (set <= 0 && c && shim_begun[i] == c) { if (set < 0) shim_begun[i] = NULL; return 1; }
+    }
+    return 0;
+}
+EXPORT eagle_backend_status eagle_backend_capturer_begin(eagle_backend_capturer c) {
+    eagle_backend_status st = REAL(capturer_begin)(c);
+    if (st == EAGLE_BACKEND_OK) shim_is_begun(c, 1);
+    return st;
+}
+EXPORT eagle_backend_status eagle_backend_capturer_end(eagle_backend_capturer c, eagle_backend_captured* o) {
+    eagle_backend_status st = REAL(capturer_end)(c, o);
+    if (st != EAGLE_BACKEND_BAD_HANDLE) shim_is_begun(c, -1);
+    return st;
+}
+EXPORT void eagle_backend_capturer_release(eagle_backend_capturer c) {
+    if (shim_is_begun(c, 0)) return;
+    REAL(capturer_release)(c);
+}
+#else
 FWD(eagle_backend_status, capturer_begin, (eagle_backend_capturer c), (c))
 FWD(eagle_backend_status, capturer_end, (eagle_backend_capturer c, eagle_backend_captured* o), (c, o))
 FWD_VOID(capturer_release, (eagle_backend_capturer c), (c))
+#endif
 FWD(eagle_backend_status, captured_is_valid, (eagle_backend_captured c, int32_t* v), (c, v))
 FWD_VOID(captured_release, (eagle_backend_captured c), (c))
 
