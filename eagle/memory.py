@@ -92,8 +92,7 @@ def pinned(backend, shape, dtype="float64"):
         dtype = np.dtype(dtype)
     except TypeError as e:
         raise EagleTypeError(f"eagle.pinned: {dtype!r} is no dtype ({e})") from None
-    shape = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
-    shape = tuple(_validate.integer(s, f"eagle.pinned: a dimension of shape {shape}", minimum=0) for s in shape)
+    shape = _validate.shape(shape, "eagle.pinned")
     count = 1
     for s in shape:
         count *= s
