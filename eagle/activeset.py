@@ -19,31 +19,37 @@ from .errors import BackendUnavailable, EagleError, EagleTypeError, EagleValueEr
 _THETA_RANGE = (0.25, 0.75)
 
 # restore() on the device: one source for every kind (eagle/kernel.h), compiled once per backend
-# and device by the kind's own compiler. Sample i sits at position inv[i]: each plane is gathered
-# into a buffer, then copied back.
+# and device by the kind's own compiler. Sample i sits at position inv[i]: each plane is copied into
+# a buffer, then gathered back from it by one kernel, which also records in `done` how many planes
+# are back in sample order. That count is exact whatever interrupts the host between enqueues (the
+# record and the gather are one launch), so a restore() interrupted by Ctrl-C and called again
+# goes on from there instead of gathering a plane twice.
 _RESTORE_SOURCE = r"""
 #include <eagle/kernel.h>
 
-/* dst[r, i] = src[r, inv[i]] for the `rows` rows of n elements of `words` words each. */
+/* dst[r, i] = src[r, inv[i]] for the `rows` rows of n elements of `words` words each; *done = step. */
 #define EAGLE_RESTORE_GATHER(name, T)                                                              \
     EAGLE_KERNEL(name, (T*, dst), (const T*, src), (const int32_t*, inv), (int64_t, rows),         \
-                 (int64_t, words)) {                                                               \
+                 (int64_t, words), (uint32_t*, done), (uint32_t, step)) {                          \
         const int64_t p = inv[i];                                                                  \
         for (int64_t r = 0; r < rows; ++r)                                                         \
             for (int64_t k = 0; k < words; ++k) dst[(r * n + i) * words + k] = src[(r * n + p) * words + k]; \
+        if (i == 0) *done = step;                                                                  \
     }
 EAGLE_RESTORE_GATHER(eagle_restore_gather1, uint8_t)
 EAGLE_RESTORE_GATHER(eagle_restore_gather2, uint16_t)
 EAGLE_RESTORE_GATHER(eagle_restore_gather4, uint32_t)
 EAGLE_RESTORE_GATHER(eagle_restore_gather8, uint64_t)
 
-/* perm and inv back to the identity; the span to n and the trigger off. */
-EAGLE_KERNEL(eagle_restore_identity, (int32_t*, perm), (int32_t*, inv), (uint32_t*, span), (uint32_t*, fire)) {
+/* perm and inv back to the identity; the span to n, the trigger off, no plane restored. */
+EAGLE_KERNEL(eagle_restore_identity, (int32_t*, perm), (int32_t*, inv), (uint32_t*, span), (uint32_t*, fire),
+             (uint32_t*, done)) {
     perm[i] = (int32_t)i;
     inv[i] = (int32_t)i;
     if (i == 0) {
         *span = (uint32_t)n;
         *fire = 0u;
+        *done = 0u;
     }
 }
 """
@@ -185,6 +191,8 @@ class ActiveSet:
             self.fire = _alloc.zeros(1, "uint32", mask)
             self._rscratch = None
             self._restore_buf = None  # restore()'s gather buffer on the device (the largest plane)
+            self._restore_done = _alloc.zeros(1, "uint32", mask)  # planes restore() has put back so far
+            self._host_done = 0  # the same, for restore() through the host
             self._write(self.perm, ident, "int32")
             self._write(self.inv, ident, "int32")
             self._write(self.span, [n], "uint32")
@@ -341,11 +349,15 @@ class ActiveSet:
 
         Host-driven (not capturable): synchronize the work on the planes first. The planes are
         gathered where they live, by small kernels compiled once per backend and device with the
-        kind's own compiler; where the kind has no compiler, through the host with numpy."""
+        kind's own compiler; where the kind has no compiler, through the host with numpy.
+
+        Safe to call again after an interrupt (Ctrl-C) stopped it: it goes on with the planes not
+        yet put back (on the device path exactly; through the host, host planes exactly)."""
         if self.theta is None:
             return
         n = self.n
         st = self._io_stream()
+        st.synchronize()  # what an interrupted restore() left enqueued has run: its count is final
         if self.permuted:  # a reorder has fired since the last restore (the span is below n)
             dev = -1 if _alloc.is_host(self.mask) else int(dlpack_device(self.mask)[1])
             mod = _restore_module(self.backend, dev)
@@ -353,21 +365,25 @@ class ActiveSet:
                 self._restore_on_device(mod, st)
             else:
                 inv = self._read(self.inv, np.int32, n)
-                for p in self._planes:
-                    self._gather(p, inv)
+                for k in range(self._host_done, len(self._planes)):
+                    self._gather(self._planes[k], inv)
+                    self._host_done = k + 1
                 ident = np.arange(n, dtype=np.int32)
                 self._write(self.perm, ident, "int32")
                 self._write(self.inv, ident, "int32")
                 self._write(self.span, [n], "uint32")
                 self._write(self.fire, [0], "uint32")
+                self._host_done = 0
         else:
             self._write(self.fire, [0], "uint32")  # a fired trigger whose reorder has not run yet
         self.backend.compact(self.mask, self.index_map, self.count, self._scratch, n=n, drop=True, stream=st)
         st.synchronize()
 
     def _restore_on_device(self, mod, st):
-        """Enqueue on ``st``: each plane gathered by inv into a buffer and copied back, then
-        perm, inv, span and fire reset (a kernel). Nothing crosses to the host."""
+        """Enqueue on ``st``, for each plane not yet put back (``_restore_done``, read after the
+        stream has run everything): the plane copied into a buffer, then gathered back from it by
+        inv, one launch that also counts it done; then perm, inv, span, fire and the count reset (a
+        kernel). Nothing crosses to the host but the count."""
         n = self.n
         infos = [address_of(p) for p in self._planes]
         need = max(info.nbytes for info in infos)
@@ -375,14 +391,17 @@ class ActiveSet:
             self._restore_buf = _alloc.zeros(need, "uint8", self.mask)
         buf = self._restore_buf
         bptr = address_of(buf).ptr
-        for p, info in zip(self._planes, infos):
+        done = int(self._read(self._restore_done, np.uint32, 1)[0])
+        for k in range(done, len(self._planes)):
+            p, info = self._planes[k], infos[k]
             _alloc.order_before(p, st)
             rows = int(p.shape[0]) if len(p.shape) == 2 else 1
             esize = info.nbytes // (rows * n)
             word = next(w for w in (8, 4, 2, 1) if esize % w == 0)
-            st.run(mod[f"eagle_restore_gather{word}"], [bptr, info.ptr, self.inv, rows, esize // word], n)
-            st.copy(p, buf, info.nbytes)
-        st.run(mod["eagle_restore_identity"], [self.perm, self.inv, self.span, self.fire], n)
+            st.copy(buf, p, info.nbytes)
+            st.run(mod[f"eagle_restore_gather{word}"],
+                   [info.ptr, bptr, self.inv, rows, esize // word, self._restore_done, np.uint32(k + 1)], n)
+        st.run(mod["eagle_restore_identity"], [self.perm, self.inv, self.span, self.fire, self._restore_done], n)
 
     def _gather(self, plane, inv):
         """plane[..., i] = plane[..., inv[i]] (sample i sits at position inv[i]). Device planes

@@ -230,6 +230,35 @@ def test_restore_gathers_with_the_compiled_kernels_every_element_size_and_resets
     assert all(np.array_equal(p, q) for p, q in zip(planes, before))
 
 
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_restore_interrupted_between_planes_goes_on_when_called_again(cpu, monkeypatch, when):
+    """Ctrl-C lands in restore() at the second plane's gather, before it is enqueued or after:
+    the next restore() puts back exactly the planes not yet back (it used to gather the first
+    plane a second time, leaving it and the mask scrambled while `permuted` said False)."""
+    from eagle.stream import StreamRef
+    n = 3001
+    planes = _every_element_size(n, np.random.default_rng(13))
+    before = [p.copy() for p in planes]
+    aset, mask, drop = _permuted_set(n, planes, 3)
+    real_run, gathers = StreamRef.run, []
+
+    def interrupted_run(self, kernel, args, count, **kw):
+        if getattr(kernel, "name", "").startswith("eagle_restore_gather"):
+            gathers.append(kernel.name)
+            if len(gathers) == 2:
+                if when == "after":
+                    real_run(self, kernel, args, count, **kw)
+                raise KeyboardInterrupt
+        return real_run(self, kernel, args, count, **kw)
+    monkeypatch.setattr(StreamRef, "run", interrupted_run)
+    with pytest.raises(KeyboardInterrupt):
+        aset.restore()
+    monkeypatch.setattr(StreamRef, "run", real_run)
+    aset.restore()
+    assert all(np.array_equal(p, q) for p, q in zip(planes, before)) and np.array_equal(mask, drop)
+    assert not aset.permuted and np.array_equal(aset.inv, np.arange(n))
+
+
 def test_restore_without_a_compiler_gathers_through_the_host(cpu, monkeypatch):
     from eagle import activeset
     from eagle.errors import BackendUnavailable
