@@ -8,9 +8,26 @@ from ._seam_ffi import ffi
 from .errors import EagleTypeError, HandleError
 
 
-def _release(release_fn, handle, backend):
-    # `backend` is held only so the library stays loaded until the handle is released.
+# Set when the process exits with work that will never finish (eagle.memory's exit drain gave
+# up): a release may wait for its handle's work (a stream's release does), so from then on none is
+# made, and the process ends without them (the backends drop unstarted work at exit).
+_releases_abandoned = False
+
+
+def abandon_releases():
+    """From now on the finalizers of handles release nothing (see _releases_abandoned)."""
+    global _releases_abandoned
+    _releases_abandoned = True
+
+
+def _release(release_fn, handle, backend, after=None):
+    # `backend` is held only so the library stays loaded until the handle is released. `after`,
+    # when given, runs once the release has returned (the handle's work is then done).
+    if _releases_abandoned:
+        return
     release_fn(handle)
+    if after is not None:
+        after()
 
 
 class _Keeper:
@@ -55,7 +72,7 @@ class Owner:
     __slots__ = ("_h", "_backend", "_thread", "_finalizer", "_gone", "_bound", "_keeper", "__weakref__")
     _what = "handle"
 
-    def _own(self, backend, handle, release_name):
+    def _own(self, backend, handle, release_name, after_release=None):
         self._backend = backend
         self._h = handle
         self._thread = get_ident()
@@ -66,7 +83,7 @@ class Owner:
             self._finalizer = None  # borrowed: someone else releases it
         else:
             self._finalizer = weakref.finalize(keeper, _release, getattr(backend._f, release_name),
-                                               handle, backend)
+                                               handle, backend, after_release)
 
     def _bind(self, name, watch=None, counted=False, gil=_hotcall.GIL_RELEASE, partner=None):
         """A bound call (eagle._hotcall) of ``eagle_backend_<name>`` on this live handle; it is

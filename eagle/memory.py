@@ -13,7 +13,7 @@ from . import _seam_meta as meta
 from . import _validate
 from ._arrays import address_of
 from ._device_kind import HOST_DEVICE_TYPES
-from ._handle import raw_int
+from ._handle import abandon_releases, raw_int
 from ._hotcall import host_calls_add
 from ._marker import Marker, python_markers_pending
 from ._seam_ffi import ffi
@@ -148,8 +148,16 @@ def _drain_at_exit():
     deadline = time.monotonic() + _DRAIN_AT_EXIT_S
     while (_PENDING or python_markers_pending()) and time.monotonic() < deadline:
         time.sleep(0.001)
+    if _PENDING or python_markers_pending():
+        # a host function that does not return: releasing its stream would wait for it forever
+        abandon_releases()
 
 
+# The drain must run before weakref.finalize's own exit hook, which calls the finalizers still
+# alive (stream releases among them, which wait for their streams' work). atexit runs hooks last
+# in, first out, and finalize registers its hook when the first finalizer is made: make one (a
+# no-op on a function that lives as long as the process) before registering the drain.
+weakref.finalize(_drain_at_exit, int)
 atexit.register(_drain_at_exit)
 
 
@@ -244,6 +252,12 @@ def keep_until_sync(backend, raw, refs):
     if holds is None:
         holds = backend._holds[raw] = _StreamHolds()
     holds.waiting.append(refs)
+
+
+def stream_released(backend, raw):
+    """The stream ``raw`` was released, which waits for its work: every ref it was holding goes
+    (a stream dropped after eager calls used to keep their arrays for good)."""
+    backend._holds.pop(raw, None)
 
 
 def released_by_sync(backend, raw):

@@ -6,6 +6,7 @@ library's stream) without owning it; :class:`Stream` owns one made by the backen
 Both speak the CUDA stream protocol (``__cuda_stream__``) on backends whose memory is a CUDA or
 HIP device's, so CuPy, torch and cuda.core can enqueue on eagle's streams too."""
 from _thread import get_ident
+from functools import partial
 
 from . import _validate
 from . import exec as _exec
@@ -109,8 +110,10 @@ class Stream(StreamRef):
         except BaseException:
             b._f.stream_release(handle)
             raise
-        self._own(b, handle, "stream_release")
         self._raw = int(raw[0])
+        # the release waits for the stream's work, so after it the arrays eagle holds for that
+        # work (eagle.memory) can go
+        self._own(b, handle, "stream_release", partial(_memory.stream_released, b, self._raw))
         self.synchronize = self._bind("stream_synchronize", watch=b.host_errors_of(get_ident()))
 
 

@@ -58,3 +58,60 @@ for _ in range(5):
 def test_interpreter_exit_with_host_functions_queued_does_not_crash(run, where):
     out = run_snippet(EXIT_WITH_QUEUED, globals={"WHERE": where}, timeout=60)
     out.expect_ok()
+
+
+@pytest.mark.parametrize("where", ["this thread", "a thread that ended"])
+def test_exit_with_a_host_function_that_never_returns_ends_after_the_drain(where):
+    """A host function blocked for good (an Event never set) on an eagle stream: the process
+    exits once eagle's exit drain gives up (made 1 s here), instead of hanging in the stream's
+    release, which waits for the stream's work."""
+    out = run_snippet("""
+        import threading
+        import eagle
+        from eagle import memory
+        memory._DRAIN_AT_EXIT_S = 1.0
+        cpu = eagle.backend("cpu")
+        never = threading.Event()
+        streams = []
+        def make():
+            s = cpu.stream()
+            s.host_func(never.wait)
+            streams.append(s)
+        if WHERE == "this thread":
+            make()
+        else:
+            t = threading.Thread(target=make)
+            t.start()
+            t.join()
+        result = "queued"
+    """, timeout=40, globals={"WHERE": where})
+    out.expect_ok()
+    assert out.seconds < 30, out.describe()
+
+
+def test_a_dropped_stream_lets_go_of_the_arrays_of_its_work():
+    """Eager calls on a stream, the second while the first's release marker is in flight (its
+    arrays wait with the stream), then the stream is dropped: its release waits for its work, and
+    the arrays go with it (they used to stay held for good)."""
+    out = run_snippet("""
+        import gc, weakref
+        import eagle
+        cpu = eagle.backend("cpu")
+        mod = eagle.compile("#include <eagle/kernel.h>\\nEAGLE_KERNEL(add, (double*, x), (double, v)) "
+                            "{ (void)n; x[i] += v; }", backend=cpu)
+        refs = []
+        for _ in range(50):
+            s = cpu.stream()
+            a = eagle.zeros(1 << 12, backend=cpu)
+            refs.append(weakref.ref(a))
+            s.run(mod.add, [a, 1.0], 1 << 12)
+            s.run(mod.add, [a, 1.0], 1 << 12)
+            del a, s
+        gc.collect()
+        cpu.stream().synchronize()  # an eagle call: this thread's attention list is swept
+        gc.collect()
+        alive = sum(r() is not None for r in refs)
+        assert alive == 0 and not cpu._holds, (alive, len(cpu._holds))
+        result = "ok"
+    """, timeout=60)
+    out.expect_ok()
