@@ -6,8 +6,9 @@ import ctypes
 import sys
 
 from . import _hostmem
+from . import _validate
 from ._dlpack import DLTensor as _DLTensor
-from ._device_kind import HOST_DEVICE_TYPES, kind_of_device_type
+from ._device_kind import HOST_DEVICE_TYPES, device_pair, kind_of_device_type
 from ._seam_ffi import ffi
 from .errors import EagleTypeError, EagleValueError
 
@@ -20,6 +21,8 @@ _EXACT = {}
 _DEVICE_EXACT = {}
 #: Exact types registered ``stable`` (see :func:`register_exact`).
 STABLE = set()
+#: One past the last byte an address reaches: addresses and the memory after them lie below it.
+_ADDRESS_END = 1 << 64
 
 
 class ArrayInfo:
@@ -40,9 +43,15 @@ class ArrayInfo:
 
 
 def _contiguous_nbytes(shape, strides, itemsize, what):
+    """Bytes of an array of ``shape`` and ``itemsize``-byte items whose ``strides`` (in bytes, one
+    per dimension; None: C order) say C-contiguous (a dimension of 1 may have any stride); refused
+    otherwise, naming ``what``."""
     n = 1
     for s in shape:
         n *= s
+    if strides is not None and len(strides) != len(shape):
+        raise EagleValueError(f"eagle: the strides {tuple(strides)} of a {what} are not one per dimension of "
+                              f"its shape {tuple(shape)}")
     if strides is not None and n:
         expect = itemsize
         for dim, stride in zip(reversed(shape), reversed(strides)):
@@ -166,28 +175,86 @@ def _learn_type(cls):
             register_exact(cls, _torch_reader(strided), _torch_device)
 
 
-def _from_interface(obj, iface, device_type, device_id):
+def _read_interface(obj, iface, device_type, device_id):
+    """What the array interface ``iface`` of ``obj`` says, checked before anything reads the memory:
+    ``(ArrayInfo, dtype, shape)``. ``iface`` must be a dict whose ``data`` is an (address, read-only)
+    tuple with an int address (or, for host memory, an object with a contiguous buffer, read from
+    ``offset`` on, as numpy allows), ``typestr`` a str numpy reads as a dtype, ``shape`` a tuple of
+    ints >= 0 and ``strides`` None or one int per dimension, saying C-contiguous. The bytes must lie
+    in 0 .. 2**64-1, at an address other than NULL unless there are none, and within the buffer
+    where one holds them; a foreign object's other host memory must be mapped in this process,
+    every byte (read-only where a mapping is). Refusals are EagleTypeError or EagleValueError
+    naming ``obj``'s type and the field."""
     import numpy as np
     if np.ndarray not in _EXACT:
         register_exact(np.ndarray, _ndarray_info, _host_device)
     what = type(obj).__name__
+    head = f"eagle: the array interface of a {what}"
+    bad = f"{head} is malformed"
+    if not isinstance(iface, dict):
+        raise EagleTypeError(f"{bad}: it is a {type(iface).__name__}, not a dict")
+
+    def field(name, ok, want):
+        value = iface.get(name)
+        if not ok(value):
+            got = repr(value) if name in iface else "missing"
+            raise EagleTypeError(f"{bad}: its {name!r} is {got}, not {want}")
+        return value
+
+    data = iface.get("data")
+    if isinstance(data, tuple) and len(data) == 2:
+        ptr = _validate.integer(data[0], f"{bad}: the address in its 'data'", minimum=0, maximum=_ADDRESS_END - 1)
+        readonly, keepalive, buffer_bytes = data[1], obj, None
+    else:  # numpy's other form, for host memory: an object whose buffer holds it, from 'offset' on
+        found = None if data is None or device_type not in HOST_DEVICE_TYPES else _buffer(data)
+        field("data", lambda _: found is not None, "an (address, read-only) tuple or an object with a "
+              "contiguous buffer")
+        offset = _validate.integer(iface.get("offset", 0), f"{bad}: its 'offset'", minimum=0)
+        ptr, buffer_bytes, readonly = found[0] + offset, found[1] - offset, found[2]
+        keepalive = (obj, data)
+    typestr = field("typestr", lambda v: isinstance(v, str), "a str")
     try:
-        ptr, readonly = iface["data"]
-        itemsize = np.dtype(iface["typestr"]).itemsize
-        shape = tuple(int(d) for d in iface["shape"])
-        strides = iface.get("strides")
-        strides = None if strides is None else tuple(int(x) for x in strides)
-        ptr = int(ptr or 0)
-    except (KeyError, TypeError, ValueError) as e:
-        raise EagleTypeError(f"eagle: the array interface of a {what} is malformed ({type(e).__name__}: {e})") from None
-    if any(d < 0 for d in shape) or ptr < 0:
-        raise EagleValueError(f"eagle: the array interface of a {what} has a negative shape or address")
-    nbytes = _contiguous_nbytes(shape, strides, itemsize, what)
-    if (not isinstance(obj, np.ndarray) and device_type in HOST_DEVICE_TYPES and nbytes
+        dtype = np.dtype(typestr)
+    except (TypeError, ValueError) as e:
+        raise EagleTypeError(f"{bad}: its 'typestr' {typestr!r} is no dtype ({e})") from None
+    shape = _validate.shape(field("shape", lambda v: isinstance(v, tuple), "a tuple"), f"{bad}: its 'shape'")
+    strides = field("strides", lambda v: v is None or isinstance(v, tuple), "None or a tuple")
+    if strides is not None and not all(type(x) is int for x in strides):
+        strides = tuple(_validate.integer(x, f"{bad}: stride {i} of its 'strides' {strides!r}", maximum=None)
+                        for i, x in enumerate(strides))
+    nbytes = _contiguous_nbytes(shape, strides, dtype.itemsize, what)
+    if ptr + nbytes > _ADDRESS_END:
+        raise EagleValueError(f"{head} claims {nbytes} bytes ('shape' {shape} of {dtype}) at 'data' address "
+                              f"0x{ptr:x}, past the end of a 64-bit address space")
+    if nbytes and not ptr:
+        raise EagleValueError(f"{head} gives 'data' address 0 (NULL) for the {nbytes} bytes of its 'shape' {shape}")
+    if buffer_bytes is not None:
+        if nbytes > buffer_bytes:  # the buffer's own size bounds the claim
+            raise EagleValueError(f"{head} claims {nbytes} bytes ('shape' {shape} of {dtype}) where its 'data' "
+                                  f"buffer holds {max(buffer_bytes, 0)} past its 'offset'")
+    elif (not isinstance(obj, np.ndarray) and device_type in HOST_DEVICE_TYPES and nbytes
             and not _hostmem.owned(ptr, nbytes)):
         # a foreign object's claim about host memory is checked against the process's mappings
         readonly = not _hostmem.check_range(ptr, nbytes, what) or readonly
-    return ArrayInfo(ptr, nbytes, device_type, device_id, obj, readonly)
+    return ArrayInfo(ptr, nbytes, device_type, device_id, keepalive, readonly), dtype, shape
+
+
+def _buffer(obj):
+    """(address, size in bytes, read-only) of ``obj``'s buffer when it offers a contiguous one,
+    else None."""
+    try:
+        with memoryview(obj) as view:
+            return int(_cast("uintptr_t", _from_buffer(obj))), view.nbytes, view.readonly
+    except (TypeError, ValueError, BufferError):
+        return None
+
+
+def host_interface(obj, iface):
+    """What ``iface``, the ``__array_interface__`` of ``obj``, says of host memory, checked as
+    :func:`address_of` checks it (see :func:`_read_interface`): ``(ArrayInfo, dtype, shape)``. A
+    reader shows numpy only these values, never ``obj``, whose interface may say something else
+    when read again."""
+    return _read_interface(obj, iface, 1, 0)
 
 
 # PyCapsule_GetPointer with its signature, made once: a private prototype, so neither another
@@ -230,16 +297,17 @@ def address_of(obj) -> ArrayInfo:
     if isinstance(obj, bool):
         raise EagleTypeError(f"eagle: {obj!r} is no address or array")
     if isinstance(obj, int):
-        if not 0 <= obj < (1 << 64):
+        if not 0 <= obj < _ADDRESS_END:
             raise EagleValueError(f"eagle: {obj} is no address (0 .. 2**64-1)")
         return ArrayInfo(obj, None, None, None)
     iface = getattr(obj, "__array_interface__", None)
     if iface is not None:
-        return _from_interface(obj, iface, 1, 0)
+        return _read_interface(obj, iface, 1, 0)[0]
     iface = getattr(obj, "__cuda_array_interface__", None)
     if iface is not None:
-        dev = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (2, 0)
-        info = _from_interface(obj, iface, int(dev[0]), int(dev[1]))
+        dev = getattr(obj, "__dlpack_device__", None)
+        device_type, device_id = (2, 0) if dev is None else device_pair(obj, dev)
+        info = _read_interface(obj, iface, device_type, device_id)[0]
         _learn_type(type(obj))
         return info
     if hasattr(obj, "__dlpack__"):
@@ -255,8 +323,7 @@ def dlpack_device(obj):
         return fast(obj)
     dev = getattr(obj, "__dlpack_device__", None)
     if dev is not None:
-        t, i = dev()
-        return int(t), int(i)
+        return device_pair(obj, dev)
     if hasattr(obj, "__array_interface__"):
         return 1, 0
     raise EagleTypeError(f"eagle: {type(obj).__name__} does not say where it lives (no __dlpack_device__)")

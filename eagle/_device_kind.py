@@ -5,6 +5,9 @@ This table is the only place in eagle's core that names kinds.
 The codes are DLPack's ``DLDeviceType``. Only this table names device types; the rest of
 eagle works with kinds."""
 
+import operator
+
+from ._validate import INT32_MAX
 from .errors import EagleTypeError, EagleValueError
 
 KIND_OF_DEVICE_TYPE = {
@@ -45,6 +48,35 @@ def kind_of_device_type(device_type: int) -> str:
         raise EagleValueError(f"eagle: no backend kind serves DLPack device type {device_type}") from None
 
 
+def device_pair(obj, method):
+    """What ``method`` (``obj``'s ``__dlpack_device__``) returns, checked: a tuple of two integers
+    (ints, integer scalars, IntEnums; no bool, float or str) in 0 .. 2**31-1 (DLDevice's int32
+    fields), as ``(int, int)``. Anything else, or a ``method`` that is not callable or raises
+    TypeError/ValueError, is refused with an EagleTypeError (EagleValueError out of range) naming
+    ``obj``'s type and what it gave."""
+    name = type(obj).__name__
+    if not callable(method):
+        raise EagleTypeError(f"eagle: {name}.__dlpack_device__ is a {type(method).__name__} ({method!r}), not a "
+                             "method returning (device_type, device_id)")
+    try:
+        dev = method()
+    except (TypeError, ValueError) as e:
+        raise EagleTypeError(f"eagle: {name}.__dlpack_device__() failed ({type(e).__name__}: {e}); it must be "
+                             "a method returning (device_type, device_id)") from None
+    if isinstance(dev, tuple) and len(dev) == 2 and not any(isinstance(v, bool) for v in dev):
+        try:
+            pair = operator.index(dev[0]), operator.index(dev[1])
+        except TypeError:
+            pass
+        else:
+            if all(0 <= v <= INT32_MAX for v in pair):
+                return pair
+            raise EagleValueError(f"eagle: {name}.__dlpack_device__() returned {dev!r}; the device type and id "
+                                  f"must lie in 0 .. {INT32_MAX}")
+    raise EagleTypeError(f"eagle: {name}.__dlpack_device__() returned {dev!r}, not a tuple (device_type, "
+                         "device_id) of two ints")
+
+
 def kind_of_array(array) -> str:
     """The kind an array's memory belongs to, read from its ``__dlpack_device__``."""
     try:
@@ -52,5 +84,5 @@ def kind_of_array(array) -> str:
     except AttributeError:
         raise EagleTypeError(f"eagle: {type(array).__name__} has no __dlpack_device__; "
                         "pass an array that supports DLPack") from None
-    device_type, _ = dev()
+    device_type, _ = device_pair(array, dev)
     return kind_of_device_type(device_type)

@@ -64,14 +64,15 @@ _capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c
 
 
 class _Memory:
-    """A DeviceArray's memory as numpy's array interface describes it, whatever device holds it: a
-    numpy view of it carries the pointer without reading it, and holds the array."""
+    """Memory as numpy's array interface describes it (C order), whatever device holds it: a numpy
+    view of it carries the pointer without reading it, and holds ``owner``, which keeps the memory
+    alive. Numpy reads only this interface, built from values eagle has checked."""
 
-    __slots__ = ("__array_interface__", "array")
+    __slots__ = ("__array_interface__", "owner")
 
-    def __init__(self, arr):
-        self.array = arr
-        self.__array_interface__ = {"shape": arr.shape, "typestr": arr.dtype.str, "data": (arr.address, False),
+    def __init__(self, owner, shape, dtype, address, readonly=False):
+        self.owner = owner
+        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "data": (address, readonly),
                                     "version": 3}
 
 
@@ -80,7 +81,7 @@ def _capsule(arr, versioned):
     device, that keeps the array alive until the consumer's deleter runs or the capsule is dropped
     unconsumed."""
     try:
-        view = np.asarray(_Memory(arr))
+        view = np.asarray(_Memory(arr, arr.shape, arr.dtype, arr.address))
     except ValueError as e:  # more dimensions than numpy holds
         raise _BufferError(f"eagle.DeviceArray: cannot export shape {arr.shape} through DLPack ({e})") from None
     versioned = versioned and _NUMPY_VERSIONED
@@ -227,10 +228,23 @@ def zeros(backend, shape, dtype="float64", *, device=0):
 
 def _host_array(obj, dtype, what):
     """``obj`` as a C-contiguous numpy array of its shape (0-d stays 0-d) in native byte order
-    (values kept). An object that offers DLPack and no numpy protocol (a torch CPU tensor) is read
-    through DLPack, which numpy would otherwise wrap as one object."""
-    if (hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray) and not hasattr(obj, "__array__")
-            and not hasattr(obj, "__array_interface__")):
+    (values kept). numpy's own arrays and scalars go to numpy as they are. Anything else with
+    ``__array_interface__`` (read once) is checked by eagle's reader first (every field, C order,
+    every byte mapped, a dtype eagle holds), and numpy is shown only what was checked, read-only.
+    An object that offers DLPack and no numpy protocol (a torch CPU tensor) is read through DLPack,
+    which numpy would otherwise wrap as one object."""
+    iface = None if isinstance(obj, (np.ndarray, np.generic)) else getattr(obj, "__array_interface__", None)
+    if iface is not None:
+        info, dt, shape = _arrays.host_interface(obj, iface)
+        # a dtype eagle holds, in either byte order, before numpy reads a byte: numpy would take
+        # the words of an object dtype for pointers
+        _dtype(dt.newbyteorder("="), what)
+        try:
+            obj = np.asarray(_Memory(info.keepalive, shape, dt, info.ptr, readonly=True))
+        except ValueError as e:  # more dimensions than numpy holds
+            raise EagleValueError(f"{what}: numpy cannot hold the shape {shape} of a {type(obj).__name__} "
+                                  f"({e})") from None
+    elif hasattr(obj, "__dlpack__") and not hasattr(obj, "__array__"):
         try:
             obj = np.from_dlpack(obj)
         except (BufferError, RuntimeError, TypeError, ValueError) as e:
@@ -243,7 +257,9 @@ def _host_array(obj, dtype, what):
 def asarray(backend, obj, dtype=None, *, device=0):
     """A :class:`DeviceArray` holding a copy of the host array ``obj`` (anything numpy takes, or
     a host array that offers DLPack only), of its shape and values in native byte order; waits
-    for the copy."""
+    for the copy. An object other than numpy's read through ``__array_interface__`` must describe
+    C-contiguous memory that is there (mapped, or within its buffer) and a dtype eagle holds, as
+    everywhere eagle takes an array (refused otherwise, before anything reads it)."""
     what = "eagle.asarray"
     host = _host_array(obj, None if dtype is None else _dtype(dtype, what), what)
     a = DeviceArray(backend, host.shape, host.dtype, device, what=what)

@@ -14,7 +14,9 @@ def _code(backend, s):
     if isinstance(s, int) and not isinstance(s, bool):
         # a DLPack stream code (negative codes are the protocol's own), as the seam's int64 takes it
         return _validate.integer(s, "eagle.fence: a stream code", minimum=_validate.INT64_MIN)
-    return raw_stream(backend, s)
+    # a raw stream value (0 .. 2**64-1) as the same int64 takes it: one past INT64_MAX is refused, not wrapped
+    return _validate.integer(raw_stream(backend, s), f"eagle.fence: the raw value of a {type(s).__name__}",
+                             minimum=0)
 
 
 def fence(backend, producer, consumer, device_type=None, device_id=0):
