@@ -36,7 +36,12 @@ def main(argv=None):
         from .check import skeleton
         try:
             written = skeleton.write(args.dir, args.kind)
-        except (ValueError, FileExistsError) as e:
+        except OSError as e:
+            # skeleton.write's own refusals are sentences; the OS's errors name a path and a reason
+            print(e if e.filename is None else f"eagle new-backend: cannot write '{e.filename}': "
+                  f"{e.strerror or e}", file=sys.stderr)
+            return 2
+        except ValueError as e:
             print(e, file=sys.stderr)
             return 2
         for path in written:

@@ -19,11 +19,13 @@ def load(backend, source=None, names=(), *, image=None, **options):
     source : str, bytes or path, optional
         A kernel source (see :func:`eagle.compile`, whose keywords ``options`` are).
     names : str or sequence of str
+        A sequence of anything but str is refused with EagleTypeError.
     image : bytes or path, optional
         A binary image instead of a source.
     """
     from . import api  # noqa: PLC0415 - kernels.load is a convenience front over eagle.compile
-    names = [names] if isinstance(names, str) else list(names)
+    from .module import _items  # noqa: PLC0415 - with api
+    names = [names] if isinstance(names, str) else _items(names, "eagle.kernels.load: names", str)
     if (source is None) == (image is None):
         from .errors import EagleValueError
         raise EagleValueError("eagle.kernels.load: give exactly one of source and image=")

@@ -15,6 +15,7 @@ import re
 import threading
 import weakref
 
+from . import _validate
 from . import exec as _exec
 from ._compilers import wheel_library_dirs
 from ._seam_ffi import ffi
@@ -157,15 +158,17 @@ class Module:
             self.kernel(kname)
 
     def kernel(self, name):
-        """The :class:`Kernel` ``name``; EagleValueError naming it when the module has none."""
+        """The :class:`Kernel` ``name``; EagleValueError naming it when the module has none or when
+        no C symbol can be named so (a NUL, a lone surrogate), EagleTypeError when it is no str."""
         loaded = self._loaded
         if loaded is None:
             raise EagleValueError(f"eagle: module {self.name} is closed")
-        k = self._kernels.get(name)
+        k = self._kernels.get(name) if isinstance(name, str) else None
         if k is None:
+            symbol = _c_string(name, f"eagle: module {self.name}: the kernel name")
             out = ffi.new("uint64_t*")
             self.backend._check("eagle_backend_module_function",
-                                self.backend._f.module_function(loaded.handle, name.encode(), out))
+                                self.backend._f.module_function(loaded.handle, symbol, out))
             k = self._kernels[name] = Kernel(self, name, int(out[0]), self._declared.get(name), loaded)
         return k
 
@@ -221,6 +224,47 @@ def _read(source):
     raise EagleTypeError(f"eagle.compile: source must be text, bytes or a path, got {type(source).__name__}")
 
 
+def _c_string(value, what, *, path=False):
+    """``value`` as the bytes of a C string for the seam, or an eagle error naming ``what`` and
+    the value: a str (with ``path``, also bytes or an os.PathLike, encoded as the file system
+    does, undecodable bytes included) holding no NUL, where C would cut it short."""
+    if not isinstance(value, (str, bytes, os.PathLike) if path else str):
+        raise EagleTypeError(f"{what} must be a str{' or a path' if path else ''}, got a "
+                             f"{type(value).__name__} ({value!r:.60})")
+    try:
+        data = os.fsencode(value) if path else value.encode()
+    except UnicodeEncodeError:
+        raise EagleValueError(f"{what} {value!r:.60} holds a lone surrogate, which is no text "
+                              "C can be given") from None
+    if b"\0" in data:
+        raise EagleValueError(f"{what} {value!r:.60} holds a NUL character, where C would end it")
+    return data
+
+
+def _file(path, what, hint=""):
+    """The absolute path of the regular file ``path`` (str, bytes or os.PathLike) names, or
+    EagleValueError naming ``what``, the path and why it names none, then ``hint``."""
+    _c_string(path, what, path=True)
+    full = os.path.abspath(os.fspath(path))
+    if not os.path.isfile(full):  # follows links
+        why = ("is a directory" if os.path.isdir(full) else
+               "is not a regular file" if os.path.exists(full) else "does not exist")
+        raise EagleValueError(f"{what} '{os.fsdecode(full)}' {why}{hint}")
+    return full
+
+
+#: The endings of source files' names: a one-line str ending so is a path, never source text.
+_SOURCE_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".cu", ".cuh", ".hip", ".inc")
+
+
+def _reads_as_path(text):
+    """Whether str ``text`` is meant as the path of a source file, there or not: one line (as
+    _read takes a path) that ends in a source file's suffix, or that is not blank and holds none
+    of '{', ';', '#', without which no one-line text declares or includes a kernel."""
+    return "\n" not in text and (text.rstrip().endswith(_SOURCE_SUFFIXES)
+                                 or (text.strip() != "" and not any(c in text for c in "{;#")))
+
+
 def _items(value, what, kinds=None):
     """``value``, a sequence, as a list; each item one of ``kinds`` when given. A single str,
     bytes or path is refused: iterated, it would be one item per character."""
@@ -269,28 +313,34 @@ def _compiler_search(compiler):
     return ":".join([os.fspath(p) for p in paths] + wheel_library_dirs())
 
 
-def _desc(device, name, include_dirs, options, compiler, fast_math, keep):
+def _desc(caller, device, name, include_dirs, options, compiler, fast_math, keep):
+    """The module_desc of ``caller``'s compile or image load; each argument is checked here, where
+    it enters C (eagle errors naming ``caller``): ``device`` an integer -1..INT32_MAX, ``compiler``
+    None, a path or a sequence of paths, and every string (name, include_dirs, options, the
+    compiler search) free of NUL. ``keep`` holds the C memory the desc points to."""
     desc = ffi.new("struct eagle_backend_module_desc*")
     desc.struct_size = ffi.sizeof("struct eagle_backend_module_desc")
     desc.flags = _FAST_MATH if fast_math else 0
-    desc.device = int(device)
+    desc.device = _validate.integer(device, f"{caller}: device", minimum=-1, maximum=_validate.INT32_MAX)
 
-    def cstr(s):
-        c = ffi.new("char[]", os.fsencode(s))
+    def cstr(s, what):
+        c = ffi.new("char[]", _c_string(s, what, path=True))
         keep.append(c)
         return c
 
-    def clist(items):
-        cs = [cstr(s) for s in items]
+    def clist(items, what):
+        cs = [cstr(s, what) for s in items]
         arr = ffi.new("const char*[]", cs or [ffi.NULL])
         keep.append(arr)
         return arr, len(cs)
 
-    desc.name = cstr(name)
-    desc.include_dirs, desc.include_dir_count = clist(include_dirs)
-    desc.options, desc.option_count = clist(options)
+    desc.name = cstr(name, f"{caller}: name")
+    desc.include_dirs, desc.include_dir_count = clist(include_dirs, f"{caller}: include_dirs item")
+    desc.options, desc.option_count = clist(options, f"{caller}: options item")
+    if compiler is not None and not isinstance(compiler, (str, os.PathLike)):
+        _items(compiler, f"{caller}: compiler (a path, or a sequence of paths)", (str, os.PathLike))
     search = _compiler_search(compiler)
-    desc.compiler = cstr(search) if search else ffi.NULL
+    desc.compiler = cstr(search, f"{caller}: compiler search path") if search else ffi.NULL
     return desc
 
 
@@ -341,11 +391,17 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
     kernels = _items(kernels, "eagle.compile: kernels", str)
     include_dirs = _items(include_dirs, "eagle.compile: include_dirs", (str, os.PathLike))
     options = [str(o) for o in _items(options, "eagle.compile: options")]
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and _reads_as_path(source)):
+        _file(source, "eagle.compile: the source file",  # a missing one is no source text
+              " (a str of one line is read as a path when it ends in a source file's suffix or "
+              "holds none of '{', ';', '#'; give source text with its newlines, or as bytes)")
     data, fname, own_dir = _read(source)
     name = name or fname or "kernel.c"
     dirs = [include_dir()] + ([own_dir] if own_dir else []) + [os.path.abspath(os.fspath(d)) for d in include_dirs]
+    keep = []
+    desc = _desc("eagle.compile", device, name, dirs, options, compiler, fast_math, keep)
     key = (hashlib.sha256(data).hexdigest(), name, tuple(dirs), _headers_digest(dirs), tuple(options),
-           bool(fast_math), str(compiler), b.path, b.kind, int(device), _arch(b, device))
+           bool(fast_math), str(compiler), b.path, b.kind, desc.device, _arch(b, desc.device))
     if cache:
         with _cache_lock:
             mod = _cache.get(key)
@@ -354,8 +410,6 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
                 mod.kernel(k)
             mod.cached = True
             return mod
-    keep = []
-    desc = _desc(device, name, dirs, options, compiler, fast_math, keep)
     mod = _load(b, _SRC, b._f.module_from_source, desc, data, name, kernels, declared_parameters(data))
     if cache:
         with _cache_lock:
@@ -365,18 +419,28 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
 
 def load_image(backend, image, *, kernels=(), name=None, device=-1):
     """Load a binary image (cpu: a shared object; cuda: cubin, fatbin or PTX; hip: a code object),
-    bytes or a path, as a :class:`Module` of ``backend``."""
+    any bytes-like object or the path of a file, as a :class:`Module` of ``backend``. A path that
+    names no regular file, or a str of several lines (source text: see :func:`compile`), is
+    refused with EagleValueError; any other type with EagleTypeError."""
     b = backend
     b.require(_IMG)
     kernels = _items(kernels, "eagle.load_image: kernels", str)
-    if not isinstance(image, (bytes, bytearray)):
-        path = os.fspath(image)
+    if isinstance(image, str) and "\n" in image:
+        raise EagleValueError(f"eagle.load_image: image is text of several lines ({image!r:.40}), not "
+                              "an image's bytes or path; compile a kernel source with eagle.compile")
+    if isinstance(image, (str, os.PathLike)):
+        path = _file(image, "eagle.load_image: the image file")
         name = name or os.path.basename(path)
         with open(path, "rb") as f:
             image = f.read()
-    image = bytes(image)
+    else:
+        try:
+            image = image if type(image) is bytes else memoryview(image).tobytes()
+        except TypeError:
+            raise EagleTypeError("eagle.load_image: image must be bytes-like (bytes, bytearray, memoryview, "
+                                 f"...) or a path, got a {type(image).__name__}") from None
     keep = []
-    desc = _desc(device, name or "image", (), (), None, False, keep)
+    desc = _desc("eagle.load_image", device, name or "image", (), (), None, False, keep)
     return _load(b, _IMG, b._f.module_from_image, desc, image, name or "image", kernels)
 
 

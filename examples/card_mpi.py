@@ -21,7 +21,9 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+sys.path.insert(0, os.path.join(ROOT, "examples", "oscillator"))
 import oscillators  # noqa: E402  (the card's workload and kernels)
+from oscillator import at_least, backend_name  # noqa: E402  (the examples' argument types)
 
 
 def load_kernels(backend, device):
@@ -97,9 +99,9 @@ def one_process(kind, n, K):
 def main(argv=None):
     from eagle import distributed as ed
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--backend", default="cpu", help="eagle kind: cpu or cuda")
-    ap.add_argument("--n", type=int, default=20000)
-    ap.add_argument("--k", type=int, default=32)
+    ap.add_argument("--backend", type=backend_name, default="cpu", help="eagle kind: cpu or cuda")
+    ap.add_argument("--n", type=at_least(1), default=20000, help="oscillators over all ranks (>= 1)")
+    ap.add_argument("--k", type=at_least(1), default=32, help="steps per sample per round (>= 1)")
     ap.add_argument("--out", help="write x, v of all samples to this .npz file (from rank 0)")
     ap.add_argument("--check", action="store_true", help="rank 0 also runs the card in one process and compares")
     args = ap.parse_args(argv)

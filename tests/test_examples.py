@@ -65,6 +65,33 @@ def test_examples_run_as_scripts(cpu, name):
     assert "on cpu" in proc.stdout
 
 
+# Command lines no run can take: argparse refuses each (status 2, "argument --X: ..."), before
+# anything runs: zero samples (barrier's error bar needs two paths), zero or negative K, a blank
+# backend name.
+BAD_COMMAND_LINES = [
+    ("oscillator/oscillator.py", ["--backend", "cpu", "--n", "0"], "argument --n: must be >= 1"),
+    ("oscillator/oscillator.py", ["--backend", "cpu", "--K", "0"], "argument --K: must be >= 1"),
+    ("oscillator/oscillator.py", ["--backend", "cpu", "--K", "-3"], "argument --K: must be >= 1"),
+    ("oscillator/oscillator.py", ["--backend", "", "--n", "10"], "argument --backend"),
+    ("barrier/barrier.py", ["--backend", "cpu", "--n", "0"], "argument --n: must be >= 2"),
+    ("barrier/barrier.py", ["--backend", "cpu", "--n", "1"], "argument --n: must be >= 2"),
+    ("barrier/barrier.py", ["--backend", "", "--n", "10"], "argument --backend"),
+    ("card_mpi.py", ["--backend", "cpu", "--k", "0"], "argument --k: must be >= 1"),
+    ("card_mpi.py", ["--backend", "cpu", "--n", "0"], "argument --n: must be >= 1"),
+    ("card_mpi.py", ["--backend", "", "--n", "10"], "argument --backend"),
+]
+
+
+@pytest.mark.parametrize("script,args,message", BAD_COMMAND_LINES,
+                         ids=[f"{c[0]} {' '.join(map(repr, c[1]))}" for c in BAD_COMMAND_LINES])
+def test_examples_refuse_bad_command_lines_naming_the_argument(script, args, message):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, script), *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 2 and message in proc.stderr, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and proc.stdout == "", proc.stderr
+
+
 # ------------------------------------------------------------------------------ NVRTC, no GPU
 
 def _nvrtc():

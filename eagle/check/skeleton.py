@@ -9,9 +9,16 @@ import os
 import re
 
 from .. import _seam_meta as meta
+from .._device_kind import GPU_KINDS, KIND_OF_DEVICE_TYPE
 
 PREFIX = "eagle_backend_"
-KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,14}$")
+KIND_RE = re.compile(r"[a-z][a-z0-9_]{0,14}")  # the whole kind: use fullmatch
+
+#: eagle's own kinds: a backend of one of these, installed, would replace eagle's libeagle_<kind>.so.
+OWN_KINDS = frozenset(KIND_OF_DEVICE_TYPE.values()) | GPU_KINDS
+#: Kinds a new backend may not take: eagle's own, and "gpu", the name by which users ask for the
+#: installed one of GPU_KINDS (eagle/_loader.py), so no library is opened by it.
+RESERVED_KINDS = OWN_KINDS | {"gpu"}
 
 CMAKE = """\
 # libeagle_{kind}.so, built against eagle's installed backend kit:
@@ -214,22 +221,66 @@ def _c_string_lines(lines):
     return "\n".join(out) + ";"
 
 
-def write(directory, kind):
-    """Write the skeleton of backend ``kind`` into ``directory`` (created; must not exist or be
-    empty). Returns the paths written."""
-    if not KIND_RE.match(kind):
+def _remove(files, folders):
+    """Remove ``files``, then ``folders`` innermost first, as far as they go: what is left is
+    named by the error that made the caller undo its work."""
+    for path in files:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+    for path in reversed(folders):
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
+def check_kind(kind):
+    """Refuse (ValueError, saying why) a kind a new backend cannot have: one that is not 1-15
+    lower-case letters, digits or '_' starting with a letter, or one of RESERVED_KINDS."""
+    if not KIND_RE.fullmatch(kind):
         raise ValueError(f"eagle new-backend: the kind {kind!r} must be 1-15 lower-case letters, "
                          "digits or '_', starting with a letter (it goes into build_info.backend_kind)")
+    if kind in RESERVED_KINDS:
+        raise ValueError(f"eagle new-backend: the kind {kind!r} is reserved: eagle's own backends are "
+                         f"{', '.join(sorted(OWN_KINDS))} (cmake --install would put yours over eagle's "
+                         "libeagle_<kind>.so), and 'gpu' asks for the installed GPU kind; choose another name")
+
+
+def write(directory, kind):
+    """Write the skeleton of backend ``kind`` into ``directory`` (created, with any missing parent
+    folders; it must not exist or be empty). Returns the paths written.
+
+    Raises ValueError for a kind :func:`check_kind` refuses and FileExistsError for a used
+    ``directory``, before writing anything; any other OSError (a parent that is a file, a folder
+    that cannot be written) after removing what this call wrote, files and folders, with the
+    error's ``filename`` the path that failed."""
+    check_kind(kind)
     directory = os.path.abspath(directory)
     if os.path.exists(directory) and (not os.path.isdir(directory) or os.listdir(directory)):
         raise FileExistsError(f"eagle new-backend: '{directory}' exists and is not an empty folder")
-    os.makedirs(directory, exist_ok=True)
     fields = {"kind": kind, "ns": f"eagle_{kind}", "left_out": _c_string_lines(left_out_lines())}
     files = {"CMakeLists.txt": CMAKE, "common.h": COMMON_H, "required.cpp": REQUIRED, "stream.cpp": STREAM}
-    written = []
-    for name, text in files.items():
-        path = os.path.join(directory, name)
-        with open(path, "w") as f:
-            f.write(text.format(**fields))
-        written.append(path)
+    missing = []  # the folders to make, outermost first
+    parent = directory
+    while not os.path.lexists(parent):
+        missing.insert(0, parent)
+        parent = os.path.dirname(parent)
+    made, written = [], []
+    path = directory
+    try:
+        for path in missing:
+            os.mkdir(path)
+            made.append(path)
+        for name, text in files.items():
+            path = os.path.join(directory, name)
+            with open(path, "x") as f:  # "x": never over a file someone else made meanwhile
+                written.append(path)
+                f.write(text.format(**fields))
+    except BaseException as e:
+        _remove(written, made)
+        if isinstance(e, OSError) and e.filename is None:  # a failed write() names no file
+            e.filename = path
+        raise
     return written

@@ -9,12 +9,15 @@ not depend on the device or on the order lanes run in.
 import argparse
 import math
 import os
+import sys
 
 import numpy as np
 
 import eagle
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "oscillator"))
+from oscillator import at_least, backend_name  # noqa: E402  (the examples' argument types)
 
 #: The contract and the model: S0, strike, barrier, steps to maturity, drift and volatility per step.
 PARAMS = dict(s0=100.0, strike=100.0, barrier=115.0, T=250, drift=0.01, vol=1.2, seed=20261130)
@@ -74,8 +77,9 @@ def run(backend, n, K=16, params=PARAMS):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--backend", required=True, help="cpu, cuda, hip or gpu")
-    ap.add_argument("--n", type=int, default=100000)
+    ap.add_argument("--backend", type=backend_name, required=True, help="cpu, cuda, hip or gpu")
+    ap.add_argument("--n", type=at_least(2), default=100000,
+                    help="paths (>= 2: the price's error bar is their standard deviation)")
     args = ap.parse_args()
     payoff, t = run(args.backend, args.n)
     price, se = payoff.mean(), payoff.std(ddof=1) / math.sqrt(args.n)

@@ -85,11 +85,36 @@ def run(backend, n, K=32, reorder=None, loop="drain"):
     return x.numpy(), v.numpy()
 
 
+# The command-line argument types of the examples (barrier.py and card_mpi.py use them too): each
+# returns the value or raises ArgumentTypeError, which argparse reports as "argument --n: must be
+# >= 1, got 0" before exiting with status 2, so a bad value never reaches the run.
+
+def at_least(minimum):
+    """An argparse ``type=``: the argument as an int >= ``minimum``."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+    return parse
+
+
+def backend_name(text):
+    """An argparse ``type=``: the backend as eagle.backend takes it (a kind, 'gpu' or a library's
+    path), refused when blank; eagle says whether such a backend is installed."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must name a backend (cpu, cuda, hip, gpu or a library's path), got {text!r}")
+    return text
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--backend", required=True, help="cpu, cuda, hip or gpu")
-    ap.add_argument("--n", type=int, default=10000)
-    ap.add_argument("--K", type=int, default=32)
+    ap.add_argument("--backend", type=backend_name, required=True, help="cpu, cuda, hip or gpu")
+    ap.add_argument("--n", type=at_least(1), default=10000, help="oscillators (>= 1)")
+    ap.add_argument("--K", type=at_least(1), default=32, help="steps per sample per round (>= 1)")
     ap.add_argument("--loop", choices=("drain", "while"), default="drain")
     args = ap.parse_args()
     x, v = run(args.backend, args.n, args.K, loop=args.loop)
