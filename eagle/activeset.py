@@ -119,10 +119,7 @@ class OwnedPlane:
         return self._export("__dlpack__").__dlpack__(*args, **kw)
 
     def __dlpack_device__(self):
-        arr = self._array
-        if hasattr(arr, "__dlpack_device__"):
-            return arr.__dlpack_device__()
-        return (1, 0)
+        return dlpack_device(self._array)  # checked: two integers, or (1, 0) for host memory
 
     def __repr__(self):
         return f"<eagle.OwnedPlane shape={self.shape} dtype={self.dtype} permuted={self._aset.permuted}>"
@@ -304,7 +301,7 @@ class ActiveSet:
 
     def _default_workers(self):
         if self._workers is None:
-            dev = self.mask.__dlpack_device__()[1] if hasattr(self.mask, "__dlpack_device__") else 0
+            dev = dlpack_device(self.mask)[1]
             props = self.backend.device_props(int(dev))
             if props.warp_size > 1:
                 self._workers = max(1, int(props.sm_count)) * 512
