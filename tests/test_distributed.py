@@ -111,3 +111,15 @@ def test_a_failing_rank_ends_the_job_with_its_message_instead_of_a_hang(mode, si
     others = [r_ for r_ in range(size) if r_ != failing]
     assert not any(f"eagle.distributed: rank {o} of" in out for o in others), out
     assert time.monotonic() - t0 < 120
+
+
+@pytest.mark.parametrize("bad", [(5, "x", 0), (5, 2.0, 0), (5, 2, "1"), (1 << 63, 2, 0)])
+def test_split_refuses_sizes_and_ranks_that_are_no_integers_and_totals_past_int64(bad):
+    with pytest.raises(eagle_errors().EagleError, match="n_samples|size|rank"):
+        ed.split(*bad)
+
+
+@pytest.mark.parametrize("kw", [dict(min_chunk="16"), dict(factor=1.5), dict(max_chunk="8")])
+def test_the_chunk_table_refuses_settings_that_are_no_integers_naming_them(kw):
+    with pytest.raises(eagle_errors().EagleError, match="min_chunk|factor|max_chunk"):
+        ed.chunk_table(100, 2, **kw)

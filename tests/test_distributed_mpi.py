@@ -261,3 +261,194 @@ def test_a_take_completes_while_the_holder_of_the_counter_is_busy_outside_mpi():
             waited = time.perf_counter() - t0
         waits = COMM.allgather(waited)
     assert max(waits) < 1.0, f"takes waited {waits} s for the holder (no progress while it was busy)"
+
+
+# -- misuse: every rank raises RankFailed together, none hangs -------------------------------------
+
+HANG_S = 60
+
+
+@pytest.fixture
+def no_hang(capfd):
+    """A test whose ranks could wait for each other forever: a rank still in it after HANG_S
+    seconds dumps its threads' stacks to the terminal and exits, and mpiexec ends the job,
+    instead of hanging until CI's timeout."""
+    import faulthandler
+    with capfd.disabled():
+        terminal = os.dup(2)  # stderr itself, not pytest's capture of it
+    faulthandler.dump_traceback_later(HANG_S, exit=True, file=terminal)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+    os.close(terminal)
+
+
+RANK = COMM.Get_rank()
+
+
+def _own_share(n):
+    return np.arange(ed.split(n, SIZE, RANK).base, ed.split(n, SIZE, RANK).stop, dtype=np.float64)
+
+
+# (the call, every rank's, or None: the ranks disagree on the argument; the failing ranks, or None: all)
+MISUSE = {
+    "gather, n_samples differs": (lambda: ed.gather(_own_share(10 if RANK == 0 else 12), 10 if RANK == 0 else 12),
+                                  "the ranks disagree on n_samples", "rank 0: n_samples = 10", None),
+    "allgather, n_samples differs": (lambda: ed.gather(_own_share(10 if RANK == 0 else 12), 10 if RANK == 0 else 12,
+                                                       root=None),
+                                     "the ranks disagree on n_samples", "n_samples = 12", None),
+    "Job, n_samples differs": (lambda: ed.Job(10 if RANK == 0 else 12), "Job: the ranks disagree on n_samples",
+                               "rank 0: n_samples = 10", None),
+    "gather, n_samples < 0 on rank 0": (lambda: ed.gather(_own_share(10), -1 if RANK == 0 else 10),
+                                        "gather failed on 1 of", "n_samples must be >= 0, got -1", [0]),
+    "Job, n_samples < 0 on rank 0": (lambda: ed.Job(-1 if RANK == 0 else 10), "Job failed on 1 of",
+                                     "n_samples must be >= 0, got -1", [0]),
+    "Job, backend on rank 0 only": (lambda: ed.Job(10, backend="cpu" if RANK == 0 else None).gather(np.zeros(5)),
+                                    "the ranks disagree on backend", "rank 0: backend = 'cpu'", None),
+    "chunks, min_chunk 0 on rank 0": (lambda: list(ed.Job(10).chunks(min_chunk=0 if RANK == 0 else 1)),
+                                      "chunks failed on 1 of", "min_chunk must be >= 1, got 0", [0]),
+    "chunks, min_chunk differs": (lambda: list(ed.Job(10).chunks(min_chunk=1 if RANK == 0 else 2)),
+                                  "chunks: the ranks disagree on min_chunk", "rank 0: min_chunk = 1", None),
+    "gather, root differs": (lambda: ed.gather(_own_share(6), 6, root=RANK), "the ranks disagree on root",
+                             "rank 1: root = 1", None),
+}
+
+
+@pytest.mark.skipif(SIZE < 2, reason="ranks that disagree need at least two ranks")
+@pytest.mark.parametrize("case", sorted(MISUSE))
+def test_ranks_that_disagree_on_an_argument_raise_rank_failed_on_every_rank_naming_it(no_hang, case):
+    call, head, value, failing = MISUSE[case]
+    with pytest.raises(ed.RankFailed) as ei:
+        call()
+    assert head in str(ei.value) and value in str(ei.value), str(ei.value)
+    assert list(ei.value.failures) == (list(range(SIZE)) if failing is None else failing)
+    assert COMM.allreduce(1) == SIZE  # the job goes on: the next collective works on every rank
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: ed.gather(np.zeros(1), SIZE, root=SIZE + 2), f"root must be <= {SIZE - 1}, got {SIZE + 2}"),
+    (lambda: ed.SharedCounter(root=SIZE + 5), f"SharedCounter: root must be <= {SIZE - 1}, got {SIZE + 5}"),
+    (lambda: ed.Job(10**30), "n_samples must be <= 9223372036854775807"),
+    (lambda: ed.gather(np.array([None] * ed.split(SIZE, SIZE, RANK).count, object), SIZE),
+     "its share has dtype object, which holds Python objects"),
+], ids=["gather root", "counter root", "n_samples > int64", "object dtype"])
+def test_a_bad_argument_of_a_collective_raises_rank_failed_on_every_rank(no_hang, call, message):
+    with pytest.raises(ed.RankFailed) as ei:
+        call()
+    assert message in str(ei.value) and list(ei.value.failures) == list(range(SIZE)), str(ei.value)
+    assert COMM.allreduce(1) == SIZE
+
+
+def test_a_host_backend_ignores_the_device_choice_but_refuses_a_malformed_one_on_every_rank(no_hang):
+    assert ed.select_device("cpu", device=-1) == -1 and ed.Job(10, backend="cpu", device=-1).device == -1
+    with pytest.raises(ed.RankFailed) as ei:
+        ed.select_device("cpu", device="abc")
+    assert "device= must hold device ordinals, got 'abc'" in str(ei.value)
+    assert list(ei.value.failures) == list(range(SIZE))
+
+
+def test_a_comm_that_is_no_communicator_and_a_closed_counter_are_refused_naming_them():
+    with pytest.raises(eagle.EagleError, match="comm must be an mpi4py intracommunicator"):
+        ed.Job(4, comm=object())
+    c = ed.SharedCounter()
+    c.close()
+    with pytest.raises(eagle.HandleError, match="SharedCounter.take: the counter is closed"):
+        c.take()
+
+
+@pytest.mark.skipif(SIZE < 2, reason="shares of different dtypes need at least two ranks")
+def test_structured_shares_of_one_size_but_different_fields_are_refused(no_hang):
+    mine = np.dtype([("a", "<f8"), ("b", "<i8")] if RANK % 2 == 0 else [("a", "<i8"), ("b", "<f8")])
+    assert mine.itemsize == 16 and mine.str == "|V16"  # the same size and dtype.str on every rank
+    with pytest.raises(ed.RankFailed) as ei:
+        ed.gather(np.zeros(ed.split(2 * SIZE, SIZE, RANK).count, mine), 2 * SIZE, root=None)
+    assert "the ranks disagree on dtype" in str(ei.value)
+    assert "rank 1: dtype = [('a', '<i8'), ('b', '<f8')]" in str(ei.value)
+
+
+@pytest.mark.parametrize("change", ["dtype", "leading shape"])
+def test_collector_chunks_of_one_plane_that_change_dtype_or_shape_raise_on_every_rank(no_hang, change):
+    n = 4 * SIZE
+    job = ed.Job(n)
+    col = job.collector()
+    first, second = ed.Partition(job.base, 2, n), ed.Partition(job.base + 2, 2, n)
+    col.add(first, x=np.zeros((2, 2), np.float32))
+    late = (np.zeros((2, 2), np.float64) if change == "dtype" else np.zeros((3, 2), np.float32))
+    col.add(second, x=late if RANK == 0 else np.zeros((2, 2), np.float32))
+    with pytest.raises(ed.RankFailed) as ei:
+        col.gather()
+    expect = "different dtypes: float32, float64" if change == "dtype" else "different leading shapes: (2,), (3,)"
+    assert list(ei.value.failures) == [0] and f"the chunks of plane 'x' have {expect}" in str(ei.value)
+    assert COMM.allreduce(1) == SIZE
+
+
+def test_collector_add_refuses_a_chunk_outside_the_run_and_takes_a_plain_tuple():
+    col = ed.Collector(10)
+    with pytest.raises(eagle.EagleValueError, match=r"the chunk \(5, 10, 10\) .* is not inside this run's samples"):
+        col.add(ed.Partition(5, 10, 10), x=np.zeros(10))
+    with pytest.raises(eagle.EagleValueError, match="must hold the chunk's 5 samples"):
+        col.add((0, 5, 10), x=np.zeros(4))
+    col.add((0, 5, 10), x=np.zeros(5))
+    assert col.parts == [(0, 5)]
+
+
+def test_a_chunk_table_reaching_past_the_samples_is_refused_on_every_rank(no_hang):
+    with pytest.raises(ed.RankFailed) as ei:
+        list(ed.chunks(10, table=[(0, 100)]))
+    assert "table[0] = (0, 100) reaches past the 10 samples" in str(ei.value)
+    assert list(ei.value.failures) == list(range(SIZE))
+
+
+@pytest.mark.parametrize("stream", ["None", "0", "raw int", "foreign"])
+def test_job_run_on_the_default_stream_a_raw_stream_or_a_foreign_stream(kern, stream):
+    n = 1001
+    job = ed.Job(n, backend="cpu")
+    x, ids = np.zeros(job.count), np.zeros(job.count, np.int64)
+    s = job.backend.stream()
+    given = {"None": None, "0": 0, "raw int": s.handle, "foreign": type("Foreign", (), {"ptr": s.handle})()}[stream]
+    launched = job.run(given, kern.mix, [job.plane(x), job.plane(ids)])
+    s.host_func(lambda: None)  # a blocking stream's work waits for the default stream's
+    s.synchronize()
+    gx, gids = job.gather(x, root=None), job.gather(ids, root=None)
+    assert launched == (job.count > 0)
+    assert gx.tobytes() == one_process(kern, n)[0].tobytes() and np.array_equal(gids, np.arange(n))
+
+
+def test_save_writes_planes_of_any_name_and_leaves_no_temporary_file(shared_dir):
+    n = 2 * SIZE + 1
+    job = ed.Job(n)
+    theirs = os.path.join(shared_dir, "c.tmp.npz")
+    if RANK == 0:
+        with open(theirs, "w") as fh:
+            fh.write("the user's own file")
+    COMM.Barrier()
+    written = job.save(os.path.join(shared_dir, "c"), file=job.samples(), allow_pickle=-job.samples(),
+                       path=job.samples().astype(np.float32))
+    COMM.Barrier()
+    with np.load(os.path.join(shared_dir, "c.npz")) as f:
+        assert sorted(f.files) == ["allow_pickle", "file", "path"]
+        assert np.array_equal(f["file"], np.arange(n)) and np.array_equal(f["allow_pickle"], -np.arange(n))
+        assert f["path"].dtype == np.float32
+    assert (written is None) == (RANK != 0)
+    with open(theirs) as fh:
+        assert fh.read() == "the user's own file"
+    assert sorted(os.listdir(shared_dir)) == ["c.npz", "c.tmp.npz"]
+
+
+@pytest.mark.parametrize("case", ["root=None", "no folder", "a folder in the way", "empty path"])
+def test_save_that_cannot_write_raises_on_every_rank_and_leaves_nothing(no_hang, shared_dir, monkeypatch, case):
+    job = ed.Job(SIZE)
+    monkeypatch.chdir(shared_dir)
+    if case == "a folder in the way" and RANK == 0:
+        os.mkdir(os.path.join(shared_dir, "taken.npz"))
+    COMM.Barrier()
+    path, root, message = {
+        "root=None": ("a.npz", None, "root must be the rank that writes the file, not None"),
+        "no folder": (os.path.join(shared_dir, "no", "such", "b.npz"), 0, "b.npz' does not exist"),
+        "a folder in the way": (os.path.join(shared_dir, "taken.npz"), 0, "IsADirectoryError"),
+        "empty path": ("", 0, "path '' names no file"),
+    }[case]
+    with pytest.raises(ed.RankFailed) as ei:
+        job.save(path, root=root, x=np.zeros(job.count))
+    COMM.Barrier()
+    assert message in str(ei.value), str(ei.value)
+    assert sorted(os.listdir(shared_dir)) == (["taken.npz"] if case == "a folder in the way" else [])

@@ -25,5 +25,15 @@ def mpi():
 
 
 def world(comm=None):
-    """``comm``, or ``MPI.COMM_WORLD`` when None."""
-    return mpi().COMM_WORLD if comm is None else comm
+    """``comm``, or ``MPI.COMM_WORLD`` when None; anything but an mpi4py intracommunicator is
+    refused (EagleTypeError, raised where it is given: no collective can be run over it)."""
+    MPI = mpi()
+    if comm is None:
+        return MPI.COMM_WORLD
+    if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:  # Split(UNDEFINED) gives a null Intracomm
+        from ..errors import EagleTypeError
+        null = isinstance(comm, MPI.Comm) and comm == MPI.COMM_NULL
+        got = "MPI.COMM_NULL" if null else f"a value of type {type(comm).__name__}"
+        raise EagleTypeError(f"eagle.distributed: comm must be an mpi4py intracommunicator (MPI.COMM_WORLD, "
+                             f"comm.Split(...)), got {got}")
+    return comm

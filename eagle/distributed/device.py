@@ -17,6 +17,7 @@ import socket
 import warnings
 
 from .._device_kind import HOST_DEVICE_TYPES
+from .._validate import INT32_MAX, integer
 from ..errors import EagleError, EagleValueError
 
 ENV = "EAGLE_DEVICE"
@@ -60,27 +61,35 @@ def count_devices(backend, limit=256):
     return n
 
 
+def _parse_choices(value, what, minimum=0):
+    """The ordinals of a device choice: an int, or a comma list (a str or a sequence of ints)."""
+    if isinstance(value, str):
+        items = [p.strip() for p in value.split(",") if p.strip()]
+    elif hasattr(value, "__iter__") and getattr(value, "ndim", 1) >= 1:  # a list, a tuple, a numpy array
+        items = list(value)
+    else:
+        items = [value]
+    if not items:
+        raise EagleValueError(f"eagle.distributed: {what} is empty")
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            try:
+                item = int(item)
+            except ValueError:
+                raise EagleValueError(f"eagle.distributed: {what} must hold device ordinals, got {item!r}") from None
+        out.append(integer(item, f"eagle.distributed: {what} (a device ordinal)", minimum=minimum,
+                           maximum=INT32_MAX))
+    return out
+
+
 def _parse_choice(value, local_rank, what):
     """An ordinal from an int, or from a comma list (str or sequence) indexed by local rank."""
-    if isinstance(value, str):
-        parts = [p.strip() for p in value.split(",") if p.strip()]
-    elif isinstance(value, int):
-        parts = [value]
-    else:
-        parts = list(value)
-    if not parts:
-        raise EagleValueError(f"eagle.distributed: {what} is empty")
+    parts = _parse_choices(value, what)
     if len(parts) > 1 and local_rank >= len(parts):
         raise EagleValueError(f"eagle.distributed: {what} lists {len(parts)} devices, but this rank is "
                               f"node-local rank {local_rank}; list one device per rank on the node")
-    item = parts[0] if len(parts) == 1 else parts[local_rank]
-    try:
-        dev = int(item)
-    except (TypeError, ValueError):
-        raise EagleValueError(f"eagle.distributed: {what} must hold device ordinals, got {item!r}") from None
-    if dev < 0:
-        raise EagleValueError(f"eagle.distributed: {what} must be >= 0, got {dev}")
-    return dev
+    return parts[0] if len(parts) == 1 else parts[local_rank]
 
 
 def physical_id(kind, ordinal):
@@ -107,9 +116,11 @@ def select_device(backend, comm=None, *, device=None, allow_shared=False):
         Default ``MPI.COMM_WORLD``.
     device : int, str or sequence of int, optional
         Override: this rank's ordinal, or one ordinal per node-local rank. Default: ``$EAGLE_DEVICE``
-        if set, else the node-local rank (or 0 when each rank sees exactly one device).
+        if set, else the node-local rank (or 0 when each rank sees exactly one device). A host
+        backend ignores it, but a malformed one is refused there too.
     allow_shared : bool
-        Warn instead of refusing when two ranks of a node get one device.
+        Warn instead of refusing when two ranks of a node get one device. Must be the same on
+        every rank, as must the backend's kind.
 
     Returns
     -------
@@ -121,14 +132,26 @@ def select_device(backend, comm=None, *, device=None, allow_shared=False):
     SharedDeviceError
         On every rank, when two ranks of one node would share a device (or a node has more
         ranks than devices), unless ``allow_shared``.
+    RankFailed
+        On every rank, when a rank's backend or device choice is refused, or when the ranks
+        disagree on the backend's kind or on ``allow_shared``.
     """
     from ._mpi import world
     from .._backend import backend as _backend
     from .failure import check
     comm = world(comm)
-    # a Backend or a kind; any object with kind/device_types/provides/device_props also serves
-    b = backend if hasattr(backend, "device_props") and hasattr(backend, "kind") else _backend(backend)
-    if is_host_backend(b):
+    err, same, b = None, None, None
+    try:  # checked here, then agreed: a host backend returns on every rank, or on none
+        # a Backend or a kind; any object with kind/device_types/provides/device_props also serves
+        b = backend if hasattr(backend, "device_props") and hasattr(backend, "kind") else _backend(backend)
+        host_backend = is_host_backend(b)
+        if device is not None and host_backend:  # ignored, but well formed: -1 (a Job's device) too
+            _parse_choices(device, "device=", minimum=-1)
+        same = {"backend": b.kind, "allow_shared": bool(allow_shared)}
+    except Exception as e:  # noqa: BLE001 - reported on every rank by check()
+        err = e
+    check(comm, err, what="choosing a device", same=same)
+    if host_backend:
         return -1
     local = node_comm(comm)
     try:
@@ -153,7 +176,7 @@ def select_device(backend, comm=None, *, device=None, allow_shared=False):
             if seen is not None and dev >= seen:
                 raise EagleValueError(f"eagle.distributed: device {dev} does not exist for the {b.kind} "
                                       f"backend on this node ({seen} device(s) visible)")
-        except EagleError as e:
+        except Exception as e:  # noqa: BLE001 - reported on every rank by check()
             err = e
         check(comm, err, what="choosing a device")
         host = socket.gethostname()

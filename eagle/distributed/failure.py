@@ -5,7 +5,10 @@ Two tools, for the two kinds of failure:
 - :func:`agree` runs a piece of work on every rank and then checks, collectively, that it
   succeeded everywhere. If any rank failed, every rank raises :class:`RankFailed` naming the
   failing ranks and their messages, so all ranks leave the collective together and no rank is
-  left waiting in the next one. eagle.distributed's own collectives check their inputs this way.
+  left waiting in the next one. eagle.distributed's own collectives check their inputs this way:
+  each rank validates its arguments locally, then one :func:`check` reports any rank's error and
+  compares the arguments that must be the same on every rank (``n_samples``, ``root``, ...)
+  before the collective proper starts, so ranks that disagree raise instead of hanging.
 - :func:`fail_fast` is for everything else: an exception escaping its block on one rank is
   printed (``eagle.distributed: rank R of S failed: ...`` and the traceback) to that rank's
   stderr, and the rank calls ``MPI_Abort``, which ends every rank of the job; ``mpiexec`` then
@@ -52,23 +55,56 @@ def agree(comm, fn, *args, what="the work", **kw):
     return result
 
 
-def check(comm, error=None, *, what="the work"):
+def check(comm, error=None, *, what="the work", same=None):
     """Collective: raise :class:`RankFailed` on every rank if ``error`` (an exception, a message or
-    None for success) is set on any rank of ``comm``."""
+    None for success) is set on any rank of ``comm``, or else if the ranks disagree on ``same``.
+
+    ``same`` (a dict name -> value, or None) holds the arguments that must be the same on every
+    rank (compared by type and ``==``; plain values: ints, strings, tuples, numpy dtypes). A rank
+    with an error sends none. The message names each argument that differs and every rank's
+    value, as does the exception's ``failures`` (every rank: none is more at fault than another).
+    One ``allgather`` in all."""
     msg = None if error is None else (error if isinstance(error, str) else _describe(error))
-    msgs = comm.allgather(msg)
-    failures = {r: m for r, m in enumerate(msgs) if m is not None}
+    everyone = comm.allgather((msg, None if msg is not None else same))
+    size = comm.Get_size()
+    failures = {r: m for r, (m, _) in enumerate(everyone) if m is not None}
     if failures:
-        size = comm.Get_size()
-        same = {}
-        for r, m in failures.items():  # ranks failing with one message are named together
-            same.setdefault(m, []).append(r)
-        lines = "; ".join(f"rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))}: {m}"
-                          for m, rs in same.items())
-        exc = RankFailed(f"eagle.distributed: {what} failed on {len(failures)} of {size} rank(s): {lines}", failures)
+        exc = RankFailed(f"eagle.distributed: {what} failed on {len(failures)} of {size} rank(s): "
+                         f"{_by_message(failures)}", failures)
         if isinstance(error, BaseException):
             raise exc from error
         raise exc
+    values = [s or {} for _, s in everyone]
+    names = list(dict.fromkeys(k for v in values for k in v))
+    differ = [k for k in names if any(not _equal(v.get(k, _MISSING), values[0].get(k, _MISSING)) for v in values)]
+    if differ:
+        failures = {r: ", ".join(f"{k} = {_show(v.get(k, _MISSING))}" for k in differ) for r, v in enumerate(values)}
+        raise RankFailed(f"eagle.distributed: {what}: the ranks disagree on {', '.join(differ)}, which must be "
+                         f"the same on every rank: {_by_message(failures)}", failures)
+
+
+class _Missing:
+    def __repr__(self):
+        return "(not given)"
+
+
+_MISSING = _Missing()
+
+
+def _equal(a, b):
+    return type(a) is type(b) and bool(a == b)  # by type first: numpy's dtype('f8') == None is True
+
+
+def _show(v):
+    return str(v) if hasattr(v, "descr") else repr(v)  # a dtype as numpy names it: float64, [('a', '<f8')]
+
+
+def _by_message(failures):
+    """``rank 0: m0; ranks 1, 2: m1``: ranks with one message named together."""
+    same = {}
+    for r, m in failures.items():
+        same.setdefault(m, []).append(r)
+    return "; ".join(f"rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))}: {m}" for m, rs in same.items())
 
 
 _FORWARD_S = 0.5

@@ -27,6 +27,7 @@ import numpy as np
 from .._arrays import address_of
 from ..errors import EagleValueError
 from .failure import agree as _agree
+from .failure import check as _check
 from .failure import fail_fast as _fail_fast
 from .partition import Partition, split
 
@@ -76,12 +77,20 @@ class Job:
         from ._mpi import world
         self.comm = comm = world(comm)
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
-        self.part = split(n_samples, self.size, self.rank)
         self.backend, self.device = None, -1
-        if backend is not None:
-            from .._backend import backend as _backend
+        err, same = None, None
+        try:  # checked here, then agreed: every rank raises, or every rank goes on to select_device
+            self.part = split(n_samples, self.size, self.rank)
+            if backend is not None:
+                from .._backend import backend as _backend
+                self.backend = _backend(backend)
+            same = {"n_samples": self.part.n_samples, "backend": None if self.backend is None else self.backend.kind,
+                    "allow_shared_device": bool(allow_shared_device)}
+        except Exception as e:  # noqa: BLE001 - reported on every rank by check()
+            err = e
+        _check(comm, err, what="Job", same=same)
+        if self.backend is not None:
             from .device import select_device
-            self.backend = _agree(comm, _backend, backend, what="loading the backend")
             self.device = select_device(self.backend, comm, device=device, allow_shared=allow_shared_device)
 
     # -- the partition -------------------------------------------------------------------------
@@ -151,8 +160,8 @@ class Job:
             raise EagleValueError("eagle.distributed.Job.run: give an eagle Stream (it names its backend), or "
                                   "name backend= when creating the Job")
         from ..exec import run
-        return run(kernel, args, p.n_samples, base=p.base, count=p.count, n_samples=p.n_samples, block=block,
-                   stream=stream, backend=self.backend, device=self.device)
+        return run(self.backend, kernel, args, p.n_samples, base=p.base, count=p.count, n_samples=p.n_samples,
+                   block=block, stream=stream, device=self.device)
 
     # -- results ---------------------------------------------------------------------------------
     def gather(self, share, root=0):
@@ -161,8 +170,9 @@ class Job:
         from .gather import gather
         return gather(share, self.n_samples, self.comm, root=root, backend=self.backend)
 
-    def save(self, path, root=0, **shares):
-        """Gather ``name=share`` planes and write them to one ``.npz`` file from ``root``. Collective."""
+    def save(self, path, /, root=0, **shares):
+        """Gather ``name=share`` planes and write them to one ``.npz`` file from ``root`` (a rank,
+        not None); see :func:`eagle.distributed.save`. Collective."""
         from .gather import save
         return save(path, shares, self.n_samples, self.comm, root=root, backend=self.backend)
 

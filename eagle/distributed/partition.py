@@ -6,6 +6,7 @@ and ranks past ``n_samples`` hold none. The split depends on nothing but ``(n_sa
 every rank computes every other rank's share without communicating."""
 from typing import NamedTuple
 
+from .._validate import integer
 from ..errors import EagleTypeError, EagleValueError
 
 
@@ -27,21 +28,29 @@ class Partition(NamedTuple):
 
 
 def _check_n(n_samples):
-    if isinstance(n_samples, bool) or not hasattr(n_samples, "__index__"):
-        raise EagleTypeError(f"eagle.distributed: n_samples must be an integer, got {type(n_samples).__name__}")
-    n = int(n_samples)
-    if n < 0:
-        raise EagleValueError(f"eagle.distributed: n_samples must be >= 0, got {n}")
-    return n
+    """``n_samples`` as an int in [0, 2**63 - 1]: kernels receive it as an int64."""
+    return integer(n_samples, "eagle.distributed: n_samples", minimum=0)
+
+
+def check_part(part, n_samples, what):
+    """``part`` as a :class:`Partition` of samples inside ``[0, n_samples)`` of this run: a
+    Partition or a ``(base, count, n_samples)`` tuple of integers."""
+    if not isinstance(part, tuple) or len(part) != 3:
+        raise EagleTypeError(f"{what}: a chunk must be a Partition (base, count, n_samples), as chunks() yields, "
+                             f"got {type(part).__name__} {part!r:.60}")
+    base, count, n = (integer(v, f"{what}: the chunk's {k}", minimum=0) for k, v in zip(Partition._fields, part))
+    if n != n_samples or base + count > n_samples:
+        raise EagleValueError(f"{what}: the chunk {tuple(part)} (base, count, n_samples) is not inside this run's "
+                              f"samples [0, {n_samples})")
+    return Partition(base, count, n)
 
 
 def split(n_samples, size, rank):
     """The :class:`Partition` of ``rank`` among ``size`` ranks (pure arithmetic, no MPI)."""
     n = _check_n(n_samples)
-    size, rank = int(size), int(rank)
-    if size < 1:
-        raise EagleValueError(f"eagle.distributed: size must be >= 1, got {size}")
-    if not 0 <= rank < size:
+    size = integer(size, "eagle.distributed: size", minimum=1)
+    rank = integer(rank, "eagle.distributed: rank", minimum=0)
+    if rank >= size:
         raise EagleValueError(f"eagle.distributed: rank must be in [0, {size}), got {rank}")
     q, r = divmod(n, size)
     return Partition(rank * q + min(rank, r), q + (1 if rank < r else 0), n)
@@ -49,7 +58,8 @@ def split(n_samples, size, rank):
 
 def counts(n_samples, size):
     """Every rank's count, in rank order (the ``counts`` of a Gatherv)."""
-    return [split(n_samples, size, r).count for r in range(int(size))]
+    size = integer(size, "eagle.distributed: size", minimum=1)
+    return [split(n_samples, size, r).count for r in range(size)]
 
 
 def partition(n_samples, comm=None):
