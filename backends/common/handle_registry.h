@@ -79,6 +79,14 @@ public:
         for (const auto& [h, v] : live_) fn(h, v);
     }
 
+    // fork() support, for a backend's pthread_atfork handlers: a forked child has only the forking
+    // thread, so a lock another thread held at the fork would stay held there for ever (and the
+    // table could be half-updated). prepare_fork() takes the lock in the forking thread (no other
+    // thread is inside the registry while the process forks); after_fork() releases it, in the
+    // parent and in the child alike (the child's one thread is the one that took it).
+    void prepare_fork() const { mu_.lock(); }
+    void after_fork() const { mu_.unlock(); }
+
 private:
     // Only plain values are remembered: an owning pointer kept in a thread's memory would keep a
     // released object alive.

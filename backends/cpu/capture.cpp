@@ -43,7 +43,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_capturer_create(const eagle_back
         auto s = resolve_stream(d.stream, "desc->stream");
         if (s->role == Stream::Role::Body)
             fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->stream is a conditional body stream; it is captured already");
-        auto c = std::make_shared<Capturer>(std::move(s));
+        auto c = make_object<Capturer>(std::move(s));
         register_object(c);
         *out = reinterpret_cast<eagle_backend_capturer>(c.get());
     });
@@ -88,7 +88,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_capturer_end(eagle_backend_captu
             if (cap->broken) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the capture was broken: " + cap->why);
         }
         cap->graph->finalize();
-        auto captured = std::make_shared<Captured>(cap->graph);
+        auto captured = make_object<Captured>(cap->graph);
         register_object(captured);
         *out = reinterpret_cast<eagle_backend_captured>(captured.get());
     });

@@ -133,7 +133,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_conditional_create(const eagle_b
             fail(EAGLE_BACKEND_INVALID_ARGUMENT, "a WHILE needs desc->loop_cap >= 1");
         }
         auto origin = resolve_stream(d.origin, "desc->origin");
-        auto c = std::make_shared<Conditional>();
+        auto c = make_object<Conditional>();
         c->node = std::make_shared<ConditionalNode>(d);
         c->opened.assign(c->node->body_count(), false);
         std::lock_guard<std::recursive_mutex> lock(capture_mutex());

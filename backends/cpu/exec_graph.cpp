@@ -9,6 +9,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "at_fork.h"
 #include "command_context.h"
 #include "thread_pool.h"
 
@@ -26,6 +27,13 @@ NodeRegistry& node_registry() {
     return *r;
 }
 }  // namespace
+
+void node_registry_at_fork(ForkPhase phase) noexcept {
+    if (phase == ForkPhase::Prepare)
+        node_registry().mu.lock();
+    else
+        node_registry().mu.unlock();
+}
 
 Node::~Node() {
     if (published_) {

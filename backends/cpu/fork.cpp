@@ -63,7 +63,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fork_create(const eagle_backend_
         if (d.branch_count > 1024)
             fail(EAGLE_BACKEND_UNSUPPORTED, "desc->branch_count " + std::to_string(d.branch_count) +
                                                 " exceeds the cpu backend's limit of 1024");
-        auto f = std::make_shared<Fork>();
+        auto f = make_object<Fork>();
         f->origin = resolve_stream(d.origin, "desc->origin");
         try {
             for (uint64_t i = 0; i < d.branch_count; ++i)

@@ -37,7 +37,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_create(const eagle_backend
         require(out, "out");
         check_flags(d.flags, 0, "desc->flags");
         check_device(d.device, "desc->device");
-        auto g = std::make_shared<GraphObject>();
+        auto g = make_object<GraphObject>();
         register_object(g);
         *out = reinterpret_cast<eagle_backend_graph>(g.get());
     });
@@ -48,7 +48,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_graph_from_captured(eagle_backen
     return guarded("eagle_backend_graph_from_captured", [&] {
         require(out, "out");
         auto body = captured_graph(captured);
-        auto g = std::make_shared<GraphObject>();
+        auto g = make_object<GraphObject>();
         g->graph = body;
         g->last = static_cast<int64_t>(body->size()) - 1;
         register_object(g);

@@ -10,6 +10,7 @@ std::shared_ptr<Stream> dl_stream(int64_t code, const char* name) {
     if (!s)
         fail(EAGLE_BACKEND_INTEROP, std::string(name) + " " + std::to_string(code) +
                                         " is not a live cpu stream (raw stream value, 0 = default)");
+    usable_here(*s);
     return s;
 }
 }  // namespace

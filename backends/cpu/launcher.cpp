@@ -36,7 +36,7 @@ public:
 };
 
 std::shared_ptr<Object> make_launcher(const Graph& graph, std::shared_ptr<Stream> stream) {
-    auto l = std::make_shared<Launcher>();
+    auto l = make_object<Launcher>();
     auto g = std::make_shared<Graph>(graph.clone());
     g->finalize();
     g->collect(l->members);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "at_fork.h"
 #include "runtime.h"
 
 using namespace eagle;
@@ -29,6 +30,13 @@ HostAllocations& host_allocations() {
     return *h;
 }
 }  // namespace
+
+void host_allocations_at_fork(ForkPhase phase) noexcept {
+    if (phase == ForkPhase::Prepare)
+        host_allocations().mu.lock();
+    else
+        host_allocations().mu.unlock();
+}
 
 }  // namespace eagle::cpu
 

@@ -1,12 +1,19 @@
 // Handle registry, stream queues, capture recording and the fence-object pool.
 #include "runtime.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <atomic>
 #include <cstdio>
 #include <cxxabi.h>
+#include <new>
 #include <unordered_map>
+
+#include "at_fork.h"
+#include "module_common.h"  // allocations(), mem_alloc's registry
 
 namespace eagle::cpu {
 
@@ -47,14 +54,16 @@ std::shared_ptr<Object> find_object(const void* handle, Kind kind) noexcept {
 }
 
 std::shared_ptr<Object> take_object(const void* handle, Kind kind) noexcept {
-    return registry().take(handle, [kind](const std::shared_ptr<Object>& o) { return o->kind() == kind; });
+    auto obj = registry().take(handle, [kind](const std::shared_ptr<Object>& o) { return o->kind() == kind; });
+    if (obj && obj->made_before_fork()) return nullptr;  // released here: leaked (make_object's deleter)
+    return obj;
 }
 
 namespace {
 std::vector<std::shared_ptr<Stream>> blocking_user_streams() {
     std::vector<std::shared_ptr<Stream>> out;
     registry().for_each([&](const void*, const std::shared_ptr<Object>& obj) {
-        if (obj->kind() != Kind::Stream) return;
+        if (obj->kind() != Kind::Stream || obj->made_before_fork()) return;
         auto s = std::static_pointer_cast<Stream>(obj);
         if (s->role == Stream::Role::User && s->blocking) out.push_back(std::move(s));
     });
@@ -271,6 +280,7 @@ void Stream::drain_and_check() {
 }
 
 void Stream::shutdown() noexcept {
+    if (made_before_fork()) return;  // its worker is not in this process: nothing to wait for
     std::thread worker;
     bool waited = false;
     {
@@ -380,7 +390,7 @@ std::shared_ptr<Stream> existing_default() {
 }  // namespace
 
 std::shared_ptr<Stream> make_stream(Stream::Role role, bool blocking) {
-    auto s = std::make_shared<Stream>(role, blocking);
+    auto s = make_object<Stream>(role, blocking);
     register_object(s);
     return s;
 }
@@ -388,7 +398,7 @@ std::shared_ptr<Stream> make_stream(Stream::Role role, bool blocking) {
 void retire_stream(const std::shared_ptr<Stream>& s) noexcept {
     if (!s) return;
     unregister_object(s.get());
-    s->shutdown();
+    s->shutdown();  // returns at once for a stream made before a fork (it is leaked)
 }
 
 std::shared_ptr<Stream> default_stream() {
@@ -417,6 +427,7 @@ std::shared_ptr<Stream> resolve_stream(uint64_t raw, const char* name) {
         fail(EAGLE_BACKEND_INVALID_ARGUMENT,
              std::string(name) + " (" + buf + ") is not a live stream of the cpu backend");
     }
+    usable_here(*s);
     return s;
 }
 
@@ -488,5 +499,86 @@ void enqueue_wait(Stream& consumer, const std::shared_ptr<Stream>& producer) {
     f->seq = seq;
     consumer.enqueue_fence(producer, seq, [f] { f->producer->wait_for(f->seq); });
 }
+
+// ---------------------------------------------------------------- fork()
+
+std::atomic<uint64_t> g_fork_generation{0};
+
+namespace {
+std::atomic<int32_t> g_pid{0};
+}  // namespace
+
+int32_t process_id() noexcept { return g_pid.load(std::memory_order_relaxed); }
+
+void fail_made_before_fork(const Object& obj) {
+    const char* what = obj.kind() == Kind::Fork ? "fork object" : kind_name(obj.kind());
+    fail(EAGLE_BACKEND_UNAVAILABLE,
+         std::string("this ") + what + " was created before fork() in process " + std::to_string(obj.pid()) +
+             "; eagle objects do not survive fork: create new ones in the child (or use the "
+             "multiprocessing 'spawn' start method)");
+}
+
+namespace {
+
+// Every lock of the library that a forked child may need, taken outer first in the order the
+// library nests them (g_order_mu and g_default_mu before the registry; capture_mutex before the
+// stream, fence and node locks; the registries and the pools' locks are leaves), so the prepare
+// handler cannot deadlock with a thread that holds one and waits for another. Per-stream locks
+// are not taken: a child never touches a stream made before the fork.
+void prepare_fork() noexcept {
+    g_order_mu.lock();
+    g_default_mu.lock();
+    capture_mutex().lock();
+    wait_graph_mutex().lock();
+    fence_pool().mu.lock();
+    node_registry_at_fork(ForkPhase::Prepare);
+    host_allocations_at_fork(ForkPhase::Prepare);
+    thread_pool_at_fork(ForkPhase::Prepare);
+    registry().prepare_fork();
+    allocations().prepare_fork();
+}
+
+void after_fork_in_parent() noexcept {
+    allocations().after_fork();
+    registry().after_fork();
+    thread_pool_at_fork(ForkPhase::Parent);
+    host_allocations_at_fork(ForkPhase::Parent);
+    node_registry_at_fork(ForkPhase::Parent);
+    fence_pool().mu.unlock();
+    wait_graph_mutex().unlock();
+    capture_mutex().unlock();
+    g_default_mu.unlock();
+    g_order_mu.unlock();
+}
+
+void after_fork_in_child() noexcept {
+    // Runs right after fork(), in the child's only thread (the one that forked).
+    g_fork_generation.fetch_add(1, std::memory_order_relaxed);  // every object made so far is unusable
+    g_pid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
+    t_command = CommandContext{};  // fork() inside a command: the child's thread runs none of ours
+    g_default = nullptr;           // the parent's default stream is leaked; the child makes its own
+    allocations().after_fork();
+    registry().after_fork();
+    thread_pool_at_fork(ForkPhase::Child);
+    host_allocations_at_fork(ForkPhase::Child);
+    node_registry_at_fork(ForkPhase::Child);
+    fence_pool().mu.unlock();
+    wait_graph_mutex().unlock();
+    // A recursive mutex remembers its owner's thread id, which the child's thread no longer has
+    // (unlock would fail with EPERM and leave it locked): the child gets a fresh one.
+    new (&capture_mutex()) std::recursive_mutex();
+    g_default_mu.unlock();
+    g_order_mu.unlock();
+}
+
+struct AtForkRegistration {
+    AtForkRegistration() noexcept {
+        g_pid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
+        // glibc unregisters these when the library is unloaded (they are keyed by its __dso_handle)
+        pthread_atfork(prepare_fork, after_fork_in_parent, after_fork_in_child);
+    }
+} g_at_fork_registration;
+
+}  // namespace
 
 }  // namespace eagle::cpu

@@ -22,6 +22,25 @@
 
 namespace eagle::cpu {
 
+// ---------------------------------------------------------------- fork()
+
+// A child made by fork() has one thread, the one that forked: no stream's worker, no thread of the
+// compute pool or of the replay runner made before the fork exists there, and whatever the parent's
+// other threads had queued never runs. So eagle objects do not survive fork: every object carries
+// the fork generation of the process that made it (bumped in the child by a pthread_atfork handler
+// registered when the library loads), and in a child every use of an object made before the fork
+// fails with UNAVAILABLE naming the cause (fail_made_before_fork). Releasing one there never waits:
+// it is unregistered and leaked (the child's memory is its own), and no object made before a fork
+// is ever destroyed in the child (make_object's deleter), since its destructor would wait for
+// threads that are not there. The atfork handlers take every lock of the library around the fork,
+// so a child never finds one held by a thread it does not have; the child gets a fresh default
+// stream, compute pool and replay runner, made when first used. Objects made in the child work.
+extern std::atomic<uint64_t> g_fork_generation;  // constant-initialised (runtime.cpp)
+// The fork generation of this process: 0 in the process that loaded the library, +1 per fork().
+inline uint64_t fork_generation() noexcept { return g_fork_generation.load(std::memory_order_relaxed); }
+// This process's id, as of the last fork() (no system call).
+int32_t process_id() noexcept;
+
 // ---------------------------------------------------------------- handles
 
 enum class Kind { Stream, Capturer, Captured, Fork, Conditional, Graph, Launcher };
@@ -29,20 +48,44 @@ const char* kind_name(Kind k) noexcept;
 
 class Object {
 public:
-    explicit Object(Kind kind) : kind_(kind) {}
+    explicit Object(Kind kind) : kind_(kind), generation_(fork_generation()), pid_(process_id()) {}
     virtual ~Object() = default;
     Kind kind() const noexcept { return kind_; }
+    // True in a child forked after the object was made: the object is not usable here.
+    bool made_before_fork() const noexcept { return generation_ != fork_generation(); }
+    // The process the object was made in.
+    int32_t pid() const noexcept { return pid_; }
 
 private:
     Kind kind_;
+    uint64_t generation_;
+    int32_t pid_;
 };
+
+// Throws UNAVAILABLE: `obj` was made before fork() in another process (see above).
+[[noreturn]] void fail_made_before_fork(const Object& obj);
+// Throws that when `obj` was made before a fork; returns it otherwise.
+inline const Object& usable_here(const Object& obj) {
+    if (obj.made_before_fork()) fail_made_before_fork(obj);
+    return obj;
+}
+
+// Makes an object whose last owner, in a child forked after it was made, leaks it instead of
+// destroying it. Every Object is made by this.
+template <class T, class... Args>
+std::shared_ptr<T> make_object(Args&&... args) {
+    return std::shared_ptr<T>(new T(std::forward<Args>(args)...), [](T* p) {
+        if (!p->made_before_fork()) delete p;
+    });
+}
 
 // Live handles, keyed by address (eagle::HandleRegistry, shared with the GPU backends): use after
 // release or a foreign pointer is BAD_HANDLE, and no lookup reads the memory a handle points to.
 void register_object(std::shared_ptr<Object> obj);
 std::shared_ptr<Object> unregister_object(const void* handle) noexcept;
 std::shared_ptr<Object> find_object(const void* handle, Kind kind) noexcept;
-// Unregisters a live handle of `kind` and returns it; null (nothing removed) for any other.
+// Unregisters a live handle of `kind` and returns it; null (nothing removed) for any other, and
+// null (unregistered, leaked) for one made before a fork.
 std::shared_ptr<Object> take_object(const void* handle, Kind kind) noexcept;
 
 template <class T>
@@ -52,10 +95,12 @@ std::shared_ptr<T> lookup(const void* handle, const char* name) {
     if (!obj)
         fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is not a live " + kind_name(T::kKind) +
                                            " handle of the cpu backend (released, consumed or foreign)");
+    usable_here(*obj);
     return std::static_pointer_cast<T>(obj);
 }
 
-// Unregisters a live handle of T's kind and returns it (null for NULL, foreign or released ones).
+// Unregisters a live handle of T's kind and returns it (null for NULL, foreign or released ones,
+// and for one made before a fork, which is unregistered and leaked: see "fork()" above).
 template <class T>
 std::shared_ptr<T> take(const void* handle) noexcept {
     if (!handle) return nullptr;
@@ -165,13 +210,14 @@ private:
 
 // The backend's default stream (raw value 0), created on first use.
 std::shared_ptr<Stream> default_stream();
-// Raw stream value -> live stream (0: the default stream). INVALID_ARGUMENT naming `name` otherwise.
+// Raw stream value -> live stream (0: the default stream). INVALID_ARGUMENT naming `name` otherwise;
+// UNAVAILABLE for a stream made before a fork.
 std::shared_ptr<Stream> resolve_stream(uint64_t raw, const char* name);
-// Same, or null when `raw` is not a live stream.
+// Same, or null when `raw` is not a live stream (a stream made before a fork is returned: check it).
 std::shared_ptr<Stream> find_stream(uint64_t raw) noexcept;
 // Creates a registered stream (the caller owns the registration).
 std::shared_ptr<Stream> make_stream(Stream::Role role, bool blocking);
-// Unregisters and shuts a stream down.
+// Unregisters and shuts a stream down (one made before a fork is only unregistered: it is leaked).
 void retire_stream(const std::shared_ptr<Stream>& s) noexcept;
 
 // True (and the capture target) when `s` is recording. Throws INVALID_ARGUMENT when the stream

@@ -44,6 +44,10 @@ EAGLE_EXPORT void eagle_backend_stream_release(eagle_backend_stream stream) {
         if (!stream) return;
         auto s = std::static_pointer_cast<Stream>(find_object(stream, Kind::Stream));
         if (!s || s->role != Stream::Role::User) return;  // foreign, released, or not caller-owned
+        if (s->made_before_fork()) {  // its worker is not in this process: leaked, never waited for
+            unregister_object(s.get());
+            return;
+        }
         {
             std::lock_guard<std::recursive_mutex> lock(capture_mutex());
             if (s->capture && !s->capture->ended) {

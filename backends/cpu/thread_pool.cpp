@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include "at_fork.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -77,10 +79,48 @@ int configured_threads() noexcept {
     return n;
 }
 
+namespace {
+// The pool and the runner of this process, made when first used and leaked on purpose (their
+// threads outlive static destruction at exit). A forked child forgets its parent's: their threads
+// are not in the child, and its first use makes new ones (thread_pool_at_fork).
+std::atomic<ThreadPool*> g_pool{nullptr};
+std::atomic<TaskRunner*> g_runner{nullptr};
+std::mutex g_make_mu;  // guards making either
+
+template <class T, class Make>
+T& made_once(std::atomic<T*>& slot, Make make) {
+    if (T* p = slot.load(std::memory_order_acquire)) return *p;
+    std::lock_guard<std::mutex> lock(g_make_mu);
+    T* p = slot.load(std::memory_order_relaxed);
+    if (!p) {
+        p = make();
+        slot.store(p, std::memory_order_release);
+    }
+    return *p;
+}
+}  // namespace
+
+void thread_pool_at_fork(ForkPhase phase) noexcept {
+    switch (phase) {
+        case ForkPhase::Prepare:
+            g_make_mu.lock();
+            break;
+        case ForkPhase::Parent:
+            g_make_mu.unlock();
+            break;
+        case ForkPhase::Child:
+            // The parent's pool and runner are leaked: their threads (and any lock one of them
+            // held) are not in the child, and an idle count that counts them would hand work to
+            // nobody.
+            g_pool.store(nullptr, std::memory_order_relaxed);
+            g_runner.store(nullptr, std::memory_order_relaxed);
+            g_make_mu.unlock();
+            break;
+    }
+}
+
 ThreadPool& ThreadPool::instance() {
-    // Leaked on purpose: workers outlive static destruction at exit.
-    static ThreadPool* pool = new ThreadPool();
-    return *pool;
+    return made_once(g_pool, [] { return new ThreadPool(); });
 }
 
 ThreadPool::ThreadPool() {
@@ -150,8 +190,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t)>& fn)
 }
 
 TaskRunner& TaskRunner::instance() {
-    static TaskRunner* runner = new TaskRunner();
-    return *runner;
+    return made_once(g_runner, [] { return new TaskRunner(); });
 }
 
 void TaskRunner::submit(std::function<void()> task) {

@@ -23,6 +23,8 @@ int configured_threads() noexcept;
 // launch computes on configured_threads() threads.
 class ThreadPool {
 public:
+    // The process's pool, made when first used (in a forked child: made anew there, since none of
+    // the parent pool's threads is in the child; see thread_pool_at_fork).
     static ThreadPool& instance();
     // Workers plus the calling thread.
     int threads() const noexcept { return static_cast<int>(workers_.size()) + 1; }
@@ -51,6 +53,7 @@ private:
 // (tasks may block on each other, as concurrent branches of a replay do). Threads are reused.
 class TaskRunner {
 public:
+    // The process's runner, made when first used (in a forked child: made anew there).
     static TaskRunner& instance();
     void submit(std::function<void()> task);
 
