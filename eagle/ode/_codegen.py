@@ -2,8 +2,8 @@
 event functions) as C, a method's tableau (eagle/ode/_methods.py) and the solve's options. The
 result is one C source for every kind (it includes <eagle/kernel.h>) with two kernels:
 
-  ode_init(W, I, M, A, TE, YS, EVT, EVY)   every sample: f(t0, y0), the first step, outputs at t0
-  ode_step(W, I, M, A, TE, YS, EVT, EVY)   up to ODE_STEPS_PER_CALL steps of sample i; launched as
+  ode_init(W, I, M, A, TE, YS, EVT, EVY, DONE, Y0, t0, t1, per_sample)  every sample: f(t0, y0), the first step, outputs at t0
+  ode_step(W, I, M, A, TE, YS, EVT, EVY, DONE)  up to ODE_STEPS_PER_CALL steps of sample i; launched as
                                            ode_step_drain by ActiveSet.drain until M[i] != 0
 
 The planes (component-major, n = the run's samples, sample i at column i):
@@ -15,6 +15,7 @@ The planes (component-major, n = the run's samples, sample i at column i):
   A  (ODE_NA, n) reals: the per-sample arguments
   TE (ODE_NT,) reals: t_eval;  YS (n, D, ODE_NT) reals: the states there
   EVT (ODE_NE, n), EVY (ODE_NE, D, n) reals: each event's first crossing
+  DONE (1,) uint32: samples ended so far (progress; zeroed by ode_init)
 
 Step-size control, the initial step and the error norm are scipy.integrate's (RungeKutta):
 the RMS norm of err / (atol + rtol max(|y|, |y_new|)), safety 0.9, factors in [0.2, 10], the
@@ -458,7 +459,7 @@ class _Gen:
         o, m, L = self.o, self.m, self.L
         ne = len(o.events)
         sig = ("(ode_real*, W), (int32_t*, I), (uint8_t*, M), (const ode_real*, A), (const ode_real*, TE), "
-               "(ode_real*, YS), (ode_real*, EVT), (ode_real*, EVY)")
+               "(ode_real*, YS), (ode_real*, EVT), (ode_real*, EVY), (uint32_t*, DONE)")
         ev_consts = ""
         if ne:
             ev_consts = ("    const int ode_terminal[ODE_NE] = {" + ", ".join(str(int(t)) for t, _ in o.events) + "};\n"
@@ -545,6 +546,7 @@ class _Gen:
                  "    I[(int64_t)I_NREJ * n + i] = 0;",
                  "    I[(int64_t)I_FLAGS * n + i] = 0;",
                  "    M[i] = status != ODE_RUNNING;",
+                 "    if (i == 0) *DONE = 0u;",
                  "}"]
         step = [f"/* Up to ODE_STEPS_PER_CALL steps of sample i; M[i] = 1 once it has ended (see I_STATUS). */",
                 f"EAGLE_KERNEL(ode_step, {sig})", "{", load, ev_consts,
@@ -589,7 +591,9 @@ class _Gen:
                      "        W[(int64_t)(W_G + e) * n + i] = gold[e];",
                      "        I[(int64_t)(I_NEV + e) * n + i] = nev[e];",
                      "    }"]
-        step += ["    M[i] = status != ODE_RUNNING;", "}"]
+        step += ["    M[i] = status != ODE_RUNNING;",
+                 "    if (status != ODE_RUNNING) ode_count_done(DONE);",
+                 "}"]
         return "\n".join(init) + "\n\n" + "\n".join(step)
 
 
@@ -597,6 +601,15 @@ class _Gen:
 # step-size exponents round the same everywhere; relative error below 1e-15 (tests/test_ode_*).
 RUNTIME = r"""/* x - x is 0 exactly when x is finite (inf - inf and nan - nan are nan). */
 EAGLE_FN int ode_finite(const ode_real x) { return x - x == 0; }
+/* One more sample has ended (the progress word; relaxed: it is only ever displayed). */
+EAGLE_FN void ode_count_done(uint32_t* c)
+{
+#if EAGLE_KIND_GPU
+    atomicAdd(c, 1u);
+#else
+    __atomic_fetch_add(c, 1u, __ATOMIC_RELAXED);
+#endif
+}
 EAGLE_FN double ode_log(double x)
 {
     int e;

@@ -15,7 +15,7 @@ import numpy as np
 
 import eagle
 from ..errors import EagleMemoryError, EagleTypeError, EagleValueError
-from . import _codegen, _rhs
+from . import _codegen, _progress, _rhs
 from ._methods import method as _method
 from ._solution import OdeSolution
 
@@ -179,6 +179,13 @@ class Solver:
 
     # -- code -------------------------------------------------------------------------------------
     def _default_steps_per_call(self, backend):
+        """Steps a sample takes per call of the drained body. Fixed steps: all of them (every
+        sample takes the same number). Adaptive: on a GPU few, since a lane whose sample ends
+        mid-call idles until its warp's call ends, while each call reads and writes the sample's
+        state once; on the cpu kind (lanes one at a time) many."""
+        if not self.adaptive:
+            steps = math.ceil((float(np.max(self.t1)) - self.t0) / self.dt) + 1
+            return int(max(1, min(steps, self.max_steps, 1 << 20)))
         if backend is None:
             return 16
         props = backend.device_props(0)
@@ -294,6 +301,7 @@ class Solver:
             YS = b.empty((n, d, nt), dt) if nt else b.zeros(n, dt)
             EVT = b.empty((ne, n), dt) if ne else b.zeros(n, dt)
             EVY = b.empty((ne, d, n), dt) if ne else b.zeros(n, dt)
+            DONE = b.zeros(max(n, 1), "uint32")
         except EagleMemoryError as e:
             need = (nw + max(self.n_args, 1) + d + n * 0) * n * dt.itemsize + n * d * nt * dt.itemsize
             raise EagleMemoryError(f"eagle.ode: a solve of N = {n} samples needs about {need / 2**30:.2f} GiB on "
@@ -303,17 +311,17 @@ class Solver:
         stream = b.stream()
         aset = eagle.ActiveSet(M, backend=b, stream=stream)
         rounds = -(-self.max_steps // spc) + 2
-        planes = [W, I, M, A, TE, YS, EVT, EVY]
+        planes = [W, I, M, A, TE, YS, EVT, EVY, DONE]
         params = {"t1": None}
 
         def init(s):
-            s.run(mod.ode_init, [W, I, M, A, TE, YS, EVT, EVY, Y0, float(self.t0), params["t1v"],
+            s.run(mod.ode_init, [*planes, Y0, float(self.t0), params["t1v"],
                                  params["per_sample"]], n)
 
         def drain(s):
             aset.drain(s, mod.ode_step_drain, planes, rounds)
 
-        run = {"W": W, "I": I, "M": M, "A": A, "Y0": Y0, "TE": TE, "YS": YS, "EVT": EVT, "EVY": EVY,
+        run = {"W": W, "I": I, "M": M, "A": A, "Y0": Y0, "DONE": DONE, "TE": TE, "YS": YS, "EVT": EVT, "EVY": EVY,
                "stream": stream, "aset": aset, "params": params, "init": init, "drain": drain, "graph": None,
                "rows": (w, irow, nw, ni)}
         self._runs[key] = run
@@ -336,6 +344,7 @@ class Solver:
         backend allows)."""
         with self._lock:
             b = self._backend(y0)
+            self._last_backend = b
             n, y0, args = self._samples(y0, args)
             run = self._run(b, n)
             self._last_n = n
@@ -376,7 +385,8 @@ class Solver:
                                run["EVT"] if self.events else None, run["EVY"] if self.events else None)
 
     def _wait(self, g, run, n, progress):
-        g.synchronize()
+        with _progress.Progress(self._last_backend, run["DONE"], n, enabled=progress is not False):
+            g.synchronize()
 
     @property
     def n(self):
