@@ -119,6 +119,22 @@ def numpy_style(t, y, a):
     return np.concatenate(terms)
 
 
+def sequence_style(t, y, a):
+    """y as a sequence: unpacking, len, iteration, slices, negative indices, an object array filled
+    in place, numpy's functions on scalars and on plain object arrays, a numpy float64 constant."""
+    head, *tail = y
+    total = sum(y) + len(y) * 0.5
+    out = np.zeros_like(y)
+    for k, v in enumerate(y):
+        out[k] = v * (k + 1) + y[-1 - k]
+    rest = y[1:] * 2.0 - np.float64(0.25) * y[:-1]
+    plain = np.array([y[0], y[1]])
+    funcs = np.sin(plain) + np.exp(plain) + np.sqrt(plain)  # numpy's object loops: Expr's methods
+    picked = np.where(y[0] > 1.0, y[1], t) + np.clip(y[2], 0.5, 1.5) + em.where([y[0] > 1.0, True], 1.0, a)[0]
+    both = np.concatenate([rest, np.stack([head, tail[1]])])
+    return [out[0] + head, out[1] + total, out[2] + rest[0], funcs[0] + picked, funcs[1] + both[3], both[1]]
+
+
 # Every function of eagle.ode.math, each in its own output so that one libm ulp stays one ulp;
 # u, v in (0.1, 0.9), w in (-2, 2) (inputs of test_every_math_function).
 MATH_CASES = [
@@ -210,6 +226,12 @@ def test_integer_powers_are_multiplications(dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_numpy_ufuncs_on_the_state_vector_match_numpy(dtype):
     check(numpy_style, 3, 1, dtype, exact=False, n_out=51, lo=0.1, hi=2.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_state_as_a_sequence_and_numpy_functions_on_scalars_match_numpy(dtype):
+    tf, _, _ = check(sequence_style, 3, 1, dtype, exact=False, n_out=6, lo=0.1, hi=2.0)
+    assert tf.uses_t and tf.used_args == (0,)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -104,9 +104,9 @@ class _Graph:
         return TraceError(msg, filename, lineno, text)
 
     def node(self, op, args=(), payload=None, kind="num", value=None):
-        if op in _COMMUTATIVE:
-            args = tuple(sorted(args, key=lambda e: e.id))
-        if op in _FOLD and args and all(a.op == "const" for a in args):
+        if op in _COMMUTATIVE and args[0].id > args[1].id:
+            args = (args[1], args[0])
+        if op in _FOLD and args and not any(a.op != "const" for a in args):
             return self._fold(op, args)
         key = (op, tuple(a.id for a in args), payload)
         hit = self._memo.get(key)
@@ -134,10 +134,14 @@ class _Graph:
         if isinstance(v, (complex, np.complexfloating)):
             raise self.refuse(f"a complex number ({v!r}) met a traced value", "only real arithmetic is traced")
         try:
-            with np.errstate(over="ignore"):
-                x = float(self.np_dtype(float(v)))
+            x = float(v)
         except OverflowError:
             raise self.refuse(f"the constant {v!r} does not fit a float", "use a smaller constant") from None
+        if self.np_dtype is np.float32:  # rounded to nearest as np.float32(x) does; too large: inf
+            try:
+                x = struct.unpack("<f", struct.pack("<f", x))[0]
+            except OverflowError:
+                x = math.copysign(math.inf, x)
         return self.node("const", payload=("f", struct.pack("<d", x)), value=x)
 
     def lift(self, v):
@@ -406,7 +410,7 @@ class SymArray(np.ndarray):
         if isinstance(key, Expr):
             key.__index__()  # refuses: an index must be a Python number
         if isinstance(key, (int, np.integer)) and self.ndim == 1 and not -len(self) <= key < len(self):
-            g = _graph_of(self.flat) or getattr(self, "_graph", None)
+            g = _graph_of(self.flat)
             what = f"y (n_state = {len(self)})" if getattr(self, "_is_state", False) else f"a vector of length {len(self)}"
             err = f"index {int(key)} is out of range for {what}"
             if g is None:
@@ -492,53 +496,32 @@ def _array_function(func, args, kwargs):
     return NotImplemented if impl is None else impl(*args, **kwargs)
 
 
-def _unary(fn):
-    return lambda x: call(fn, x)
-
-
-def _binary_call(fn):
-    return lambda a, b: call(fn, a, b)
-
-
-_UFUNCS = {
-    np.add: lambda a, b: arith("add", a, b), np.subtract: lambda a, b: arith("sub", a, b),
-    np.multiply: lambda a, b: arith("mul", a, b), np.true_divide: lambda a, b: arith("div", a, b),
-    np.floor_divide: floor_divide, np.remainder: remainder, np.fmod: _binary_call("fmod"),
-    np.power: power, np.float_power: _binary_call("pow"),
-    np.negative: operator.neg, np.positive: operator.pos, np.absolute: _unary("fabs"), np.fabs: _unary("fabs"),
-    np.square: lambda x: arith("mul", x, x), np.reciprocal: lambda x: arith("div", 1.0, x),
-    np.sqrt: _unary("sqrt"), np.cbrt: _unary("cbrt"),
-    np.exp: _unary("exp"), np.exp2: _unary("exp2"), np.expm1: _unary("expm1"),
-    np.log: _unary("log"), np.log2: _unary("log2"), np.log10: _unary("log10"), np.log1p: _unary("log1p"),
-    np.sin: _unary("sin"), np.cos: _unary("cos"), np.tan: _unary("tan"),
-    np.arcsin: _unary("asin"), np.arccos: _unary("acos"), np.arctan: _unary("atan"),
-    np.sinh: _unary("sinh"), np.cosh: _unary("cosh"), np.tanh: _unary("tanh"),
-    np.arcsinh: _unary("asinh"), np.arccosh: _unary("acosh"), np.arctanh: _unary("atanh"),
-    np.arctan2: _binary_call("atan2"), np.hypot: _binary_call("hypot"), np.copysign: _binary_call("copysign"),
-    np.floor: _unary("floor"), np.ceil: _unary("ceil"), np.trunc: _unary("trunc"), np.rint: _unary("rint"),
-    np.fmin: _binary_call("fmin"), np.fmax: _binary_call("fmax"), np.maximum: maximum, np.minimum: minimum,
-    np.sign: sign, CLIP: clip,
-    np.deg2rad: lambda x: arith("mul", x, math.pi / 180.0), np.rad2deg: lambda x: arith("mul", x, 180.0 / math.pi),
-    np.greater: lambda a, b: compare("gt", a, b), np.greater_equal: lambda a, b: compare("ge", a, b),
-    np.less: lambda a, b: compare("lt", a, b), np.less_equal: lambda a, b: compare("le", a, b),
-    np.equal: lambda a, b: compare("eq", a, b), np.not_equal: lambda a, b: compare("ne", a, b),
-    np.logical_and: lambda a, b: logical("and", _cond_of(a), _cond_of(b)),
-    np.logical_or: lambda a, b: logical("or", _cond_of(a), _cond_of(b)),
-    np.logical_xor: lambda a, b: logical("xor", _cond_of(a), _cond_of(b)),
-    np.logical_not: lambda x: logical("not", _cond_of(x)),
-    np.bitwise_and: lambda a, b: logical("and", a, b), np.bitwise_or: lambda a, b: logical("or", a, b),
-    np.bitwise_xor: lambda a, b: logical("xor", a, b), np.invert: lambda x: logical("not", x),
-    np.isnan: lambda x: _pred("isnan", x), np.isinf: lambda x: _pred("isinf", x),
-    np.isfinite: lambda x: _pred("isfinite", x), np.signbit: lambda x: _pred("signbit", x),
-}
+# numpy ufunc -> its node builder. The C math functions first: numpy's name, then C's where it differs.
+_C_FUNCTIONS = {**{n: n for n in "sqrt cbrt exp exp2 expm1 log log2 log10 log1p sin cos tan sinh cosh tanh "
+                   "floor ceil trunc rint fabs fmod hypot copysign fmin fmax".split()},
+                "absolute": "fabs", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+                "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2", "float_power": "pow"}
+_UFUNCS = {getattr(np, n): (lambda fn: lambda *v: call(fn, *v))(c) for n, c in _C_FUNCTIONS.items()}
+_UFUNCS.update({getattr(np, n): (lambda op: lambda a, b: arith(op, a, b))(op) for n, op in
+                [("add", "add"), ("subtract", "sub"), ("multiply", "mul"), ("true_divide", "div")]})
+_UFUNCS.update({getattr(np, n): (lambda op: lambda a, b: compare(op, a, b))(op) for n, op in
+                [("greater", "gt"), ("greater_equal", "ge"), ("less", "lt"), ("less_equal", "le"),
+                 ("equal", "eq"), ("not_equal", "ne")]})
+_UFUNCS.update({getattr(np, n): (lambda op: lambda *v: logical(op, *v))(op) for n, op in
+                [("bitwise_and", "and"), ("bitwise_or", "or"), ("bitwise_xor", "xor"), ("invert", "not")]})
+_UFUNCS.update({getattr(np, n): (lambda op: lambda *v: logical(op, *map(_cond_of, v)))(op) for n, op in
+                [("logical_and", "and"), ("logical_or", "or"), ("logical_xor", "xor"), ("logical_not", "not")]})
+_UFUNCS.update({getattr(np, n): (lambda fn: lambda x: x.g.node(fn, (_num(x),), kind="bool"))(n)
+                for n in ("isnan", "isinf", "isfinite", "signbit")})
+_UFUNCS.update({
+    np.floor_divide: floor_divide, np.remainder: remainder, np.power: power, np.negative: operator.neg,
+    np.positive: operator.pos, np.square: lambda x: arith("mul", x, x), np.reciprocal: lambda x: arith("div", 1.0, x),
+    np.maximum: maximum, np.minimum: minimum, np.sign: sign, CLIP: clip,
+    np.deg2rad: lambda x: arith("mul", x, math.pi / 180.0), np.rad2deg: lambda x: arith("mul", x, 180.0 / math.pi)})
 
 
 def _cond_of(v):
     return _cond(v) if isinstance(v, Expr) else bool(v)
-
-
-def _pred(fn, x):
-    return x.g.node(fn, (_num(x),), kind="bool")
 
 
 # numpy's loops over plain object arrays (np.asarray(y), np.array([...])) call a method named as
