@@ -71,17 +71,17 @@ class Solver:
 
     Attributes: ``source`` (the generated C), ``method``, ``t_eval``, ``events``."""
 
-    def __init__(self, fun, *, t_span, n_state, n_args=0, method="Tsit5", t_eval=None, events=None, rtol=1e-6,
+    def __init__(self, fun, *, t_span, n_state=None, n_args=None, method="Tsit5", t_eval=None, events=None, rtol=1e-6,
                  atol=1e-8, dt=None, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf,
                  dtype="float64", backend=None, exact=False, fast_math=False, controller="PI",
                  steps_per_call=None, progress=None):
         self.method = _method(method)
         m = self.method
-        if isinstance(n_state, bool) or not isinstance(n_state, numbers.Integral) or n_state < 1:
-            raise EagleValueError(f"eagle.ode: the state must have at least one component, got n_state={n_state!r}")
-        if isinstance(n_args, bool) or not isinstance(n_args, numbers.Integral) or not 0 <= n_args <= 64:
-            raise EagleValueError(f"eagle.ode: n_args must be an int in 0..64, got {n_args!r}")
-        self.n_state, self.n_args = int(n_state), int(n_args)
+        self._fun = fun
+        if not (callable(fun) or isinstance(fun, _rhs.C)):
+            raise EagleTypeError(f"eagle.ode: fun must be a callable f(t, y, *args) or eagle.ode.C(...), got a "
+                                 f"{type(fun).__name__}")
+        self.n_state = self.n_args = None
         self.dtype = _real_of(dtype)
         self.real = _DTYPES[self.dtype.name]
         if adaptive is None:
@@ -127,13 +127,30 @@ class Solver:
         self.steps_per_call = steps_per_call
         self.progress = progress
         self._backend_arg = backend
-        self._rhs = _rhs.build(fun, "ode_user_f", self.n_state, self.n_args, self.real, n_out=self.n_state,
-                               what="fun")
-        self._ev_rhs = [_rhs.build(g, f"ode_g{k}", self.n_state, self.n_args, self.real, n_out=1,
-                                   what=f"events[{k}]") for k, (g, _, _) in enumerate(self.events)]
         self._compiled = {}   # backend path -> (module, steps per call)
         self._runs = {}       # (backend path, n) -> the planes and graph of n samples
         self._lock = threading.Lock()
+        self._shape(n_state, n_args)
+
+    def _shape(self, n_state, n_args):
+        """Fix the state's components and the arguments' count, and trace the functions (once:
+        at construction when both are given, else at the first solve, from y0 and args)."""
+        if n_state is None or n_args is None:
+            return
+        if isinstance(n_state, bool) or not isinstance(n_state, numbers.Integral) or n_state < 1:
+            raise EagleValueError(f"eagle.ode: the state must have at least one component, got n_state={n_state!r}")
+        if isinstance(n_args, bool) or not isinstance(n_args, numbers.Integral) or not 0 <= n_args <= 64:
+            raise EagleValueError(f"eagle.ode: n_args must be an int in 0..64, got {n_args!r}")
+        if self.n_state is not None:
+            if (self.n_state, self.n_args) != (n_state, n_args):
+                raise EagleValueError(f"eagle.ode: this Solver was built for {self.n_state} component(s) and "
+                                      f"{self.n_args} argument(s); got y0 of {n_state} and {n_args} argument(s)")
+            return
+        self.n_state, self.n_args = int(n_state), int(n_args)
+        self._rhs = _rhs.build(self._fun, "ode_user_f", self.n_state, self.n_args, self.real, n_out=self.n_state,
+                               what="fun")
+        self._ev_rhs = [_rhs.build(g, f"ode_g{k}", self.n_state, self.n_args, self.real, n_out=1,
+                                   what=f"events[{k}]") for k, (g, _, _) in enumerate(self.events)]
         self.source = self._source(self._default_steps_per_call(None))
 
     # -- inputs -----------------------------------------------------------------------------------
@@ -216,7 +233,10 @@ class Solver:
         return eagle.backend(b) if isinstance(b, str) else b
 
     def compile(self, backend=None):
-        """Compile for ``backend`` (a kind or eagle.Backend; default: cpu) now; returns the module."""
+        """Compile for ``backend`` (a kind or eagle.Backend; default: cpu) now; returns the module.
+        Needs n_state and n_args (given to the constructor, or known from a solve)."""
+        if self.n_state is None or self.n_args is None:
+            raise EagleValueError("eagle.ode.Solver.compile: pass n_state= and n_args= to the Solver (or solve once)")
         b = eagle.backend(backend or "cpu") if not hasattr(backend, "compile") else backend
         return self._module(b)[0]
 
@@ -246,6 +266,10 @@ class Solver:
         if np.dtype(y0.dtype).kind not in "fiu" or np.dtype(y0.dtype).kind == "c":
             raise EagleTypeError(f"eagle.ode: y0 must hold real numbers, got dtype {y0.dtype}")
         shape = tuple(y0.shape)
+        if not isinstance(args, (tuple, list)):
+            args = (args,)
+        if len(shape) in (1, 2) and shape[-1] >= 1:
+            self._shape(self.n_state or shape[-1], len(args) if self.n_args is None else self.n_args)
         d = self.n_state
         if len(shape) not in (1, 2) or shape[-1] != d:
             raise EagleValueError(f"eagle.ode: y0 must have shape (N, {d}) or ({d},) for this {d}-component state, "
