@@ -243,7 +243,7 @@ def test_every_math_function_matches_numpy(dtype):
     if dtype == "float32":  # float functions, so the cpu does not compute in double
         for fn in ("sinf(", "expf(", "sqrtf(", "fabsf(", "fminf(", "erff(", "fmaf(", "powf(", "atan2f("):
             assert fn in src, fn
-        assert " sin(" not in src and "exp(" not in src.replace("expf(", "").replace("expm1f(", "").replace("exp2f(", "")
+        assert " sin(" not in src and " exp(" not in src and " sqrt(" not in src
     else:
         assert "sin(" in src and "sinf(" not in src
 
@@ -450,7 +450,7 @@ def test_index_out_of_range_names_the_index_and_n_state():
 def test_unknown_ufunc_is_refused_by_name():
     def f(t, y):
         return [np.logaddexp(y[0], y[1]), y[1]]  # here
-    _refused(f, "# here", "numpy.logaddexp is not supported", "the supported ufuncs are")
+    _refused(f, "# here", "numpy.logaddexp is not supported", "The supported ufuncs are")
 
 
 def test_bitwise_operators_on_numbers_are_refused():
