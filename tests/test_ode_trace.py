@@ -248,18 +248,25 @@ def test_every_math_function_matches_numpy(dtype):
         assert "sin(" in src and "sinf(" not in src
 
 
+def nan_aware(t, y):
+    x, v = y
+    return [np.maximum(x, v), np.minimum(x, v), em.max(x, v), em.min(x, v), np.sign(x), em.clip(x, 0, 1),
+            np.isnan(x) * 1.0, np.isinf(v) + np.isfinite(x) * 2.0, np.where(np.signbit(x), 1.0, 0.0),
+            np.logical_and(x, v) + np.logical_not(v) * 2.0 + np.logical_xor(x > 0, v > 0) * 4.0, np.clip(v, x, 1.0)]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_nans_propagate_as_numpy_does(dtype):
-    def f(t, y):
-        x, v = y
-        return [np.maximum(x, v), np.minimum(x, v), em.max(x, v), em.min(x, v), np.sign(x), em.clip(x, 0, 1)]
-    nan = np.nan
-    a = np.array([nan, 1.0, nan, -0.0, 2.0])
-    b = np.array([1.0, nan, nan, 0.0, -3.0])
+    nan, inf = np.nan, np.inf
+    a = np.array([nan, 1.0, nan, -0.0, 2.0, inf, -1.0, 0.0])
+    b = np.array([1.0, nan, nan, 0.0, -3.0, -inf, 0.0, 2.0])
     Y = np.stack([np.resize(a, N), np.resize(b, N)]).astype(dtype)
-    tf = trace(f, 2, 0, dtype=dtype, n_out=6)
+    tf = trace(nan_aware, 2, 0, dtype=dtype, n_out=11)
     got = run_on_cpu(tf, Y, np.zeros((0, N), dtype), np.zeros(N, dtype))
-    np.testing.assert_array_equal(got, reference(f, Y, np.zeros((0, N), dtype), np.zeros(N, dtype), 6))
+    ref = reference(nan_aware, Y, np.zeros((0, N), dtype), np.zeros(N, dtype), 11)
+    np.testing.assert_array_equal(got, ref)
+    rows = [0, 1, 4, 5, 10]  # numpy's maximum, minimum, sign, clip: the sign of a zero result too
+    np.testing.assert_array_equal(np.signbit(got[rows]), np.signbit(ref[rows]))
 
 
 def test_float32_literals_equal_numpy_float32_of_the_python_value():
@@ -352,7 +359,8 @@ def test_math_functions_compile_for_cuda_with_nvrtc():
     kernel_h = open(os.path.join(eagle.include_dir(), "eagle", "kernel.h")).read()
     cases = MATH_CASES if "INFINITY" in kernel_h else MATH_CASES[:-2]  # INFINITY/NAN come with kernel.h
     for dtype in DTYPES:
-        tf = trace(lambda t, y: [c(*y) for c in cases], 3, 0, dtype=dtype, n_out=len(cases))
+        tf = trace(lambda t, y: [c(*y) for c in cases] + nan_aware(t, y[:2]), 3, 0, dtype=dtype,
+                   n_out=len(cases) + 11)
         src = kernel_source(tf)
         res, log, _ = nvrtc_compile(src.encode(), "math.cu", BIT_EXACT)
         assert res == 0, log + src

@@ -321,8 +321,9 @@ def minimum(a, b):
 
 
 def clip(x, lo, hi):
-    _, (x, lo, hi) = _lifted([x, lo, hi])
-    return minimum(maximum(x, lo), hi)
+    """numpy's clip: min(max(x, lo), hi) where a tie keeps x (its zero's sign) and a NaN propagates."""
+    g, (x, lo, hi) = _lifted([x, lo, hi])
+    return g.node("clipmin", (g.node("clipmax", (_num(x), _num(lo))), _num(hi)))
 
 
 def _op(kind, name):
@@ -555,7 +556,8 @@ _FOLD = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": n
          "eq": operator.eq, "ne": operator.ne, "and": lambda a, b: a and b, "or": lambda a, b: a or b,
          "xor": operator.ne, "not": operator.not_, "cast": float, "fabs": np.fabs, "copysign": np.copysign,
          "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "fmod": np.fmod,
-         "sqrt": np.sqrt, "fmin": np.fmin, "fmax": np.fmax, "maximum": np.maximum, "minimum": np.minimum}
+         "sqrt": np.sqrt, "fmin": np.fmin, "fmax": np.fmax, "maximum": np.maximum, "minimum": np.minimum,
+         "clipmax": lambda a, b: a if a >= b or a != a else b, "clipmin": lambda a, b: a if a <= b or a != a else b}
 
 
 # ------------------------------------------------------------------ the C text
@@ -641,12 +643,15 @@ class TracedFunction:
             return f"({T}){a[0]}"
         if op == "select":
             return f"{a[0]} ? {a[1]} : {a[2]}"
-        if op == "maximum":  # numpy's: NaN propagates (C's fmax drops it)
-            return f"({a[0]} >= {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]}"
+        if op == "maximum":  # numpy's: a NaN propagates (C's fmax drops it), of two zeros the second
+            return f"({a[0]} > {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]}"
         if op == "minimum":
-            return f"({a[0]} <= {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]}"
-        fn = op if op in _PREDICATES or not f32 else op + "f"
-        return f"{fn}({', '.join(a)})"
+            return f"({a[0]} < {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]}"
+        if op in ("clipmax", "clipmin"):  # as maximum and minimum, but of equals the first
+            return f"({a[0]} {'>=' if op == 'clipmax' else '<='} {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]}"
+        if op in _PREDICATES:  # C's may answer any nonzero (glibc's isinf(-inf) is -1): make it 1
+            return f"{op}({a[0]}) != 0"
+        return f"{op + 'f' if f32 else op}({', '.join(a)})"
 
     def c_function(self, cname):
         """The C (C99, CUDA C++ and HIP) definition ``EAGLE_FN void cname(const T t, const T* y,
