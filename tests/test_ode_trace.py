@@ -23,8 +23,9 @@ N = 48  # samples per kernel run
 
 # ------------------------------------------------------------------ the harness
 
-def kernel_source(tf):
-    """A kernel evaluating ``tf`` per sample; planes are component-major, shape (k, N)."""
+def kernel_source(tf, in_place=False):
+    """A kernel evaluating ``tf`` per sample; planes are component-major, shape (k, N). in_place:
+    the function writes its outputs over its own ``y``."""
     T, ns, na, no = tf.ctype, tf.n_state, tf.n_args, tf.n_out
     return f"""#include <eagle/kernel.h>
 {tf.c_function("f")}
@@ -33,15 +34,17 @@ EAGLE_KERNEL(eval_f, (const {T}*, Y), (const {T}*, A), (const {T}*, TT), ({T}*, 
     {T} y[{ns}], a[{max(na, 1)}], o[{no}];
     for (int64_t k = 0; k < {ns}; ++k) y[k] = Y[k * n + i];
     for (int64_t k = 0; k < {na}; ++k) a[k] = A[k * n + i];
-    f(TT[i], y, a, o);
+    {"f(TT[i], y, a, y); for (int64_t k = 0; k < " + str(no) + "; ++k) o[k] = y[k];" if in_place
+     else "f(TT[i], y, a, o);"}
     for (int64_t k = 0; k < {no}; ++k) OUT[k * n + i] = o[k];
 }}
 """
 
 
-def run_on_cpu(tf, Y, A, T):
+def run_on_cpu(tf, Y, A, T, in_place=False):
     kw = {"exact": True} if "exact" in inspect.signature(eagle.module.compile).parameters else {}
-    mod = eagle.compile(kernel_source(tf), backend=eagle.backend("cpu"), options=["-Wall", "-Werror"], **kw)
+    mod = eagle.compile(kernel_source(tf, in_place), backend=eagle.backend("cpu"), options=["-Wall", "-Werror"],
+                        **kw)
     out = np.zeros((tf.n_out, Y.shape[1]), Y.dtype)
     eagle.run(mod.eval_f, [Y, A if A.size else np.zeros((1, Y.shape[1]), Y.dtype), T, out], Y.shape[1])
     return out
@@ -178,6 +181,15 @@ def test_lorenz_equals_numpy_bit_for_bit(dtype):
     tf, got, _ = check(lorenz, 3, 3, dtype, exact=True)
     assert tf.n_ops == 8 and tf.used_args == (0, 1, 2) and not tf.uses_t and tf.n_out == 3
     assert tf.ctype == ("double" if dtype == "float64" else "float")
+
+
+def test_outputs_may_overwrite_the_state_in_place():
+    tf = trace(lorenz, 3, 3)
+    body = tf.c_function("f").splitlines()
+    last_load = max(k for k, ln in enumerate(body) if "= y[" in ln or "= a[" in ln)
+    assert last_load < min(k for k, ln in enumerate(body) if "out[" in ln)
+    Y, A, T = inputs(3, 3, "float64")
+    np.testing.assert_array_equal(run_on_cpu(tf, Y, A, T, in_place=True), reference(lorenz, Y, A, T, 3))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

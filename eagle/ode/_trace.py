@@ -655,13 +655,17 @@ class TracedFunction:
 
     def c_function(self, cname):
         """The C (C99, CUDA C++ and HIP) definition ``EAGLE_FN void cname(const T t, const T* y,
-        const T* a, T* out)``; it needs ``<eagle/kernel.h>`` included before it."""
+        const T* a, T* out)``; it needs ``<eagle/kernel.h>`` included before it. Every load of ``y``
+        and ``a`` comes before the first store to ``out``, so ``out`` may be ``y`` itself; ``a`` is
+        not read when no arg is used (NULL is fine then)."""
         if not isinstance(cname, str) or not cname.isidentifier() or not cname.isascii():
             raise EagleValueError(f"c_function: cname must be a C identifier, got {cname!r}")
         T = self.ctype
         where = f"{os.path.basename(self.filename)}:{self.lineno}"
-        comment = (f"/* eagle.ode: {self.what} = {self.name} ({where}), traced: {self.n_state} states, "
-                   f"{self.n_args} args, {self.n_out} outputs, {self.dtype}, {self.n_ops} ops */")
+        counts = ", ".join(f"{k} {w}{'s' if k != 1 else ''}" for k, w in
+                           [(self.n_state, "state"), (self.n_args, "arg"), (self.n_out, "output")])
+        comment = (f"/* eagle.ode: {self.what} = {self.name} ({where}), traced: {counts}, {self.dtype}, "
+                   f"{self.n_ops} ops */")
         head = "/*" + comment[2:-2].replace("*/", "* /").replace("\n", " ") + "*/"  # one line, one comment
         return "\n".join([head, f"EAGLE_FN void {cname}(const {T} t, const {T}* y, const {T}* a, {T}* out)",
                           "{", *self._body, "}", ""])
