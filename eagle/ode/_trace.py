@@ -6,8 +6,17 @@ equal nodes are shared (hash-consing), so the graph is already free of common su
 :meth:`TracedFunction.c_function` prints the nodes an output needs, one ``const T vN = ...;`` per
 node, in creation order (a topological order), so the same ``fun`` gives byte-identical C.
 
-What cannot be traced (a Python ``if`` on a traced value, a loop whose length depends on the
-state, a call that needs a Python number) raises :class:`TraceError` naming the user's line.
+Traced: + - * / // % ** (numpy's semantics: a whole exponent by multiplications, 0.5 by sqrt;
+// and % as numpy computes them from fmod, bit for bit), unary - + abs(), comparisons (conditions),
+& | ^ ~ on conditions, conditions used as numbers (1 or 0), numpy's ufuncs and ``np.where`` on
+traced scalars and arrays, ``eagle.ode.math``; ``y`` indexes, slices, unpacks and iterates like
+the length-n_state array it is. Python loops of fixed length unroll. Constant operations that
+IEEE rounds exactly fold at trace time; a transcendental stays in the C.
+
+What cannot be traced (a Python ``if``/``and``/``or``/``not`` or builtin ``min``/``max`` on a
+traced value, a loop whose length depends on the state, a call that needs a Python number, an
+unknown ufunc) raises :class:`TraceError` naming the user's file, line and its text, with what to
+use instead; an exception of ``fun`` itself is wrapped the same way, chained.
 """
 import linecache
 import math
@@ -100,6 +109,7 @@ class _Graph:
         site = site or _stack_site() or (self.def_file, self.def_line)
         filename, lineno = site
         text = linecache.getline(filename, lineno).strip() or "(source not available)"
+        hint = hint[:1].upper() + hint[1:]
         msg = f"{self.what}: {problem} at {filename}:{lineno} (in {self.fun_name}): `{text}`. {hint}"
         return TraceError(msg, filename, lineno, text)
 
@@ -296,7 +306,8 @@ def floor_divide(a, b):
 def sign(x):
     """numpy's sign: 1, -1, 0 (for either zero), NaN for NaN."""
     _, (x,) = _lifted([x])
-    return where(compare("gt", x, 0.0), 1.0, where(compare("lt", x, 0.0), -1.0, where(compare("eq", x, 0.0), 0.0, x)))
+    zero_or_nan = where(compare("eq", x, 0.0), 0.0, x)
+    return where(compare("gt", x, 0.0), 1.0, where(compare("lt", x, 0.0), -1.0, zero_or_nan))
 
 
 def maximum(a, b):
@@ -310,8 +321,13 @@ def minimum(a, b):
 
 
 def clip(x, lo, hi):
-    _, (x, lo, hi) = _lifted([x, lo, hi])
-    return minimum(maximum(x, lo), hi)
+    """numpy's clip: min(max(x, lo), hi) where a tie keeps x (its zero's sign) and a NaN propagates."""
+    g, (x, lo, hi) = _lifted([x, lo, hi])
+    return g.node("clipmin", (g.node("clipmax", (_num(x), _num(lo))), _num(hi)))
+
+
+def _op(kind, name):
+    return lambda a, b: kind(name, a, b)
 
 
 class Expr:
@@ -327,27 +343,26 @@ class Expr:
     def __repr__(self):
         return f"<traced {self.kind} #{self.id}: {self.op}>"
 
-    def _binary(op, swap=False, builder=None):
+    def _binary(builder, swap=False):
         def method(self, other):
             if isinstance(other, np.ndarray) and other.ndim > 0 or self.g.lift(other) is None:
-                return NotImplemented
-            a, b = (other, self) if swap else (self, other)
-            return builder(a, b) if builder else arith(op, a, b)
+                return NotImplemented  # an array: numpy calls our __array_ufunc__; else not ours
+            return builder(other, self) if swap else builder(self, other)
         return method
 
-    __add__, __radd__ = _binary("add"), _binary("add", True)
-    __sub__, __rsub__ = _binary("sub"), _binary("sub", True)
-    __mul__, __rmul__ = _binary("mul"), _binary("mul", True)
-    __truediv__, __rtruediv__ = _binary("div"), _binary("div", True)
-    __floordiv__, __rfloordiv__ = _binary(0, builder=floor_divide), _binary(0, True, floor_divide)
-    __mod__, __rmod__ = _binary(0, builder=remainder), _binary(0, True, remainder)
-    __pow__, __rpow__ = _binary(0, builder=power), _binary(0, True, power)
-    __and__ = __rand__ = _binary(0, builder=lambda a, b: logical("and", a, b))  # commutative
-    __or__ = __ror__ = _binary(0, builder=lambda a, b: logical("or", a, b))
-    __xor__ = __rxor__ = _binary(0, builder=lambda a, b: logical("xor", a, b))
-    __lt__, __le__ = _binary(0, builder=lambda a, b: compare("lt", a, b)), _binary(0, builder=lambda a, b: compare("le", a, b))
-    __gt__, __ge__ = _binary(0, builder=lambda a, b: compare("gt", a, b)), _binary(0, builder=lambda a, b: compare("ge", a, b))
-    __eq__, __ne__ = _binary(0, builder=lambda a, b: compare("eq", a, b)), _binary(0, builder=lambda a, b: compare("ne", a, b))
+    __add__, __radd__ = _binary(_op(arith, "add")), _binary(_op(arith, "add"), True)
+    __sub__, __rsub__ = _binary(_op(arith, "sub")), _binary(_op(arith, "sub"), True)
+    __mul__, __rmul__ = _binary(_op(arith, "mul")), _binary(_op(arith, "mul"), True)
+    __truediv__, __rtruediv__ = _binary(_op(arith, "div")), _binary(_op(arith, "div"), True)
+    __floordiv__, __rfloordiv__ = _binary(floor_divide), _binary(floor_divide, True)
+    __mod__, __rmod__ = _binary(remainder), _binary(remainder, True)
+    __pow__, __rpow__ = _binary(power), _binary(power, True)
+    __and__, __rand__ = _binary(_op(logical, "and")), _binary(_op(logical, "and"), True)
+    __or__, __ror__ = _binary(_op(logical, "or")), _binary(_op(logical, "or"), True)
+    __xor__, __rxor__ = _binary(_op(logical, "xor")), _binary(_op(logical, "xor"), True)
+    __lt__, __le__ = _binary(_op(compare, "lt")), _binary(_op(compare, "le"))
+    __gt__, __ge__ = _binary(_op(compare, "gt")), _binary(_op(compare, "ge"))
+    __eq__, __ne__ = _binary(_op(compare, "eq")), _binary(_op(compare, "ne"))
     del _binary
 
     def __divmod__(self, other):
@@ -411,11 +426,12 @@ class SymArray(np.ndarray):
             key.__index__()  # refuses: an index must be a Python number
         if isinstance(key, (int, np.integer)) and self.ndim == 1 and not -len(self) <= key < len(self):
             g = _graph_of(self.flat)
-            what = f"y (n_state = {len(self)})" if getattr(self, "_is_state", False) else f"a vector of length {len(self)}"
-            err = f"index {int(key)} is out of range for {what}"
+            n = len(self)
+            err = f"index {int(key)} is out of range for " + (
+                f"y (n_state = {n})" if getattr(self, "_is_state", False) else f"a vector of length {n}")
             if g is None:
                 raise IndexError(err)
-            e = g.refuse(err, f"valid indices are 0 .. {len(self) - 1} (or -{len(self)} .. -1)")
+            e = g.refuse(err, f"valid indices are 0 .. {n - 1} (or -{n} .. -1)")
             raise TraceIndexError(str(e), e.filename, e.lineno, e.source_line)
         return super().__getitem__(key)
 
@@ -502,9 +518,9 @@ _C_FUNCTIONS = {**{n: n for n in "sqrt cbrt exp exp2 expm1 log log2 log10 log1p 
                 "absolute": "fabs", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
                 "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2", "float_power": "pow"}
 _UFUNCS = {getattr(np, n): (lambda fn: lambda *v: call(fn, *v))(c) for n, c in _C_FUNCTIONS.items()}
-_UFUNCS.update({getattr(np, n): (lambda op: lambda a, b: arith(op, a, b))(op) for n, op in
+_UFUNCS.update({getattr(np, n): _op(arith, op) for n, op in
                 [("add", "add"), ("subtract", "sub"), ("multiply", "mul"), ("true_divide", "div")]})
-_UFUNCS.update({getattr(np, n): (lambda op: lambda a, b: compare(op, a, b))(op) for n, op in
+_UFUNCS.update({getattr(np, n): _op(compare, op) for n, op in
                 [("greater", "gt"), ("greater_equal", "ge"), ("less", "lt"), ("less_equal", "le"),
                  ("equal", "eq"), ("not_equal", "ne")]})
 _UFUNCS.update({getattr(np, n): (lambda op: lambda *v: logical(op, *v))(op) for n, op in
@@ -515,9 +531,10 @@ _UFUNCS.update({getattr(np, n): (lambda fn: lambda x: x.g.node(fn, (_num(x),), k
                 for n in ("isnan", "isinf", "isfinite", "signbit")})
 _UFUNCS.update({
     np.floor_divide: floor_divide, np.remainder: remainder, np.power: power, np.negative: operator.neg,
-    np.positive: operator.pos, np.square: lambda x: arith("mul", x, x), np.reciprocal: lambda x: arith("div", 1.0, x),
-    np.maximum: maximum, np.minimum: minimum, np.sign: sign, CLIP: clip,
-    np.deg2rad: lambda x: arith("mul", x, math.pi / 180.0), np.rad2deg: lambda x: arith("mul", x, 180.0 / math.pi)})
+    np.positive: operator.pos, np.maximum: maximum, np.minimum: minimum, np.sign: sign, CLIP: clip,
+    np.square: lambda x: arith("mul", x, x), np.reciprocal: lambda x: arith("div", 1.0, x),
+    np.deg2rad: lambda x: arith("mul", x, math.pi / 180.0),  # numpy's: x * (pi / 180)
+    np.rad2deg: lambda x: arith("mul", x, 180.0 / math.pi)})
 
 
 def _cond_of(v):
@@ -539,7 +556,8 @@ _FOLD = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": n
          "eq": operator.eq, "ne": operator.ne, "and": lambda a, b: a and b, "or": lambda a, b: a or b,
          "xor": operator.ne, "not": operator.not_, "cast": float, "fabs": np.fabs, "copysign": np.copysign,
          "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "fmod": np.fmod,
-         "sqrt": np.sqrt, "fmin": np.fmin, "fmax": np.fmax, "maximum": np.maximum, "minimum": np.minimum}
+         "sqrt": np.sqrt, "fmin": np.fmin, "fmax": np.fmax, "maximum": np.maximum, "minimum": np.minimum,
+         "clipmax": lambda a, b: a if a >= b or a != a else b, "clipmin": lambda a, b: a if a <= b or a != a else b}
 
 
 # ------------------------------------------------------------------ the C text
@@ -625,22 +643,29 @@ class TracedFunction:
             return f"({T}){a[0]}"
         if op == "select":
             return f"{a[0]} ? {a[1]} : {a[2]}"
-        if op == "maximum":  # numpy's: NaN propagates (C's fmax drops it)
-            return f"({a[0]} >= {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]}"
+        if op == "maximum":  # numpy's: a NaN propagates (C's fmax drops it), of two zeros the second
+            return f"({a[0]} > {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]}"
         if op == "minimum":
-            return f"({a[0]} <= {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]}"
-        fn = op if op in _PREDICATES or not f32 else op + "f"
-        return f"{fn}({', '.join(a)})"
+            return f"({a[0]} < {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]}"
+        if op in ("clipmax", "clipmin"):  # as maximum and minimum, but of equals the first
+            return f"({a[0]} {'>=' if op == 'clipmax' else '<='} {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]}"
+        if op in _PREDICATES:  # C's may answer any nonzero (glibc's isinf(-inf) is -1): make it 1
+            return f"{op}({a[0]}) != 0"
+        return f"{op + 'f' if f32 else op}({', '.join(a)})"
 
     def c_function(self, cname):
         """The C (C99, CUDA C++ and HIP) definition ``EAGLE_FN void cname(const T t, const T* y,
-        const T* a, T* out)``; it needs ``<eagle/kernel.h>`` included before it."""
+        const T* a, T* out)``; it needs ``<eagle/kernel.h>`` included before it. Every load of ``y``
+        and ``a`` comes before the first store to ``out``, so ``out`` may be ``y`` itself; ``a`` is
+        not read when no arg is used (NULL is fine then)."""
         if not isinstance(cname, str) or not cname.isidentifier() or not cname.isascii():
             raise EagleValueError(f"c_function: cname must be a C identifier, got {cname!r}")
         T = self.ctype
         where = f"{os.path.basename(self.filename)}:{self.lineno}"
-        comment = (f"/* eagle.ode: {self.what} = {self.name} ({where}), traced: {self.n_state} states, "
-                   f"{self.n_args} args, {self.n_out} outputs, {self.dtype}, {self.n_ops} ops */")
+        counts = ", ".join(f"{k} {w}{'s' if k != 1 else ''}" for k, w in
+                           [(self.n_state, "state"), (self.n_args, "arg"), (self.n_out, "output")])
+        comment = (f"/* eagle.ode: {self.what} = {self.name} ({where}), traced: {counts}, {self.dtype}, "
+                   f"{self.n_ops} ops */")
         head = "/*" + comment[2:-2].replace("*/", "* /").replace("\n", " ") + "*/"  # one line, one comment
         return "\n".join([head, f"EAGLE_FN void {cname}(const {T} t, const {T}* y, const {T}* a, {T}* out)",
                           "{", *self._body, "}", ""])
@@ -674,7 +699,8 @@ def _count(value, name, lo):
 def _outputs(g, result, n_out, expected):
     """The result of ``fun`` as a list of ``n_out`` nodes, or a TraceError saying what is wrong."""
     site = (g.def_file, g.def_line)
-    if isinstance(result, (Expr, numbers.Number, np.generic)) or (isinstance(result, np.ndarray) and result.ndim == 0):
+    scalar = isinstance(result, np.ndarray) and result.ndim == 0
+    if scalar or isinstance(result, (Expr, numbers.Number, np.generic)):
         if n_out != 1:
             raise g.refuse(f"returned a scalar; expected {expected}", f"return a list of {n_out} values", site)
         items = [result]
