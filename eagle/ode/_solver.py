@@ -283,8 +283,17 @@ class Solver:
             ns["y0"] = shape[0]
         host_args = []
         for k, a in enumerate(args):
+            if _on_device(a):  # stays where it is: copied device to device into the argument plane
+                if len(a.shape) != 1:
+                    raise EagleValueError(f"eagle.ode: args[{k}] must be an (N,) array, got shape {tuple(a.shape)}")
+                if np.dtype(a.dtype) != self.dtype:
+                    raise EagleTypeError(f"eagle.ode: args[{k}] lives on the device as {np.dtype(a.dtype)}; the solve "
+                                         f"is {self.dtype}: convert it there (or pass a host array)")
+                ns[f"args[{k}]"] = a.shape[0]
+                host_args.append(a)
+                continue
             if hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray):
-                a = np.from_dlpack(a) if eagle.kind_of_array(a) == "cpu" else _to_host(a)
+                a = np.from_dlpack(a)
             a = np.asarray(a)
             if a.dtype.kind not in "fiub":
                 raise EagleTypeError(f"eagle.ode: args[{k}] must be a number or an (N,) array of numbers, got dtype {a.dtype}")
@@ -375,28 +384,36 @@ class Solver:
             s = run["stream"]
             dt = self.dtype
             # y0 (N, d) and the argument rows, into the planes the graph reads
-            if hasattr(y0, "__dlpack_device__") and not isinstance(y0, np.ndarray) and eagle.kind_of_array(y0) != "cpu":
-                src = y0
+            run["keep"] = []  # host rows the copies read until the solve has waited
+            if _on_device(y0):
                 if tuple(y0.shape) != (n, self.n_state) or np.dtype(y0.dtype) != dt:
-                    src = np.broadcast_to(_to_host(y0).astype(dt), (n, self.n_state))
-                s.copy(run["Y0"], np.ascontiguousarray(src) if isinstance(src, np.ndarray) else src)
+                    raise EagleValueError(f"eagle.ode: y0 lives on the device with shape {tuple(y0.shape)} of "
+                                          f"{np.dtype(y0.dtype)}; on the device it must be ({n}, {self.n_state}) of {dt} "
+                                          f"(or pass a host array, which is broadcast and converted)")
+                s.copy(run["Y0"].address, y0, n * self.n_state * dt.itemsize, direction="d2d")
             else:
                 host = np.ascontiguousarray(np.broadcast_to(np.asarray(y0, dtype=dt), (n, self.n_state)))
                 if not np.all(np.isfinite(host)):
                     pass  # a non-finite y0 fails that sample (status -1), not the solve
                 s.copy(run["Y0"], host)
-            if self.n_args:
-                A = np.empty((self.n_args, n), dt)
-                for k, a in enumerate(args):
-                    A[k] = a
-                s.copy(run["A"], A)
+                run["keep"].append(host)
+            isz = dt.itemsize
+            for k, a in enumerate(args):
+                dst = run["A"].address + k * n * isz
+                if _on_device(a):
+                    s.copy(dst, a, n * isz, direction="d2d")
+                else:
+                    row = np.empty(n, dt)
+                    row[:] = a
+                    s.copy(dst, row, n * isz, direction="h2d")
+                    run.setdefault("keep", []).append(row)
             w = run["rows"][0]
             if np.ndim(self.t1):
                 run["params"]["t1v"], run["params"]["per_sample"] = float(np.max(self.t1)), 1
                 host_w = np.zeros((1, n), dt)
                 host_w[0] = self.t1
-                isz = dt.itemsize
                 s.copy(run["W"].address + w["T1"] * n * isz, host_w, n * isz, direction="h2d")
+                run["keep"].append(host_w)
             else:
                 run["params"]["t1v"], run["params"]["per_sample"] = float(self.t1), 0
             if run["graph"] is None:
@@ -417,12 +434,11 @@ class Solver:
         return getattr(self, "_last_n", 0)
 
 
-def _to_host(a):
-    """A host numpy copy of a foreign device array (eagle's own: .numpy(); else through DLPack
-    to an eagle array)."""
-    if hasattr(a, "numpy") and isinstance(a, eagle.DeviceArray):
-        return a.numpy()
-    return eagle.asarray(a).numpy()
+def _on_device(a):
+    """Does ``a`` live in memory that is not the host's (a CUDA array, an eagle array of a GPU)?"""
+    if isinstance(a, np.ndarray) or not hasattr(a, "__dlpack_device__"):
+        return False
+    return eagle.kind_of_array(a) != "cpu"
 
 
 def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e-6, atol=1e-8, dt=None, args=(),
