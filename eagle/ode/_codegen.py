@@ -53,7 +53,7 @@ class Options:
     """What the generated code bakes in: method, dimensions, tolerances, limits."""
 
     def __init__(self, method, n_state, n_args, real, *, adaptive, rtol, atol, dt, first_step, max_step,
-                 max_steps, steps_per_call, t_eval_count, events, controller):
+                 max_steps, steps_per_call, t_eval_count, events, controller, t0, t1, per_sample, exact):
         self.method = method
         self.d = n_state
         self.na = n_args
@@ -69,16 +69,32 @@ class Options:
         self.nt = t_eval_count
         self.events = events  # list of (terminal: bool, direction: int)
         self.controller = controller
+        self.t0, self.t1 = t0, t1      # t1: the shared end (the largest one when per_sample)
+        self.per_sample = per_sample   # each sample's t1 in W's T1 row
+        self.exact = exact             # exact mode: eagle's own log/exp for the step-size factors
 
 
-def rows(o):
-    """The row layout of the W and I planes: (names -> row, NW, NI)."""
-    d, ne = o.d, len(o.events)
-    w = {"T": 0, "H": 1, "T0": 2, "T1": 3, "ERR": 4, "Y": 5, "F": 5 + d, "G": 5 + 2 * d}
-    nw = 5 + 2 * d + ne
-    i = {"STATUS": 0, "NFEV": 1, "NACC": 2, "NREJ": 3, "NEXT": 4, "FLAGS": 5, "NEV": 6}
-    ni = 6 + ne
-    return w, i, nw, ni
+def rows(d, ne, *, adaptive, pi, per_sample, nt):
+    """The row layout of the W and I planes: (W rows, I rows, NW, NI), each a dict name -> first
+    row. Only what a solve needs is stored (it is read and written once per call of the step
+    body): W holds t, [h, the PI controller's log error], [t1 when per sample], y, [events' g];
+    I holds status (| flags << 8), nfev, accepted, rejected, [next t_eval index], [events' counts]."""
+    w, r = {}, 0
+    for name, size in (("T", 1), ("H", adaptive), ("LERR", adaptive and pi), ("T1", per_sample), ("Y", d),
+                       ("G", ne)):
+        if size:
+            w[name] = r
+            r += int(size)
+    i, q = {}, 0
+    for name, size in (("STATUS", 1), ("NFEV", 1), ("NACC", 1), ("NREJ", 1), ("NEXT", 1 if nt else 0), ("NEV", ne)):
+        if size:
+            i[name] = q
+            q += int(size)
+    return w, i, r, q
+
+
+def _rows_of(o):
+    return rows(o.d, len(o.events), adaptive=o.adaptive, pi=o.controller == "PI", per_sample=o.per_sample, nt=o.nt)
 
 
 def _sum(terms):
@@ -98,9 +114,11 @@ class _Gen:
     def attempt(self):
         m, L = self.m, self.L
         S = m.stages
-        out = ["/* One attempted step of size h from (t, y): the stages K[0..S-1] (K[0] = f(t, y) is given),",
-               " * y_new, K[S] = f(t + h, y_new) when the method is FSAL, and the error norm (adaptive). */",
-               "EAGLE_FN double ode_attempt(const ode_real t, const ode_real h, const ode_real* y, ode_real K[ODE_NK][D],",
+        out = ["/* One attempted step of size h from (t, y) to tn (= t + h, or t1 where that is clipped): the stages",
+               " * K[0..S-1] (K[0] = f(t, y) is given), y_new, K[S] = f(tn, y_new) when the method is FSAL, and the",
+               " * error norm (adaptive). */",
+               "EAGLE_FN double ode_attempt(const ode_real t, const ode_real h, const ode_real tn, const ode_real* y,",
+               "                            ode_real K[ODE_NK][D],",
                "                            const ode_real* a, ode_real* ynew)",
                "{",
                "    ode_real yt[D];"]
@@ -114,7 +132,7 @@ class _Gen:
             out += ["    return 0.0;", "}"]
             return "\n".join(out)
         if m.fsal:
-            out.append(f"    ode_f(t + h, ynew, a, K[{S}]);")
+            out.append(f"    ode_f(tn, ynew, a, K[{S}]);  /* at tn itself: the next step's first stage, bit for bit */")
         if not self.o.adaptive:
             out += ["    return 0.0;", "}"]
             return "\n".join(out)
@@ -312,18 +330,20 @@ class _Gen:
             add("        if (tn > t1) tn = t1;")
             add("        const ode_real hh = tn - t;")
         else:
-            add("        ode_real tn = t0 + (ode_real)(nacc + 1) * ODE_DT;")
+            add("        ode_real tn = ODE_T0 + (ode_real)(nacc + 1) * ODE_DT;")
             add(f"        if (tn >= t1 - {L(1e-9)} * ODE_DT) tn = t1;")
             add("        const ode_real hh = tn - t;")
         if not m.fsal:
             add("        ode_f(t, y, a, K[0]);")
-        add("        const double err = ode_attempt(t, hh, y, K, a, ynew);")
+        add("        const double err = ode_attempt(t, hh, tn, y, K, a, ynew);")
         add(f"        nfev += {S};")
         add("        (void)err;")
         if o.adaptive:
+            pi = o.controller == "PI"
+            add("        const double lerr = err > 0.0 ? ODE_LOG(err) : -745.0;  /* log of the error norm */")
             add("        if (!(err < 1.0)) {  /* rejected (a nan error is a rejection too) */")
             add("            const int finite = err <= 1.0e300;")
-            add(f"            const double fac = finite ? ode_pow(err, {-1.0 / k!r}) * ODE_SAFETY : 0.0;")
+            add(f"            const double fac = finite ? ODE_SAFETY * ODE_EXP({-1.0 / k!r} * lerr) : 0.0;")
             add("            h = hh * (ode_real)(fac > ODE_MIN_FACTOR ? fac : ODE_MIN_FACTOR);")
             add("            flags = ODE_REJECTED | (finite ? 0 : ODE_NONFINITE);")
             add("            nrej += 1;")
@@ -331,15 +351,18 @@ class _Gen:
             add("        }")
             add("        double fac;")
             add("        if (err == 0.0) fac = ODE_MAX_FACTOR;")
-            if o.controller == "PI":
-                add(f"        else fac = ODE_SAFETY * ode_pow(err, {-0.7 / k!r}) * ode_pow(errp, {0.4 / k!r});")
+            if pi:
+                add(f"        else fac = ODE_SAFETY * ODE_EXP({-0.7 / k!r} * lerr + {0.4 / k!r} * lerrp);")
             else:
-                add(f"        else fac = ODE_SAFETY * ode_pow(err, {-1.0 / k!r});")
+                add(f"        else fac = ODE_SAFETY * ODE_EXP({-1.0 / k!r} * lerr);")
             add("        if (fac > ODE_MAX_FACTOR) fac = ODE_MAX_FACTOR;")
             add("        if (flags & ODE_REJECTED) { if (fac > 1.0) fac = 1.0; }")
             add("        else if (fac < ODE_MIN_FACTOR) fac = ODE_MIN_FACTOR;")
             add("        flags = 0;")
-            add("        errp = err > 1.0e-4 ? err : 1.0e-4;")
+            if pi:
+                # log(max(err, 1e-4)), rounded as W stores it: a sample takes the same steps however
+                # its steps are split between calls of the body
+                add("        lerrp = (double)(ode_real)(lerr > -9.210340371976182 ? lerr : -9.210340371976182);")
         else:
             add("        {")
             add("            int ok = 1;")
@@ -406,7 +429,7 @@ class _Gen:
 
     def source(self, funcs, header):
         o, m, L = self.o, self.m, self.L
-        w, irow, nw, ni = rows(o)
+        w, irow, nw, ni = _rows_of(o)
         d, ne = o.d, len(o.events)
         real = o.real
         nk = m.stages + 1 + (len(m.C_extra) if m.C_extra else 0)
@@ -426,14 +449,17 @@ class _Gen:
             *(f"#define I_{k} {v}" for k, v in irow.items()),
             f"#define ODE_RUNNING {RUNNING}\n#define ODE_DONE {DONE}\n#define ODE_EVENT {EVENT}",
             f"#define ODE_FAIL_STEP {FAIL_STEP}\n#define ODE_FAIL_MAX_STEPS {FAIL_MAX_STEPS}\n#define ODE_FAIL_NONFINITE {FAIL_NONFINITE}",
-            "#define ODE_REJECTED 1   /* flags: the last attempt was rejected */",
-            "#define ODE_NONFINITE 2  /* flags: ... and its error was not finite */",
+            "#define ODE_REJECTED 1   /* flags (stored above the status: I_STATUS = status | flags << 8): */",
+            "#define ODE_NONFINITE 2  /* the last attempt was rejected / ... and its error was not finite */",
             f"#define ODE_STEPS_PER_CALL {o.steps_per_call}",
             f"#define ODE_MAX_STEPS {o.max_steps}",
             f"#define ODE_RTOL {L(o.rtol)}",
             (f"#define ODE_ATOL(k) {L(o.atol)}" if atol is None else
              "static const ode_real ODE_ATOL_V[D] = {" + ", ".join(L(x) for x in atol) + "};\n#define ODE_ATOL(k) ODE_ATOL_V[k]"),
             f"#define ODE_DT {L(o.dt or 0.0)}",
+            f"#define ODE_T0 {L(o.t0)}",
+            f"#define ODE_T1 {L(o.t1)}",
+            ("#define ODE_LOG ode_log\n#define ODE_EXP ode_exp" if o.exact else "#define ODE_LOG log\n#define ODE_EXP exp"),
             f"#define ODE_FIRST_STEP {L(o.first_step or 0.0)}",
             f"#define ODE_MAX_STEP {L(o.max_step) if o.max_step != float('inf') else ('((float)3.4028234663852886e38)' if real == 'float' else '1.7976931348623157e308')}",
             "#define ODE_SAFETY 0.9\n#define ODE_MIN_FACTOR 0.2\n#define ODE_MAX_FACTOR 10.0",
@@ -468,17 +494,19 @@ class _Gen:
         load = ("    ode_real a[ODE_NA > 0 ? ODE_NA : 1];\n"
                 "    for (int k = 0; k < ODE_NA; ++k) a[k] = A[(int64_t)k * n + i];\n"
                 "    (void)TE; (void)YS; (void)EVT; (void)EVY; (void)A;\n")
-        init = [f"/* Every sample: y0 from Y0 (n, D), t0 and t1 (t1 from W's T1 row when per_sample), f(t0, y0),",
-                " * its first step, the outputs at t0, the events' first values. */",
-                f"EAGLE_KERNEL(ode_init, {sig}, (const ode_real*, Y0), (double, t0s), (double, t1s), (int64_t, per_sample))",
+        w, irow, _, _ = _rows_of(o)
+        W_ = lambda name, k="": f"W[(int64_t)({w[name]}{' + ' + k if k else ''}) * n + i]"
+        I_ = lambda name, k="": f"I[(int64_t)({irow[name]}{' + ' + k if k else ''}) * n + i]"
+        t1_load = f"{W_('T1')}" if o.per_sample else "ODE_T1"
+        init = ["/* Every sample: y0 from Y0 (n, D), f(t0, y0), its first step, the outputs at t0, the events'",
+                " * first values; with per-sample ends, t1 is in W's T1 row (the host wrote it). */",
+                f"EAGLE_KERNEL(ode_init, {sig}, (const ode_real*, Y0))",
                 "{", load, ev_consts,
-                "    const ode_real t0 = (ode_real)t0s;",
-                "    const ode_real t1 = per_sample ? W[(int64_t)W_T1 * n + i] : (ode_real)t1s;",
+                "    const ode_real t0 = ODE_T0;",
+                f"    const ode_real t1 = {t1_load};",
                 "    ode_real y[D], f0[D];",
                 "    for (int k = 0; k < D; ++k) y[k] = Y0[i * D + k];",
-                "    W[(int64_t)W_T0 * n + i] = t0;",
-                "    W[(int64_t)W_T1 * n + i] = t1;",
-                "    for (int k = 0; k < D; ++k) W[(int64_t)(W_Y + k) * n + i] = y[k];",
+                f"    for (int k = 0; k < D; ++k) {W_('Y', 'k')} = y[k];",
                 "    ode_f(t0, y, a, f0);",
                 "    int32_t nfev = 1, status = ODE_RUNNING;",
                 "    int ok = 1;",
@@ -508,18 +536,16 @@ class _Gen:
                      "        }",
                      "        d2 = sqrt(d2 / D) / h0;",
                      "        const double dm = d1 > d2 ? d1 : d2;",
-                     f"        double h1 = (d1 <= 1e-15 && d2 <= 1e-15) ? (h0 * 1e-3 > 1e-6 ? h0 * 1e-3 : 1e-6) : ode_pow(0.01 / dm, {1.0 / ((m.error_order or m.order) + 1)!r});",
+                     f"        double h1 = (d1 <= 1e-15 && d2 <= 1e-15) ? (h0 * 1e-3 > 1e-6 ? h0 * 1e-3 : 1e-6) : ODE_EXP({1.0 / ((m.error_order or m.order) + 1)!r} * ODE_LOG(0.01 / dm));",
                      "        if (h1 > 100 * h0) h1 = 100 * h0;",
                      "        if (h1 > span) h1 = span;",
                      "        h = (ode_real)h1;",
                      "    }",
-                     "    if (h > ODE_MAX_STEP) h = ODE_MAX_STEP;"]
-        else:
-            init += ["    const ode_real h = ODE_DT;"]
-        init += ["    W[(int64_t)W_T * n + i] = t0;",
-                 "    W[(int64_t)W_H * n + i] = h;",
-                 "    W[(int64_t)W_ERR * n + i] = (ode_real)1e-4;",
-                 "    for (int k = 0; k < D; ++k) W[(int64_t)(W_F + k) * n + i] = f0[k];"]
+                     "    if (h > ODE_MAX_STEP) h = ODE_MAX_STEP;",
+                     f"    {W_('H')} = h;"]
+            if o.controller == "PI":
+                init.append(f"    {W_('LERR')} = (ode_real)-9.210340371976182;  /* log(1e-4) */")
+        init.append(f"    {W_('T')} = t0;")
         if o.nt:
             init += ["    for (int64_t q = 0; q < (int64_t)D * ODE_NT; ++q) YS[(int64_t)i * D * ODE_NT + q] = ODE_NAN;",
                      "    int32_t next = 0;",
@@ -527,73 +553,67 @@ class _Gen:
                      "        for (int k = 0; k < D; ++k) YS[((int64_t)i * D + k) * ODE_NT + next] = y[k];",
                      "        next += 1;",
                      "    }",
-                     "    I[(int64_t)I_NEXT * n + i] = next;"]
-        else:
-            init += ["    I[(int64_t)I_NEXT * n + i] = 0;"]
+                     f"    {I_('NEXT')} = next;"]
         if ne:
             init += ["    ode_real g[ODE_NE];",
                      "    ode_g_all(t0, y, a, g);",
                      "    for (int e = 0; e < ODE_NE; ++e) {",
-                     "        W[(int64_t)(W_G + e) * n + i] = g[e];",
-                     "        I[(int64_t)(I_NEV + e) * n + i] = 0;",
+                     f"        {W_('G', 'e')} = g[e];",
+                     f"        {I_('NEV', 'e')} = 0;",
                      "        EVT[(int64_t)e * n + i] = ODE_NAN;",
                      "        for (int k = 0; k < D; ++k) EVY[((int64_t)e * D + k) * n + i] = ODE_NAN;",
                      "    }"]
         init += ["    if (!(t1 > t0) && status == ODE_RUNNING) status = ODE_DONE;",
-                 "    I[(int64_t)I_STATUS * n + i] = status;",
-                 "    I[(int64_t)I_NFEV * n + i] = nfev;",
-                 "    I[(int64_t)I_NACC * n + i] = 0;",
-                 "    I[(int64_t)I_NREJ * n + i] = 0;",
-                 "    I[(int64_t)I_FLAGS * n + i] = 0;",
+                 f"    {I_('STATUS')} = status;",
+                 f"    {I_('NFEV')} = nfev;",
+                 f"    {I_('NACC')} = 0;",
+                 f"    {I_('NREJ')} = 0;",
                  "    M[i] = status != ODE_RUNNING;",
                  "    if (i == 0) *DONE = 0u;",
                  "}"]
-        step = [f"/* Up to ODE_STEPS_PER_CALL steps of sample i; M[i] = 1 once it has ended (see I_STATUS). */",
+        step = ["/* Up to ODE_STEPS_PER_CALL steps of sample i; M[i] = 1 once it has ended (see I_STATUS). */",
                 f"EAGLE_KERNEL(ode_step, {sig})", "{", load, ev_consts,
-                "    ode_real t = W[(int64_t)W_T * n + i], h = W[(int64_t)W_H * n + i];",
-                "    const ode_real t0 = W[(int64_t)W_T0 * n + i], t1 = W[(int64_t)W_T1 * n + i];",
-                "    (void)t0; (void)h;",
-                "    double errp = (double)W[(int64_t)W_ERR * n + i];",
-                "    (void)errp;",
+                f"    ode_real t = {W_('T')};",
+                f"    const ode_real t1 = {t1_load};",
+                (f"    ode_real h = {W_('H')};" if o.adaptive else ""),
+                (f"    double lerrp = (double){W_('LERR')};" if o.adaptive and o.controller == "PI" else ""),
                 "    ode_real y[D], ynew[D], K[ODE_NK][D], Fd[ODE_NF][D];",
                 "    (void)Fd;",
-                "    for (int k = 0; k < D; ++k) {",
-                "        y[k] = W[(int64_t)(W_Y + k) * n + i];",
-                "        K[0][k] = W[(int64_t)(W_F + k) * n + i];",
-                "    }",
-                "    int32_t status = I[(int64_t)I_STATUS * n + i], nfev = I[(int64_t)I_NFEV * n + i];",
-                "    int32_t nacc = I[(int64_t)I_NACC * n + i], nrej = I[(int64_t)I_NREJ * n + i];",
-                "    int32_t flags = I[(int64_t)I_FLAGS * n + i], next = I[(int64_t)I_NEXT * n + i];",
-                "    (void)next; (void)flags;"]
+                f"    for (int k = 0; k < D; ++k) y[k] = {W_('Y', 'k')};",
+                f"    const int32_t st = {I_('STATUS')};",
+                "    int32_t status = st & 255, flags = st >> 8;",
+                f"    int32_t nfev = {I_('NFEV')}, nacc = {I_('NACC')}, nrej = {I_('NREJ')};",
+                (f"    int32_t next = {I_('NEXT')};" if o.nt else ""),
+                "    (void)flags;"]
+        if m.fsal:  # the first stage again rather than a stored copy: d fewer words read and written a call
+            step += ["    ode_f(t, y, a, K[0]);", "    nfev += 1;"]
         if ne:
             step += ["    ode_real gold[ODE_NE];",
                      "    int32_t nev[ODE_NE];",
                      "    for (int e = 0; e < ODE_NE; ++e) {",
-                     "        gold[e] = W[(int64_t)(W_G + e) * n + i];",
-                     "        nev[e] = I[(int64_t)(I_NEV + e) * n + i];",
+                     f"        gold[e] = {W_('G', 'e')};",
+                     f"        nev[e] = {I_('NEV', 'e')};",
                      "    }"]
         step.append(self.step_body())
-        step += ["    W[(int64_t)W_T * n + i] = t;",
-                 "    W[(int64_t)W_H * n + i] = h;",
-                 "    W[(int64_t)W_ERR * n + i] = (ode_real)errp;",
-                 "    for (int k = 0; k < D; ++k) {",
-                 "        W[(int64_t)(W_Y + k) * n + i] = y[k];",
-                 "        W[(int64_t)(W_F + k) * n + i] = K[0][k];",
-                 "    }",
-                 "    I[(int64_t)I_STATUS * n + i] = status;",
-                 "    I[(int64_t)I_NFEV * n + i] = nfev;",
-                 "    I[(int64_t)I_NACC * n + i] = nacc;",
-                 "    I[(int64_t)I_NREJ * n + i] = nrej;",
-                 "    I[(int64_t)I_FLAGS * n + i] = flags;",
-                 "    I[(int64_t)I_NEXT * n + i] = next;"]
+        step += [f"    {W_('T')} = t;",
+                 (f"    {W_('H')} = h;" if o.adaptive else ""),
+                 (f"    {W_('LERR')} = (ode_real)lerrp;" if o.adaptive and o.controller == "PI" else ""),
+                 f"    for (int k = 0; k < D; ++k) {W_('Y', 'k')} = y[k];",
+                 f"    {I_('STATUS')} = status | (flags << 8);",
+                 f"    {I_('NFEV')} = nfev;",
+                 f"    {I_('NACC')} = nacc;",
+                 f"    {I_('NREJ')} = nrej;",
+                 (f"    {I_('NEXT')} = next;" if o.nt else "")]
         if ne:
             step += ["    for (int e = 0; e < ODE_NE; ++e) {",
-                     "        W[(int64_t)(W_G + e) * n + i] = gold[e];",
-                     "        I[(int64_t)(I_NEV + e) * n + i] = nev[e];",
+                     f"        {W_('G', 'e')} = gold[e];",
+                     f"        {I_('NEV', 'e')} = nev[e];",
                      "    }"]
         step += ["    M[i] = status != ODE_RUNNING;",
                  "    if (status != ODE_RUNNING) ode_count_done(DONE);",
                  "}"]
+        init = [x for x in init if x != ""]
+        step = [x for x in step if x != ""]
         return "\n".join(init) + "\n\n" + "\n".join(step)
 
 

@@ -61,7 +61,7 @@ class OdeSolution:
 
     @property
     def status(self):
-        s = self._irow("STATUS")
+        s = self._irow("STATUS") & 255
         out = np.full(s.shape, -1, np.int32)
         out[s == DONE] = 0
         out[s == EVENT] = 1
@@ -69,7 +69,7 @@ class OdeSolution:
 
     @property
     def failure(self):
-        s = self._irow("STATUS").astype(np.int32)
+        s = (self._irow("STATUS") & 255).astype(np.int32)
         out = np.where((s == DONE) | (s == EVENT), 0, s)
         return np.where(s == RUNNING, 6, out)
 

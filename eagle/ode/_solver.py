@@ -213,7 +213,9 @@ class Solver:
                              rtol=self.rtol, atol=self.atol, dt=self.dt,
                              first_step=self.first_step, max_step=self.max_step, max_steps=self.max_steps,
                              steps_per_call=steps_per_call, t_eval_count=0 if self.t_eval is None else self.t_eval.size,
-                             events=[(t, d) for _, t, d in self.events], controller=self.controller)
+                             events=[(t, d) for _, t, d in self.events], controller=self.controller,
+                             t0=self.t0, t1=float(np.max(self.t1)), per_sample=bool(np.ndim(self.t1)),
+                             exact=self.exact)
         funcs = "\n\n".join([self._rhs.text] + [r.text for r in self._ev_rhs])
         label = self._rhs.label
         header = (f"/* eagle.ode: {self.method.name} ({self.method.description}), "
@@ -320,7 +322,7 @@ class Solver:
         if run is not None:
             return run
         mod, spc = self._module(b)
-        w, irow, nw, ni = _codegen.rows(self._options_rows())
+        w, irow, nw, ni = self._rows
         dt = self.dtype
         d, ne = self.n_state, len(self.events)
         nt = 0 if self.t_eval is None else self.t_eval.size
@@ -345,31 +347,23 @@ class Solver:
         aset = eagle.ActiveSet(M, backend=b, stream=stream)
         rounds = -(-self.max_steps // spc) + 2
         planes = [W, I, M, A, TE, YS, EVT, EVY, DONE]
-        params = {"t1": None}
 
         def init(s):
-            s.run(mod.ode_init, [*planes, Y0, float(self.t0), params["t1v"],
-                                 params["per_sample"]], n)
+            s.run(mod.ode_init, [*planes, Y0], n)
 
         def drain(s):
             aset.drain(s, mod.ode_step_drain, planes, rounds)
 
         run = {"W": W, "I": I, "M": M, "A": A, "Y0": Y0, "DONE": DONE, "TE": TE, "YS": YS, "EVT": EVT, "EVY": EVY,
-               "stream": stream, "aset": aset, "params": params, "init": init, "drain": drain, "graph": None,
+               "stream": stream, "aset": aset, "init": init, "drain": drain, "graph": None,
                "rows": (w, irow, nw, ni)}
         self._runs[key] = run
         return run
 
-    def _options_rows(self):
-        class _O:
-            pass
-        o = _O()
-        o.d, o.events = self.n_state, self.events
-        return o
-
     @property
     def _rows(self):
-        return _codegen.rows(self._options_rows())
+        return _codegen.rows(self.n_state, len(self.events), adaptive=self.adaptive, pi=self.controller == "PI",
+                             per_sample=bool(np.ndim(self.t1)), nt=0 if self.t_eval is None else self.t_eval.size)
 
     def solve(self, y0, args=(), *, progress=None):
         """Integrate every sample from ``y0`` ((N, d) or (d,)) with ``args`` (numbers or (N,)
@@ -409,13 +403,10 @@ class Solver:
                     run.setdefault("keep", []).append(row)
             w = run["rows"][0]
             if np.ndim(self.t1):
-                run["params"]["t1v"], run["params"]["per_sample"] = float(np.max(self.t1)), 1
                 host_w = np.zeros((1, n), dt)
                 host_w[0] = self.t1
                 s.copy(run["W"].address + w["T1"] * n * isz, host_w, n * isz, direction="h2d")
                 run["keep"].append(host_w)
-            else:
-                run["params"]["t1v"], run["params"]["per_sample"] = float(self.t1), 0
             if run["graph"] is None:
                 run["graph"] = eagle.Graph.build([run["init"], run["aset"], run["drain"], run["aset"]],
                                                  planes=[run["W"], run["I"], run["M"]], stream=s, toggle=False)
