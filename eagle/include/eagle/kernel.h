@@ -40,6 +40,10 @@
  * arguments, then eagle's partition triple (int64 base, count, n_samples), one lane per thread.
  * The partition triple and the lane loop are eagle's, never the user's.
  *
+ * Numerics: this header includes <eagle/numerics.h>, so every kind has C's numeric vocabulary
+ * (INFINITY, NAN, M_PI, DBL_EPSILON, FLT_MAX, isnan, fmin, nextafter, fma, ..., int64_t,
+ * INT64_MAX, bool, size_t, NULL) with C's meaning, and a source needs no other include.
+ *
  * Rules: 1 to 24 arguments; each type is one token sequence without commas (a pointer, double,
  * int64_t, ...); arguments are passed by eagle.run as 8-byte values (Python floats as double, ints
  * as int64_t, arrays as their device address), so declare scalars double or int64_t. The names i
@@ -54,25 +58,13 @@
 #ifndef EAGLE_KERNEL_H
 #define EAGLE_KERNEL_H
 
-#if defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)
-/* A runtime compiler (NVRTC, hiprtc) has no C library headers: the fixed-width types are ours. */
-#if !defined(EAGLE_HAVE_STDINT)
-typedef signed char int8_t;
-typedef unsigned char uint8_t;
-typedef short int16_t;
-typedef unsigned short uint16_t;
-typedef int int32_t;
-typedef unsigned int uint32_t;
-typedef long long int64_t;
-typedef unsigned long long uint64_t;
-#endif
-#define EAGLE_KIND_GPU 1
-#elif defined(__CUDACC__) || defined(__HIPCC__)
-#include <stdint.h>
+/* The C numerics vocabulary (INFINITY, M_PI, DBL_EPSILON, int64_t, INT64_MAX, bool, size_t, ...),
+ * the same on every kind: see eagle/numerics.h. */
+#include "numerics.h"
+
+#if defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__) || defined(__CUDACC__) || defined(__HIPCC__)
 #define EAGLE_KIND_GPU 1
 #else
-#include <math.h>
-#include <stdint.h>
 #define EAGLE_KIND_GPU 0
 #endif
 
