@@ -16,6 +16,11 @@ import eagle
 ARCH = ["--gpu-architecture=sm_90", "-std=c++17"]
 # exact=True: no contraction, IEEE division and square root, no flush-to-zero.
 BIT_EXACT = ARCH + ["--fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false"]
+# the default mode (EAGLE_BACKEND_MODULE_CONTRACT): fused multiply-adds, the rest as exact.
+CONTRACT = ARCH + ["--fmad=true", "--prec-div=true", "--prec-sqrt=true", "--ftz=false"]
+# fast_math=True.
+FAST_MATH = ARCH + ["--use_fast_math"]
+MODES = {"exact": BIT_EXACT, "default": CONTRACT, "fast": FAST_MATH}
 
 
 def _nvrtc():
@@ -38,8 +43,9 @@ def _nvrtc():
     return None
 
 
-def nvrtc_compile(source, name, options):
-    """(result, log, cubin bytes) of NVRTC on source, with eagle's include dir."""
+def nvrtc_compile(source, name, options, output="CUBIN"):
+    """(result, log, cubin bytes) of NVRTC on source, with eagle's include dir (``output="PTX"``:
+    the PTX text's bytes instead of the cubin)."""
     lib = _nvrtc()
     if lib is None:
         pytest.skip("NVRTC is not installed (pip install nvidia-cuda-nvrtc, or the CUDA toolkit)")
@@ -54,9 +60,9 @@ def nvrtc_compile(source, name, options):
     lib.nvrtcGetProgramLog(prog, buf)
     cubin = b""
     if res == 0:
-        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        getattr(lib, f"nvrtcGet{output}Size")(prog, ctypes.byref(size))
         out = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetCUBIN(prog, out)
+        getattr(lib, f"nvrtcGet{output}")(prog, out)
         cubin = out.raw
     lib.nvrtcDestroyProgram(ctypes.byref(prog))
     return res, buf.value.decode(errors="replace"), cubin

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 import eagle
-from _nvrtc import BIT_EXACT, nvrtc_compile
+from _nvrtc import BIT_EXACT, MODES, nvrtc_compile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "tests", "c", "numerics_corpus.c")
 KERNELS = ["numerics_d", "numerics_f", "numerics_consts"]
 D_RESULTS, F_RESULTS = 25, 17
-EXACT = {}  # the keywords of eagle.compile's bit-exact mode
+EXACT = {"exact": True}  # eagle.compile's bit-exact mode
 
 # ------------------------------------------------------------------------------ inputs
 
@@ -292,12 +292,89 @@ def test_a_strict_c11_compile_gets_the_m_constants_from_eagle(cpu):
     assert_constants(run_corpus(cpu, options=["-std=c11"], **EXACT)[2], "cpu -std=c11")
 
 
+# ------------------------------------------------------------------------------ the floating-point modes
+
+def host_has_fma():
+    """Whether this host's CPU has fused multiply-add instructions (the cpu kind's default mode
+    then contracts): x86 says so in /proc/cpuinfo's flags; aarch64, ppc64le and riscv64 have FMA
+    in their baseline."""
+    import platform
+    if platform.machine() not in ("x86_64", "AMD64", "i386", "i686"):
+        return True
+    with open("/proc/cpuinfo") as fh:
+        for line in fh:
+            if line.startswith("flags"):
+                return "fma" in line.split(":", 1)[1].split()
+    return False
+
+
+def mul_add_inputs(m=1000, seed=3):
+    """a, b, c with c = -fl(a*b): rounding the product first gives 0, a fused multiply-add gives
+    the product's rounding error, so the two results differ at almost every sample."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal(m), rng.standard_normal(m)
+    return a, b, -(a * b)
+
+
+# One multiply-add alone: two roundings when compiled exact, one (a fused multiply-add) where the
+# default mode contracts it.
+MUL_ADD = (b"#include <eagle/kernel.h>\nEAGLE_KERNEL(mul_add, (const double*, a), (const double*, b), "
+           b"(const double*, c), (double*, out)) { (void)n; out[i] = a[i] * b[i] + c[i]; }\n")
+
+
+def run_mul_add(backend, **mode):
+    a, b, c = mul_add_inputs()
+    mod = eagle.compile(MUL_ADD, backend=backend, name="mul_add.c", **mode)
+    dev = [backend.asarray(v) for v in (a, b, c)] + [backend.zeros(a.size)]
+    eagle.run(mod.mul_add, dev, a.size)
+    return np.from_dlpack(dev[3]) if backend.kind == "cpu" else dev[3].numpy()
+
+
+def mul_add_references():
+    a, b, c = mul_add_inputs()
+    fused = np.array([fma_ref(a[i], b[i], c[i], np.float64) for i in range(a.size)])
+    rounded_twice = a * b + c
+    assert (fused != rounded_twice).mean() > 0.9  # the inputs tell the two apart
+    return fused, rounded_twice
+
+
+def test_exact_rounds_each_operation_and_the_default_fuses_where_the_cpu_has_fma(cpu):
+    fused, twice = mul_add_references()
+    assert np.array_equal(run_mul_add(cpu, exact=True), twice)
+    assert np.array_equal(run_mul_add(cpu), fused if host_has_fma() else twice)
+    fast = run_mul_add(cpu, fast_math=True)
+    assert np.all((fast == fused) | (fast == twice))
+
+
 # ------------------------------------------------------------------------------ cuda: NVRTC, no GPU
 
-def test_the_corpus_compiles_for_cuda_with_nvrtc_and_no_gpu():
+def test_nvrtc_options_of_each_mode_are_the_cuda_backends():
+    """tests/_nvrtc.py's option lists are what backends/cuda/native.cpp passes in each mode."""
+    with open(os.path.join(ROOT, "backends", "cuda", "native.cpp")) as fh:
+        native = fh.read()
+    for mode, opts in MODES.items():
+        spelled = ", ".join(f'"{o}"' for o in opts[2:])
+        assert spelled in native or (mode == "fast" and '"--use_fast_math"' in native), (mode, spelled)
+
+
+@pytest.mark.parametrize("mode", ["exact", "default", "fast"])
+def test_nvrtc_contracts_the_multiply_add_in_the_default_mode_only(mode):
+    """In the PTX of MUL_ADD: exact keeps mul.rn + add.rn (.rn forbids ptxas fusing them); the
+    default and fast modes fuse them into fma.rn.f64."""
+    res, log, ptx = nvrtc_compile(MUL_ADD, "mul_add.c", MODES[mode], output="PTX")
+    assert res == 0, log
+    text = ptx.decode(errors="replace")
+    if mode == "exact":
+        assert "fma.rn.f64" not in text and "mul.rn.f64" in text and "add.rn.f64" in text, text
+    else:
+        assert "fma.rn.f64" in text, text
+
+
+@pytest.mark.parametrize("mode", ["exact", "default", "fast"])
+def test_the_corpus_compiles_for_cuda_with_nvrtc_and_no_gpu(mode):
     with open(CORPUS, "rb") as fh:
         src = fh.read()
-    res, log, cubin = nvrtc_compile(src, "numerics_corpus.c", BIT_EXACT)
+    res, log, cubin = nvrtc_compile(src, "numerics_corpus.c", MODES[mode])
     assert res == 0, log
     assert "warning" not in log, log
     for k in KERNELS:
@@ -323,3 +400,10 @@ def test_the_corpus_on_cuda_equals_cpu_bit_for_bit_in_exact_mode(cuda, cpu_resul
         assert_matches(got, [(name, want[k]) for k, (name, _) in enumerate(ref)], a, b, c,
                        f"cuda vs cpu {dtype.__name__}")
     assert_constants(gconst, "cuda")
+
+
+@pytest.mark.gpu
+def test_cuda_fuses_the_multiply_add_by_default_and_not_when_exact(cuda):
+    fused, twice = mul_add_references()
+    assert np.array_equal(run_mul_add(cuda, exact=True), twice)
+    assert np.array_equal(run_mul_add(cuda), fused)

@@ -39,7 +39,8 @@ EAGLE_KERNEL(numerics_d, (const double*, a), (const double*, b), (const double*,
     r[17] = x - y;
     r[18] = floor(x);
     r[19] = ceil(x);
-    r[20] = x * y + z;  /* two roundings when exact; may be one fused multiply-add otherwise */
+    r[20] = x * y + z;  /* two roundings when exact (x * y is shared with r[15], so no
+                           * mode fuses it: test_kernel_numerics.py's MUL_ADD is alone) */
     r[21] = clipped_step(fabs(x), y, fabs(x) + 1.0);
     /* C converts every argument of a double function to double: a float or an int argument too */
     const float xf = (float)fmod(x, 1000.0), af = (float)fmod(fabs(x), 1000.0);

@@ -49,11 +49,15 @@
  * as int64_t, arrays as their device address), so declare scalars double or int64_t. The names i
  * and n are the body's own. Helper functions the body calls are marked EAGLE_FN.
  *
- * Floating point. Compiled bit-exact (eagle's default) every kind keeps each operation the source
- * spells, with no contraction into fused multiply-adds, IEEE division and square root: + - * /
- * and sqrt then give the same bits on every kind. Library functions (exp, sin, log, ...) come from
- * each kind's own math library and may differ in the last place. fast_math=True lets every
- * compiler contract and reassociate.
+ * Floating point: eagle.compile has three modes. The default contracts multiply-adds into fused
+ * multiply-adds as each kind's compiler does by default (cpu: -ffp-contract=fast, with FMA
+ * instructions where the host CPU has them; cuda: NVRTC's --fmad=true), with IEEE division and
+ * square root and no flush to zero: results may differ between kinds in the last place of a
+ * multiply-add. exact=True is bit-exact: every kind keeps each operation the source spells, with
+ * no contraction, IEEE division and square root, so + - * / and sqrt (and the exactly rounded
+ * functions of eagle/numerics.h) give the same bits on every kind. Library functions (exp, sin,
+ * log, ...) come from each kind's own math library and may differ in the last place in every
+ * mode. fast_math=True lets every compiler also reassociate, approximate and flush denormals.
  */
 #ifndef EAGLE_KERNEL_H
 #define EAGLE_KERNEL_H
