@@ -2,8 +2,6 @@
 compiled bit-exact and the references evaluate the same operations in the same order); where NVRTC
 is installed (the toolkit or eagle's cuda extra) the same sources compile for cuda too, with
 no GPU and no nvcc."""
-import ctypes
-import glob
 import importlib.util
 import os
 import re
@@ -14,6 +12,7 @@ import numpy as np
 import pytest
 
 import eagle
+from _nvrtc import BIT_EXACT, nvrtc_compile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -140,55 +139,6 @@ def test_examples_refuse_bad_command_lines_naming_the_argument(script, args, mes
 
 
 # ------------------------------------------------------------------------------ NVRTC, no GPU
-
-def _nvrtc():
-    """libnvrtc from the wheel (eagle's cuda extra) or the toolkit, or None."""
-    from eagle._compilers import wheel_library_dirs
-    dirs = wheel_library_dirs() + ["/usr/local/cuda/lib64"]
-    for d in dirs:
-        for f in sorted(glob.glob(os.path.join(d, "libnvrtc.so*"))):
-            if "builtins" in f:
-                continue
-            try:
-                return ctypes.CDLL(f)
-            except OSError:
-                continue
-    for name in ("libnvrtc.so.13", "libnvrtc.so.12"):
-        try:
-            return ctypes.CDLL(name)
-        except OSError:
-            pass
-    return None
-
-
-def nvrtc_compile(source, name, options):
-    """(result, log, cubin bytes) of NVRTC on source, with eagle's include dir."""
-    lib = _nvrtc()
-    if lib is None:
-        pytest.skip("NVRTC is not installed (pip install nvidia-cuda-nvrtc, or the CUDA toolkit)")
-    prog = ctypes.c_void_p()
-    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source, name.encode(), 0, None, None) == 0
-    opts = [o.encode() for o in options + [f"-I{eagle.include_dir()}"]]
-    arr = (ctypes.c_char_p * len(opts))(*opts)
-    res = lib.nvrtcCompileProgram(prog, len(opts), arr)
-    size = ctypes.c_size_t()
-    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-    buf = ctypes.create_string_buffer(size.value)
-    lib.nvrtcGetProgramLog(prog, buf)
-    cubin = b""
-    if res == 0:
-        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
-        out = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetCUBIN(prog, out)
-        cubin = out.raw
-    lib.nvrtcDestroyProgram(ctypes.byref(prog))
-    return res, buf.value.decode(errors="replace"), cubin
-
-
-# The options the cuda backend passes in bit-exact mode (backends/cuda/native.cpp rtc_options).
-BIT_EXACT = ["--gpu-architecture=sm_90", "-std=c++17", "--fmad=false", "--prec-div=true", "--prec-sqrt=true",
-             "--ftz=false"]
-
 
 @pytest.mark.parametrize("name", ["oscillator", "barrier"])
 def test_examples_compile_for_cuda_with_nvrtc_and_no_gpu(name):
