@@ -11,6 +11,7 @@ import math
 import numbers
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -379,6 +380,9 @@ class Solver:
             s = run["stream"]
             dt = self.dtype
             # y0 (N, d) and the argument rows, into the planes the graph reads
+            last = run.get("last") and run["last"]()
+            if last is not None:  # a solution still reads these planes: it gets copies of its own
+                last._detach(b, s)
             run["keep"] = []  # host rows the copies read until the solve has waited
             if _on_device(y0):
                 if tuple(y0.shape) != (n, self.n_state) or np.dtype(y0.dtype) != dt:
@@ -414,8 +418,10 @@ class Solver:
             g = run["graph"]
             g.launch()
             self._wait(g, run, n, progress if progress is not None else self.progress)
-            return OdeSolution(self, run["W"], run["I"], run["YS"] if self.t_eval is not None else None,
-                               run["EVT"] if self.events else None, run["EVY"] if self.events else None)
+            sol = OdeSolution(self, run["W"], run["I"], run["YS"] if self.t_eval is not None else None,
+                              run["EVT"] if self.events else None, run["EVY"] if self.events else None)
+            run["last"] = weakref.ref(sol)
+            return sol
 
     def _wait(self, g, run, n, progress):
         with _progress.Progress(self._last_backend, run["DONE"], n, enabled=progress is not False):
