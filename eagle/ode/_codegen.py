@@ -317,8 +317,18 @@ class _Gen:
         ev = bool(o.events)
         lines = []
         add = lines.append
-        add("    for (int ode_s = 0; ode_s < ODE_STEPS_PER_CALL && status == ODE_RUNNING; ++ode_s) {")
-        add("        if (nacc + nrej >= ODE_MAX_STEPS) { status = ODE_FAIL_MAX_STEPS; break; }")
+        if o.adaptive:
+            add("    for (int ode_s = 0; ode_s < ODE_STEPS_PER_CALL && status == ODE_RUNNING; ++ode_s) {")
+            add("        if (nacc + nrej >= ODE_MAX_STEPS) { status = ODE_FAIL_MAX_STEPS; break; }")
+        else:
+            # fixed steps: this call's count is known before it starts, so the loop checks nothing
+            # per step but whether it is the last step (which lands on t1 exactly)
+            add(f"    const int32_t nstep = (int32_t)ceil((double)(t1 - ODE_T0) / (double)ODE_DT - {1e-9!r});")
+            add("    int32_t todo = nstep - nacc;")
+            add("    if (todo > ODE_STEPS_PER_CALL) todo = ODE_STEPS_PER_CALL;")
+            add("    if (nacc + todo > ODE_MAX_STEPS) todo = ODE_MAX_STEPS - nacc;")
+            add("    const int32_t nacc0 = nacc;")
+            add("    for (int32_t ode_s = 0; ode_s < todo; ++ode_s) {")
         if o.adaptive:
             add("        const ode_real hmin = 10 * (ODE_NEXTAFTER(t, ODE_BIG) - t);")
             add("        if (h > ODE_MAX_STEP) h = ODE_MAX_STEP;")
@@ -330,13 +340,14 @@ class _Gen:
             add("        if (tn > t1) tn = t1;")
             add("        const ode_real hh = tn - t;")
         else:
-            add("        ode_real tn = ODE_T0 + (ode_real)(nacc + 1) * ODE_DT;")
-            add(f"        if (tn >= t1 - {L(1e-9)} * ODE_DT) tn = t1;")
-            add("        const ode_real hh = tn - t;")
+            add("        const int last = nacc + 1 == nstep;")
+            add("        const ode_real hh = last ? t1 - t : ODE_DT;")
+            add("        const ode_real tn = last ? t1 : t + ODE_DT;")
         if not m.fsal:
             add("        ode_f(t, y, a, K[0]);")
         add("        const double err = ode_attempt(t, hh, tn, y, K, a, ynew);")
-        add(f"        nfev += {S};")
+        if o.adaptive:
+            add(f"        nfev += {S};")
         add("        (void)err;")
         if o.adaptive:
             pi = o.controller == "PI"
@@ -363,12 +374,6 @@ class _Gen:
                 # log(max(err, 1e-4)), rounded as W stores it: a sample takes the same steps however
                 # its steps are split between calls of the body
                 add("        lerrp = (double)(ode_real)(lerr > -9.210340371976182 ? lerr : -9.210340371976182);")
-        else:
-            add("        {")
-            add("            int ok = 1;")
-            add("            for (int k = 0; k < D; ++k) ok = ok && ode_finite(ynew[k]);")
-            add("            if (!ok) { status = ODE_FAIL_NONFINITE; nacc += 1; break; }")
-            add("        }")
         # the step is accepted: events, outputs, advance
         add("        int prepared = 0;")
         add("        ode_real tstop = tn;")
@@ -423,8 +428,19 @@ class _Gen:
         add("        nacc += 1;")
         if o.adaptive:
             add("        h = hh * (ode_real)fac;")
-        add("        if (t >= t1) status = ODE_DONE;")
+        if o.adaptive:
+            add("        if (t >= t1) status = ODE_DONE;")
         add("    }")
+        if not o.adaptive:
+            # fixed steps: counted, and checked for a non-finite state, once a call
+            add(f"    nfev += {S} * (nacc - nacc0);")
+            add("    if (status == ODE_RUNNING) {")
+            add("        int ok = 1;")
+            add("        for (int k = 0; k < D; ++k) ok = ok && ode_finite(y[k]);")
+            add("        if (!ok) status = ODE_FAIL_NONFINITE;")
+            add("        else if (nacc >= nstep) status = ODE_DONE;")
+            add("        else if (nacc >= ODE_MAX_STEPS) status = ODE_FAIL_MAX_STEPS;")
+            add("    }")
         return "\n".join(lines)
 
     def source(self, funcs, header):

@@ -76,7 +76,7 @@ class Solver:
     def __init__(self, fun, *, t_span, n_state=None, n_args=None, method="Tsit5", t_eval=None, events=None, rtol=1e-6,
                  atol=1e-8, dt=None, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf,
                  dtype="float64", backend=None, exact=False, fast_math=False, controller="PI",
-                 steps_per_call=None, progress=None):
+                 steps_per_call=None, workers=None, progress=None):
         self.method = _method(method)
         m = self.method
         self._fun = fun
@@ -127,6 +127,7 @@ class Solver:
         self.t_eval = self._t_eval(t_eval)
         self.events = _events(events)
         self.steps_per_call = steps_per_call
+        self.workers = workers  # lanes of the drained step (None: see _workers)
         self.progress = progress
         self._backend_arg = backend
         self._compiled = {}   # backend path -> (module, steps per call)
@@ -244,6 +245,16 @@ class Solver:
         b = eagle.backend(backend or "cpu") if not hasattr(backend, "compile") else backend
         return self._module(b)[0]
 
+    def _workers(self, b, n):
+        """Lanes of the drained step: on a GPU as many as can be resident (2048 a multiprocessor;
+        the drain's dynamic claiming balances the samples over them), on the cpu kind one a sample."""
+        if self.workers is not None:
+            return self.workers
+        props = b.device_props(0)
+        if props.warp_size > 1:
+            return max(1, min(n, int(props.sm_count) * 2048))
+        return max(1, n)
+
     def _module(self, b):
         got = self._compiled.get(b.path)
         if got is None:
@@ -353,8 +364,10 @@ class Solver:
         def init(s):
             s.run(mod.ode_init, [*planes, Y0], n)
 
+        workers = self._workers(b, n)
+
         def drain(s):
-            aset.drain(s, mod.ode_step_drain, planes, rounds, compacted=False)
+            aset.drain(s, mod.ode_step_drain, planes, rounds, compacted=False, workers=workers)
 
         run = {"W": W, "I": I, "M": M, "A": A, "Y0": Y0, "DONE": DONE, "TE": TE, "YS": YS, "EVT": EVT, "EVY": EVY,
                "stream": stream, "aset": aset, "init": init, "drain": drain, "graph": None,
