@@ -165,6 +165,8 @@ class EagleImpl:
             raise Skip(f"import eagle.ode failed: {type(e).__name__}: {e}") from e
         _, method, adaptive, code = METHODS[key]
         kw = dict(method=method, t_span=(T0, T1), n_args=1, dtype=np.dtype(dtype), backend=backend)
+        # $EAGLE_ODE_BENCH_KW: more Solver keywords as JSON (a sweep of steps_per_call or workers)
+        kw.update(json.loads(os.environ.get("EAGLE_ODE_BENCH_KW") or "{}"))
         if adaptive:
             kw.update(rtol=TOL, atol=TOL)
         else:
