@@ -521,6 +521,9 @@ def run_block_method(args, K):
                               c.enqueue_graph, c.stream, c.result))
             down = SortedLimit(card, descending=True)
             impls.append((mode, "sorted limit, longest first", down.enqueue, card.stream, down.result))
+            # workers = n: one lane a sample in sample order, so no lane claims (what claiming buys)
+            c = Card(args.backend, n, K, fp=mode, module=module, program="no_final_compact", workers=n)
+            impls.append((mode, "[reset, drain_all], workers = n (no claiming)", c.enqueue_graph, c.stream, c.result))
     timers = {}
     times = {(m, name): [] for m, name, *_ in impls}
     for r in range(rounds):
@@ -591,6 +594,8 @@ def run_block_method(args, K):
                   f"{g['card over samples sorted shortest first'] / full:.3f}x the card, longest first "
                   f"{g['card over samples sorted longest first'] / full:.3f}x; the limit sorted longest first "
                   f"{g['sorted limit, longest first'] / g['sorted limit']:.3f}x the limit")
+            static = g["[reset, drain_all], workers = n (no claiming)"] - g["[reset]"]
+            print(f"    the drain with one lane a sample (no claiming) / the drain: {static / drain:.3f}x")
     print(f"\noscillator card, block method: {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
