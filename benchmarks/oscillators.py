@@ -605,7 +605,7 @@ def run_block_method(args, K):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="cpu", help="eagle kind: cpu or cuda")
-    ap.add_argument("--n", type=int, default=10000)
+    ap.add_argument("--n", type=int, default=None, help="samples (default 10000; 3000 with --smoke)")
     ap.add_argument("--loop", choices=("drain", "while"), default=None,
                     help="drain (default): one drained launch; while (default with --reorder): a WHILE of "
                          "K steps + compaction")
@@ -639,13 +639,13 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.fast_math:
         args.mode = "fast"
+    args.n = args.n or (3000 if args.smoke else 10000)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for m in args.modes:
         if m not in FP_MODES:
             ap.error(f"--modes: {m!r} is not one of {', '.join(FP_MODES)}")
     if args.smoke:
         args.blocks = args.breakdown = True
-        args.n = args.n if "--n" in (argv or sys.argv[1:]) else 3000
         args.block_reps = args.block_reps or 3
         args.rounds = args.rounds or 1
     reps = args.reps or (10 if args.backend != "cpu" else 3)
