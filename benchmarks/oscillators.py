@@ -521,6 +521,11 @@ def run_block_method(args, K):
                               c.enqueue_graph, c.stream, c.result))
             down = SortedLimit(card, descending=True)
             impls.append((mode, "sorted limit, longest first", down.enqueue, card.stream, down.result))
+            # K: each body call runs K steps and goes through memory (x, v, done) and the claim; a lane
+            # that finishes its call early waits for its warp's longest (divergence): K trades the two
+            for k in sorted({max(1, K // 2), 2 * K, 4 * K} - {K}):
+                c = Card(args.backend, n, k, fp=mode, module=module)
+                impls.append((mode, f"card, K={k}", c.enqueue_graph, c.stream, c.result))
             # workers = n: one lane a sample in sample order, so no lane claims (what claiming buys)
             c = Card(args.backend, n, K, fp=mode, module=module, program="no_final_compact", workers=n)
             impls.append((mode, "[reset, drain_all], workers = n (no claiming)", c.enqueue_graph, c.stream, c.result))
@@ -596,6 +601,9 @@ def run_block_method(args, K):
                   f"{g['sorted limit, longest first'] / g['sorted limit']:.3f}x the limit")
             static = g["[reset, drain_all], workers = n (no claiming)"] - g["[reset]"]
             print(f"    the drain with one lane a sample (no claiming) / the drain: {static / drain:.3f}x")
+            ks = sorted((int(name.split("=")[1]), t) for name, t in g.items() if name.startswith("card, K="))
+            print("    the card for other K (steps a body call): " + ", ".join(
+                f"K={k} {t / full:.3f}x" for k, t in ks) + f" the card's (K={K})")
     print(f"\noscillator card, block method: {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
