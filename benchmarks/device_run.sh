@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels sanitize check bench seam card multigpu distributed distbench odetests odebench
+#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels fpmodes sanitize check bench seam card cardblocks multigpu distributed distbench odetests odebench
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there.
@@ -98,6 +98,17 @@ for stage in "$@"; do
       rc=$((rc | ${PIPESTATUS[0]}))
       python3 benchmarks/oscillators.py --backend cpu --n 1000000 --reps 1 --compare /tmp/card_cuda.npy \
         2>&1 | tee -a "$OUT/oscillators_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    fpmodes)
+      # issue 27: the numerics corpus on cuda == cpu bit for bit (exact), the default mode fuses, the
+      # drain without compaction, the examples in exact mode
+      python3 -m pytest -q -p no:cacheprovider -rs tests/test_kernel_numerics.py tests/test_gpu_kernels.py \
+        tests/test_drain.py 2>&1 | tee "$OUT/pytest_fpmodes_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    cardblocks)
+      # issue 27's benchmark method: every implementation in its own block, CUDA events, three modes
+      python3 benchmarks/oscillators.py --backend cuda --n 1000000 --blocks --breakdown 2>&1 \
+        | tee "$OUT/card_blocks_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     multigpu)
       nvidia-smi -L 2>&1 | tee "$OUT/multigpu_h200x2.log"
