@@ -419,13 +419,20 @@ def tolerances(key, dtype):
     return (1e-2, 1e-2) if adaptive else (1e-3, 1e-3)
 
 
+SLOW_CALL_S = 2.0  # a call slower than this is timed min(reps, 5) times, and its to-host figure once
+
+
 def measure(impl, reps, warmup):
+    """Timed calls (seconds, after `warmup` untimed ones) and the median of the to-host figure."""
     for _ in range(warmup):
         impl.once()
-    times = [impl.once() for _ in range(reps)]
+    times = [impl.once()]
+    if times[0] > SLOW_CALL_S:
+        reps = min(reps, 5)
+    times += [impl.once() for _ in range(reps - 1)]
     host = None
     if impl.to_host is not None:
-        host = statistics.median([impl.to_host() for _ in range(max(1, min(reps, 3)))])
+        host = statistics.median([impl.to_host() for _ in range(1 if times[0] > SLOW_CALL_S / 4 else min(reps, 3))])
     return times, host
 
 
@@ -544,7 +551,8 @@ def main(argv=None):
     ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, of {', '.join(METHODS)}")
     ap.add_argument("--dtypes", default="float64,float32")
     ap.add_argument("--impls", help="comma-separated implementations (default: all of the backend's)")
-    ap.add_argument("--reps", type=int, default=None, help="timed calls per implementation (median; default 7)")
+    ap.add_argument("--reps", type=int, default=None, help="timed calls per implementation (median; default 7, "
+                                                        "5 for a call slower than 2 s)")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--block", type=int, default=128, help="threads per block of the hand-written kernel")
     ap.add_argument("--controller", choices=("PI", "I"), default="PI",
