@@ -194,6 +194,7 @@ class EagleImpl:
         self.note = f"wall clock around Solver.solve (y0, rho: {where}; results returned to the host)"
 
     def once(self):
+        self.sol = None  # the last result is dropped (a kept one would get copies of its planes first)
         t = time.perf_counter()
         self.sol = self.solver.solve(self.y0, args=(self.rho,))
         return time.perf_counter() - t

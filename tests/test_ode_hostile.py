@@ -64,10 +64,9 @@ REFUSED = [
     ("y0 a string", "eagle.ode.solve_ivp(decay, (0.0, 1.0), 'ab')", None, ["y0"]),
     ("an event that is not callable", "eagle.ode.solve_ivp(decay, (0.0, 1.0), y0, events=[3])", "TypeError",
      ["events"]),
-    # scipy reads direction by its sign (2 is rising), so only a direction that is no number is refused
-    ("an event direction that is not a number",
+    ("an event direction that is not a number (scipy takes its sign)",
      "ev = lambda t, y: y[0] - 0.5\nev.direction = 'up'\neagle.ode.solve_ivp(decay, (0.0, 1.0), y0, events=ev)",
-     None, ["direction"]),
+     "TypeError", ["direction"]),
     ("an unknown dtype", "eagle.ode.solve_ivp(decay, (0.0, 1.0), y0, dtype='float16')", None, ["dtype"]),
 ]
 

@@ -5,7 +5,9 @@ import numpy as np
 
 from ._codegen import DONE, EVENT, FAILURES, RUNNING
 
-MESSAGES = {0: "reached t1", 1: "a terminal event stopped the sample", **{-c: t for c, t in FAILURES.items()}}
+# keys: the values of sol.status (0, 1, -1) and of sol.failure (the codes 3.. of _codegen.FAILURES)
+MESSAGES = {0: "reached t1", 1: "a terminal event stopped the sample", -1: "failed: sol.failure says why",
+            **FAILURES}
 
 
 class OdeSolution:
@@ -17,7 +19,7 @@ class OdeSolution:
     y : (N, d) the state there
     status : (N,) int: 0 reached t1, 1 stopped by a terminal event, -1 failed
     failure : (N,) int: 0, or the failure's code (a key of ``message``)
-    message : dict, code -> text, for ``status`` and the codes of ``failure`` (negated)
+    message : dict, code -> text, for the values of ``status`` and of ``failure``
     success : bool, every sample reached t1 or a terminal event
     nfev, n_accepted, n_rejected : (N,) int counters
     t_eval, ys : (T,) and (N, d, T) when t_eval was given (nan where a sample ended earlier)
@@ -34,6 +36,18 @@ class OdeSolution:
         self.method = solver.method.name
         self.t_eval = solver.t_eval
         self.message = dict(MESSAGES)
+
+    def _detach(self, backend, stream):
+        """Give this solution planes of its own (device-to-device copies, enqueued on ``stream``):
+        the solver's next solve overwrites the ones it was reading."""
+        for name in ("_W", "_I", "_YS", "_EVT", "_EVY"):
+            old = getattr(self, name)
+            key = name[1:]
+            if old is None or key in self._cache:
+                continue
+            new = backend.empty(old.shape, old.dtype)
+            stream.copy(new, old)
+            setattr(self, name, new)
 
     def _host(self, key, plane):
         v = self._cache.get(key)

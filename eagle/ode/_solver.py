@@ -1,15 +1,17 @@
 """eagle.ode's driver: :class:`Solver` (compile once, solve again and again) and
 :func:`solve_ivp` (scipy's vocabulary, one call).
 
-A solve is one recorded graph on the arrays' backend: ``ode_init`` over every sample, a
-compaction, one drained launch of ``ode_step`` (every live sample steps until it ends, a lane
-that is done takes the next live sample: a sample that needs 10x the steps costs only its own
-lane) and a last compaction. The host does no per-sample work: it copies y0 and the arguments in,
+A solve is one recorded graph on the arrays' backend: ``ode_init`` over every sample, then one
+drained launch of ``ode_step`` over the samples its mask has not dropped (every live sample steps
+until it ends, a lane that is done takes the next live sample: a sample that needs 10x the steps
+costs only its own lane). No compaction is needed: the drain visits the samples in order and
+skips the dropped ones. The host does no per-sample work: it copies y0 and the arguments in,
 launches, and reads the planes back when the solution's fields are first read."""
 import math
 import numbers
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -352,7 +354,7 @@ class Solver:
             s.run(mod.ode_init, [*planes, Y0], n)
 
         def drain(s):
-            aset.drain(s, mod.ode_step_drain, planes, rounds)
+            aset.drain(s, mod.ode_step_drain, planes, rounds, compacted=False)
 
         run = {"W": W, "I": I, "M": M, "A": A, "Y0": Y0, "DONE": DONE, "TE": TE, "YS": YS, "EVT": EVT, "EVY": EVY,
                "stream": stream, "aset": aset, "init": init, "drain": drain, "graph": None,
@@ -378,6 +380,9 @@ class Solver:
             s = run["stream"]
             dt = self.dtype
             # y0 (N, d) and the argument rows, into the planes the graph reads
+            last = run.get("last") and run["last"]()
+            if last is not None:  # a solution still reads these planes: it gets copies of its own
+                last._detach(b, s)
             run["keep"] = []  # host rows the copies read until the solve has waited
             if _on_device(y0):
                 if tuple(y0.shape) != (n, self.n_state) or np.dtype(y0.dtype) != dt:
@@ -408,13 +413,15 @@ class Solver:
                 s.copy(run["W"].address + w["T1"] * n * isz, host_w, n * isz, direction="h2d")
                 run["keep"].append(host_w)
             if run["graph"] is None:
-                run["graph"] = eagle.Graph.build([run["init"], run["aset"], run["drain"], run["aset"]],
+                run["graph"] = eagle.Graph.build([run["init"], run["drain"]],
                                                  planes=[run["W"], run["I"], run["M"]], stream=s, toggle=False)
             g = run["graph"]
             g.launch()
             self._wait(g, run, n, progress if progress is not None else self.progress)
-            return OdeSolution(self, run["W"], run["I"], run["YS"] if self.t_eval is not None else None,
-                               run["EVT"] if self.events else None, run["EVY"] if self.events else None)
+            sol = OdeSolution(self, run["W"], run["I"], run["YS"] if self.t_eval is not None else None,
+                              run["EVT"] if self.events else None, run["EVY"] if self.events else None)
+            run["last"] = weakref.ref(sol)
+            return sol
 
     def _wait(self, g, run, n, progress):
         with _progress.Progress(self._last_backend, run["DONE"], n, enabled=progress is not False):
