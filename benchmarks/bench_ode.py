@@ -10,10 +10,11 @@ back-to-back calls, the median reported):
 
   eagle      eagle.ode.Solver(...).solve(y0, args=(rho,)); the Solver's construction plus its first
              solve are reported apart as "first" (compile + build); the timed calls reuse them.
-             Timed by a wall clock around solve(), which returns host (numpy) arrays, so it
-             includes eagle's synchronize and the copy of the results to the host (y0 and rho
-             are CuPy arrays on the device when CuPy is there, else numpy arrays with backend='cuda',
-             and then the host-to-device copy is in the figure too: the table says which).
+             Timed by a wall clock around solve(), which returns once the device work is done
+             (eagle's synchronize is in the figure; the solution's fields are read from the device
+             on first use, after the timing, like the peers' results). y0 and rho are CuPy arrays
+             on the device when CuPy is there, else numpy arrays with backend='cuda', and then the
+             host-to-device copy is in the figure too: the timing note says which.
   diffrax    jax.jit(jax.vmap(one trajectory)) of diffrax.diffeqsolve, SaveAt(t1=True),
              Tsit5 / Dopri5 / a classic RK4 ButcherTableau solver (diffrax has none: RK4 below),
              ConstantStepSize for fixed, PIDController for adaptive with eagle's controller:
@@ -191,7 +192,7 @@ class EagleImpl:
         self.build_s = time.perf_counter() - t
         self.sol = self.solver.solve(self.y0, args=(self.rho,))
         self.first_s = time.perf_counter() - t
-        self.note = f"wall clock around Solver.solve (y0, rho: {where}; results returned to the host)"
+        self.note = f"wall clock around Solver.solve, which synchronizes (y0, rho: {where}; fields read after)"
 
     def once(self):
         self.sol = None  # the last result is dropped (a kept one would get copies of its planes first)
