@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels sanitize check bench seam card multigpu distributed distbench odetests odebench
+#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels sanitize check bench seam card mc multigpu distributed distbench odetests odebench
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there.
@@ -98,6 +98,14 @@ for stage in "$@"; do
       rc=$((rc | ${PIPESTATUS[0]}))
       python3 benchmarks/oscillators.py --backend cpu --n 1000000 --reps 1 --compare /tmp/card_cuda.npy \
         2>&1 | tee -a "$OUT/oscillators_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    mc)
+      # issue 30: <eagle/random.h> and eagle.mean_var on the GPU (cuda == cpu bit for bit), then the
+      # Monte-Carlo figures (GBM, the generator against cuRAND, the drained barrier) against CuPy and JAX
+      python3 -m pytest -q -p no:cacheprovider -rs tests/test_random.py tests/test_reduce.py \
+        tests/test_gpu_kernels.py -k "cuda or gpu or barrier" 2>&1 | tee "$OUT/pytest_mc_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]}))
+      python3 benchmarks/bench_mc.py --backend cuda --json "$OUT/bench_mc_h200.json" 2>&1 | tee "$OUT/bench_mc_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     multigpu)
       nvidia-smi -L 2>&1 | tee "$OUT/multigpu_h200x2.log"
