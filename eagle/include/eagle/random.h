@@ -102,7 +102,7 @@ typedef struct { float x, y, z, w; } eagle_rng_float4;
 /* ln 2 = LN2_HI + LN2_LO, LN2_HI with 40 significant bits (e * LN2_HI is exact for |e| < 2^13) */
 #define EAGLE_RNG_LN2_HI 0x1.62e42fefa2000p-1
 #define EAGLE_RNG_LN2_LO 0x1.9ef35793c7673p-41
-/* the same for float: LN2F_HI with 16 bits (e * LN2F_HI is exact for |e| < 2^8) */
+/* the same for float: LN2F_HI with 15 significant bits (e * LN2F_HI is exact for |e| < 2^9) */
 #define EAGLE_RNG_LN2F_HI 0x1.62e4p-1f
 #define EAGLE_RNG_LN2F_LO 0x1.7f7d1cp-20f
 #define EAGLE_RNG_SQRT2 0x1.6a09e667f3bcdp+0  /* sqrt(2) rounded */
@@ -356,8 +356,8 @@ EAGLE_FN float eagle_rng_sinpi_kernelf(float r)
     return r_hi * EAGLE_RNG_PI_HIF + ((r_lo * EAGLE_RNG_PI_HIF + r * EAGLE_RNG_PI_LOF) + tail);
 }
 
-/* r_hi: r's top 6 bits; C2_HIF: 12 bits. */
-#define EAGLE_RNG_C2_HIF -0x1.3bcp+2f           /* -pi^2/2's top 12 bits */
+/* r_hi: r's top 6 bits; C2_HIF: 11 significant bits. */
+#define EAGLE_RNG_C2_HIF -0x1.3bcp+2f           /* -pi^2/2 cut to 12 bits */
 #define EAGLE_RNG_C2_LOF -0x1.3cc9bep-10f       /* -pi^2/2 - C2_HIF, rounded */
 EAGLE_FN float eagle_rng_cospi_kernelf(float r)
 {
