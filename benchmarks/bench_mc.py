@@ -252,7 +252,8 @@ class JaxPeer:
             return jnp.where(alive, disc * jnp.maximum(s0 * jnp.exp(x) - strike, 0.0), 0.0)
 
         self._gbm, self._barrier, self.key = gbm, barrier, key
-        self.rng_name = f"jax.random ({jax.config.jax_default_prng_impl}) + lax.fori_loop, jit"
+        impl = getattr(jax.config, "jax_default_prng_impl", "threefry2x32")
+        self.rng_name = f"jax.random ({impl}) + lax.fori_loop, jit"
 
     def gbm(self):
         self.s_T = self._gbm(self.key)
@@ -341,6 +342,10 @@ def main(argv=None):
             row("cupy_gbm", f"CuPy: {cupy_peer.rng_name} + ElementwiseKernel", ms_c, n * steps, t)
             print(f"      eagle is {ms_c / ms:.2f}x CuPy")
             res["rows"]["cupy_gbm"]["eagle_speedup"] = ms_c / ms
+            s_c = cupy_peer.s_T.get()
+            check("CuPy E[S_T]", abs(s_c.mean() - want) <= 4 * s_c.std() / math.sqrt(n), f"{s_c.mean():.4f}")
+            del s_c
+            cupy_peer.s_T = None
         except ImportError as exc:
             print(f"  CuPy: skipped ({exc})")
         try:
