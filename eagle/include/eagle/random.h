@@ -64,7 +64,7 @@
  * these bounds against numpy's long double over 2^20 points of each function's domain as the
  * draws use it, and spot-checks with mpmath; the largest errors seen there are in brackets):
  *     eagle_rng_log        <= 1 ulp (0.80)      eagle_rng_logf       <= 1 ulp (0.77)
- *     eagle_rng_sincospi   <= 1 ulp (0.75)      eagle_rng_sincospif  <= 1 ulp (0.75)
+ *     eagle_rng_sincospi   <= 1 ulp (0.79)      eagle_rng_sincospif  <= 1 ulp (0.75)
  *     eagle_rng_box_muller <= 3 ulp (2.3)       eagle_rng_box_mullerf <= 3 ulp (2.4)
  * The normals are measured against the exact Box-Muller transform of the same two uniforms.
  * log is tested over every binade of positive doubles too, sincospi for |x| < 2^40.
@@ -207,39 +207,42 @@ EAGLE_FN eagle_rng_float4 eagle_rng_uniform4f(uint64_t seed, uint64_t sample, ui
 }
 
 /* ------------------------------------------------------------------ log */
-/* The natural logarithm, <= 1 ulp. x = 2^e m with m in [sqrt(2)/2, sqrt(2)), f = m - 1 (exact),
- * s = f / (2 + f); log m = 2 atanh s = f - f^2/2 + s (f^2/2 + R), R = sum_{k=1..10} 2 s^2k / (2k+1)
- * (the series' remainder is below 2^-60 relative for |s| <= 0.1716); log x = e ln 2 + log m, with
- * ln 2 in two parts so that e ln2_hi is exact. Subnormals are scaled first; log 0 = -inf, log of a
- * negative or NaN is NaN, log +inf = +inf. */
+/* log(2^k x) for a positive normal double x, <= 1 ulp. x = 2^e m with m in
+ * [sqrt(2)/2, sqrt(2)), f = m - 1 (exact), s = f / (2 + f); log m = 2 atanh s = f - f^2/2 +
+ * s (f^2/2 + R), R(z = s^2) = 2 z / 3 + 2 z^2 / 5 + ... for |s| <= 0.1716, here a degree-7
+ * polynomial fitted to it (Chebyshev, with mpmath; its error on R is below 1e-17, 0.04 ulp of the
+ * log); log x = (e + k) ln 2 + log m, with ln 2 in two parts so that (e + k) ln2_hi is exact. */
+EAGLE_FN double eagle_rng_log_core(double x, int64_t k)
+{
+    const uint64_t b = eagle_rng_bits_of(x);
+    int64_t e = (int64_t)(b >> 52) - 1023 + k;
+    double m = eagle_rng_double_of((b & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);  /* [1, 2) */
+    if (m > EAGLE_RNG_SQRT2) { m *= 0.5; e += 1; }
+    const double f = m - 1.0;
+    const double s = f / (2.0 + f);
+    const double z = s * s;
+    const double R = z * (0x1.5555555555558p-1 +      /* ~ 2/3 */
+                     z * (0x1.99999999952e2p-2 +      /* ~ 2/5 */
+                     z * (0x1.2492492df148dp-2 +      /* ~ 2/7 */
+                     z * (0x1.c71c62e5800a1p-3 +      /* ~ 2/9 */
+                     z * (0x1.7462b4ab2ef6cp-3 +      /* ~ 2/11 */
+                     z * (0x1.39fe606542dbap-3 +      /* ~ 2/13 */
+                     z * 0x1.2b584aae78c14p-3))))));  /* ~ 2/15 */
+    const double hfsq = 0.5 * f * f;
+    const double de = (double)e;
+    return de * EAGLE_RNG_LN2_HI - ((hfsq - (s * (hfsq + R) + de * EAGLE_RNG_LN2_LO)) - f);
+}
+
+/* The natural logarithm, <= 1 ulp, for every double: subnormals are scaled first; log 0 = -inf,
+ * log of a negative or NaN is NaN, log +inf = +inf. */
 EAGLE_FN double eagle_rng_log(double x)
 {
     if (!(x > 0.0) || x - x != 0.0) {                 /* 0, negative, NaN, +inf */
         if (x == 0.0) return -1.0 / (x * x);         /* -inf */
         return x < 0.0 ? (x - x) / (x - x) : x + x;  /* NaN (a negative, or NaN itself); +inf */
     }
-    int64_t e = 0;
-    if (x < 0x1p-1022) { x *= 0x1p54; e = -54; }   /* subnormal: make it normal */
-    const uint64_t b = eagle_rng_bits_of(x);
-    e += (int64_t)(b >> 52) - 1023;
-    double m = eagle_rng_double_of((b & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);  /* [1, 2) */
-    if (m > EAGLE_RNG_SQRT2) { m *= 0.5; e += 1; }
-    const double f = m - 1.0;
-    const double s = f / (2.0 + f);
-    const double z = s * s;
-    const double R = z * (0x1.5555555555555p-1 + /* 2/3 */
-                     z * (0x1.999999999999ap-2 + /* 2/5 */
-                     z * (0x1.2492492492492p-2 + /* 2/7 */
-                     z * (0x1.c71c71c71c71cp-3 + /* 2/9 */
-                     z * (0x1.745d1745d1746p-3 + /* 2/11 */
-                     z * (0x1.3b13b13b13b14p-3 + /* 2/13 */
-                     z * (0x1.1111111111111p-3 + /* 2/15 */
-                     z * (0x1.e1e1e1e1e1e1ep-4 + /* 2/17 */
-                     z * (0x1.af286bca1af28p-4 + /* 2/19 */
-                     z * 0x1.8618618618618p-4)))))))));  /* 2/21 */
-    const double hfsq = 0.5 * f * f;
-    const double de = (double)e;
-    return de * EAGLE_RNG_LN2_HI - ((hfsq - (s * (hfsq + R) + de * EAGLE_RNG_LN2_LO)) - f);
+    if (x < 0x1p-1022) return eagle_rng_log_core(x * 0x1p54, -54);   /* subnormal: made normal */
+    return eagle_rng_log_core(x, 0);
 }
 
 /* The float twin of eagle_rng_log (R to 2 s^8 / 9), <= 1 ulp in float. */
@@ -268,10 +271,12 @@ EAGLE_FN float eagle_rng_logf(float x)
 }
 
 /* ------------------------------------------------------------------ sin and cos of pi x */
-/* sin(pi r) and cos(pi r) for |r| <= 1/4: their Taylor series to r^17 and r^16 (remainders
- * below 1e-19). sin's leading term pi r is the one that decides its rounding, so it is summed
- * last, as r_hi PI_HI (exact: 26 x 25 bits) plus the small rest: r = r_hi + r_lo (r_hi: r's top
- * 26 bits, cut by a mask, so that no compiler option can undo the split), pi = PI_HI + PI_LO. */
+/* sin(pi r) and cos(pi r) for |r| <= 1/4: pi r + r z Q(z) and 1 - pi^2 z / 2 + z^2 W(z), z = r^2,
+ * Q and W of degree 5 fitted to the series' rest (Chebyshev, with mpmath: errors below 1.3e-17
+ * and 5e-19 relative, 0.1 and 0.005 ulp). sin's leading term pi r is the one that decides its
+ * rounding, so it is summed last, as r_hi PI_HI (exact: 26 x 25 bits) plus the small rest:
+ * r = r_hi + r_lo (r_hi: r's top 26 bits, cut by a mask, so that no compiler option can undo the
+ * split), pi = PI_HI + PI_LO. */
 #define EAGLE_RNG_PI_HI 0x1.921fb5p+1            /* pi's top 25 bits */
 #define EAGLE_RNG_PI_LO 0x1.110b4611a6263p-25    /* pi - PI_HI, rounded */
 EAGLE_FN double eagle_rng_sinpi_kernel(double r)
@@ -279,14 +284,12 @@ EAGLE_FN double eagle_rng_sinpi_kernel(double r)
     const double z = r * r;
     const double r_hi = eagle_rng_double_of(eagle_rng_bits_of(r) & 0xFFFFFFFFF8000000ull);
     const double r_lo = r - r_hi;
-    const double tail = r * z * (-0x1.4abbce625be53p+2 +    /* -pi^3/3!   */
-                            z * (0x1.466bc6775aae2p+1 +     /*  pi^5/5!   */
-                            z * (-0x1.32d2cce62bd86p-1 +    /* -pi^7/7!   */
-                            z * (0x1.50783487ee782p-4 +     /*  pi^9/9!   */
-                            z * (-0x1.e3074fde8871fp-8 +    /* -pi^11/11! */
-                            z * (0x1.e8f434d018d63p-12 +    /*  pi^13/13! */
-                            z * (-0x1.6fadb9f155744p-16 +   /* -pi^15/15! */
-                            z * 0x1.aaec32af93359p-21)))))));  /* pi^17/17! */
+    const double tail = r * z * (-0x1.4abbce625be52p+2 +    /* ~ -pi^3/3!   */
+                            z * (0x1.466bc6775a476p+1 +     /* ~  pi^5/5!   */
+                            z * (-0x1.32d2cce500387p-1 +    /* ~ -pi^7/7!   */
+                            z * (0x1.50783208843ebp-4 +     /* ~  pi^9/9!   */
+                            z * (-0x1.e3027dea82bd7p-8 +    /* ~ -pi^11/11! */
+                            z * 0x1.e4a9d9166f052p-12)))));  /* ~ pi^13/13! */
     return r_hi * EAGLE_RNG_PI_HI + ((r_lo * EAGLE_RNG_PI_HI + r * EAGLE_RNG_PI_LO) + tail);
 }
 
@@ -304,29 +307,25 @@ EAGLE_FN double eagle_rng_cospi_kernel(double r)
     const double z_hi = r_hi * r_hi;
     const double z_lo = r_lo * (r + r_hi);
     const double w_hi = EAGLE_RNG_C2_HI * z_hi;
-    const double tail = z * z * (0x1.03c1f081b5ac4p+2 +   /*  pi^4/4!   */
-                            z * (-0x1.55d3c7e3cbffap+0 +  /* -pi^6/6!   */
-                            z * (0x1.e1f506891babbp-3 +   /*  pi^8/8!   */
-                            z * (-0x1.a6d1f2a204a8cp-6 +  /* -pi^10/10! */
-                            z * (0x1.f9d38a3763cc3p-10 +  /*  pi^12/12! */
-                            z * (-0x1.b6e24f44b128fp-14 + /* -pi^14/14! */
-                            z * 0x1.20c62c2f2d7f5p-18))))));  /* pi^16/16! */
+    const double tail = z * z * (0x1.03c1f081b5ac4p+2 +   /* ~  pi^4/4!   */
+                            z * (-0x1.55d3c7e3cbd74p+0 +  /* ~ -pi^6/6!   */
+                            z * (0x1.e1f50688302c5p-3 +   /* ~  pi^8/8!   */
+                            z * (-0x1.a6d1f0ab7905cp-6 +  /* ~ -pi^10/10! */
+                            z * (0x1.f9cfc07738157p-10 +  /* ~  pi^12/12! */
+                            z * -0x1.b38340f56931fp-14)))));  /* ~ -pi^14/14! */
     const double w_lo = (EAGLE_RNG_C2_HI * z_lo + EAGLE_RNG_C2_LO * z) + tail;
     const double t = 1.0 + w_hi;
     const double err = (1.0 - t) + w_hi;
     return t + (err + w_lo);
 }
 
-/* (sin(pi x), cos(pi x)) as (x, y), <= 1.5 ulp each. x = q/2 + r with q an integer and
- * |r| <= 1/4, found exactly (no rounding: r is x less a multiple of 1/2), so there is no
- * reduction error however close x is to a zero of sin or cos; then the quarter turn q mod 4
- * picks the signs and which of sin(pi r), cos(pi r) is which. |x| >= 2^62 is an even integer
- * (sin 0, cos 1); infinities and NaN give NaN. */
-EAGLE_FN eagle_rng_double2 eagle_rng_sincospi(double x)
+/* (sin(pi x), cos(pi x)) as (x, y) for finite |x| < 2^62, <= 1 ulp each. x = q/2 + r with q an
+ * integer and |r| <= 1/4, found exactly (no rounding: r is x less a multiple of 1/2), so there
+ * is no reduction error however close x is to a zero of sin or cos; then the quarter turn
+ * q mod 4 picks the signs and which of sin(pi r), cos(pi r) is which. */
+EAGLE_FN eagle_rng_double2 eagle_rng_sincospi_core(double x)
 {
     eagle_rng_double2 out;
-    if (x - x != 0.0) { out.x = out.y = x - x; return out; }  /* inf, NaN */
-    if (x >= 0x1p62 || x <= -0x1p62) { out.x = 0.0 * x; out.y = 1.0; return out; }
     int64_t q = (int64_t)(2.0 * x);                      /* 2x rounded towards zero */
     double r = x - 0.5 * (double)q;                      /* exact, |r| < 1/2 */
     if (r > 0.25) { r -= 0.5; q += 1; }                  /* exact (Sterbenz) */
@@ -339,6 +338,16 @@ EAGLE_FN eagle_rng_double2 eagle_rng_sincospi(double x)
     default: out.x = -c; out.y = s; break;
     }
     return out;
+}
+
+/* (sin(pi x), cos(pi x)) as (x, y) for every double, <= 1 ulp each: |x| >= 2^62 is an even
+ * integer (sin 0, cos 1); infinities and NaN give NaN. */
+EAGLE_FN eagle_rng_double2 eagle_rng_sincospi(double x)
+{
+    eagle_rng_double2 out;
+    if (x - x != 0.0) { out.x = out.y = x - x; return out; }  /* inf, NaN */
+    if (x >= 0x1p62 || x <= -0x1p62) { out.x = 0.0 * x; out.y = 1.0; return out; }
+    return eagle_rng_sincospi_core(x);
 }
 
 /* The float twins: Taylor to r^9 and r^10 (remainders below 2e-9); r_hi: r's top 12 bits. */
@@ -398,11 +407,12 @@ EAGLE_FN eagle_rng_float2 eagle_rng_sincospif(float x)
 }
 
 /* ------------------------------------------------------------------ normals */
-/* Box-Muller of two uniforms in (0, 1): (r cos 2 pi u2, r sin 2 pi u2), r = sqrt(-2 log u1). */
+/* Box-Muller of two uniforms in (0, 1): (r cos 2 pi u2, r sin 2 pi u2), r = sqrt(-2 log u1).
+ * u1 must be a normal double (>= 2^-1022; every uniform here is), so the log needs no checks. */
 EAGLE_FN eagle_rng_double2 eagle_rng_box_muller(double u1, double u2)
 {
-    const double r = sqrt(-2.0 * eagle_rng_log(u1));
-    const eagle_rng_double2 sc = eagle_rng_sincospi(2.0 * u2);
+    const double r = sqrt(-2.0 * eagle_rng_log_core(u1, 0));
+    const eagle_rng_double2 sc = eagle_rng_sincospi_core(2.0 * u2);
     eagle_rng_double2 z;
     z.x = r * sc.y;
     z.y = r * sc.x;
