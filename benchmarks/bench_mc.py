@@ -5,7 +5,8 @@ on the stream that ran the work; JAX: block_until_ready and the host clock):
 
 1. GBM: --paths paths (2^24) x --steps steps (252) of geometric Brownian motion in log space,
    x <- x + a + b Z, S_T = s0 exp(x). eagle: one kernel, a path per lane, Philox4x32-10 +
-   Box-Muller normals computed in registers (benchmarks/kernels/mc_paths.c). CuPy: a Philox
+   Box-Muller normals computed in registers (benchmarks/kernels/mc_paths.c), in eagle's default
+   mode (fused multiply-adds) and bit-exact (exact=True, the same bits on every kind). CuPy: a Philox
    Generator's standard_normal into a buffer + an ElementwiseKernel step, per step. JAX:
    jax.random.normal (fold_in of the step) inside lax.fori_loop, jitted. Figure: G normals/s.
 2. The generator alone, into memory: eagle's kernel writing --fill normals (2^28) against
@@ -115,7 +116,11 @@ class Eagle:
         import eagle
         self.eagle = eagle
         self.b = eagle.backend(backend)
-        self.mod = eagle.compile(SOURCE, backend=self.b, kernels=KERNELS)
+        # eagle's default mode (each compiler may fuse multiply-adds) and the bit-exact one, in which
+        # every kind draws the same normals; the barrier runs bit-exact (its drained and plain runs
+        # are compared bit for bit)
+        self.mod_default = eagle.compile(SOURCE, backend=self.b, kernels=KERNELS)
+        self.mod = eagle.compile(SOURCE, backend=self.b, kernels=KERNELS, exact=True)
         self.n, self.steps = n, steps
         self.stream = self.b.stream()
         self.a, self.bb, self.lb, self.disc = coefficients(steps)
@@ -131,6 +136,9 @@ class Eagle:
         self.s_T = self.b.empty(self.n)
 
     def gbm(self):
+        self.stream.run(self.mod_default.mc_gbm, [self.s_T, self.steps, self.a, self.bb, MODEL["s0"], SEED], self.n)
+
+    def gbm_exact(self):
         self.stream.run(self.mod.mc_gbm, [self.s_T, self.steps, self.a, self.bb, MODEL["s0"], SEED], self.n)
 
     # the generator into memory
@@ -139,7 +147,7 @@ class Eagle:
         self.z = self.b.empty(2 * self.fill_lanes)
 
     def fill(self):
-        self.stream.run(self.mod.mc_fill_normals, [self.z, SEED], self.fill_lanes)
+        self.stream.run(self.mod_default.mc_fill_normals, [self.z, SEED], self.fill_lanes)
 
     # the barrier
     def barrier_setup(self):
@@ -324,8 +332,10 @@ def main(argv=None):
     # 1. GBM -------------------------------------------------------------------------------
     print("\n1. GBM, x <- x + a + b Z per step, S_T = s0 exp(x)")
     e.gbm_setup()
+    ms_x, t = clock.median(e.gbm_exact, reps, e.raw_stream(), e.wait)
+    row("eagle_gbm_exact", "eagle, exact=True (the same bits on every kind)", ms_x, n * steps, t)
     ms, t = clock.median(e.gbm, reps, e.raw_stream(), e.wait)
-    row("eagle_gbm", "eagle: one kernel, Philox + Box-Muller in registers", ms, n * steps, t)
+    row("eagle_gbm", "eagle: one kernel, Philox + Box-Muller in registers (default mode)", ms, n * steps, t)
     mv = eagle.mean_var(e.s_T, stream=e.stream)
     want = MODEL["s0"] * math.exp(MODEL["r"] * MODEL["years"])
     check("E[S_T] (eagle.mean_var on the device)", abs(mv.mean - want) <= 4 * mv.stderr,
@@ -366,7 +376,7 @@ def main(argv=None):
     print(f"\n2. the generator alone: {fill} FP64 normals written to memory")
     e.fill_setup(fill)
     ms_e, t = clock.median(e.fill, reps, e.raw_stream(), e.wait)
-    row("eagle_fill", "eagle: mc_fill_normals", ms_e, 2 * e.fill_lanes, t)
+    row("eagle_fill", "eagle: mc_fill_normals (default mode)", ms_e, 2 * e.fill_lanes, t)
     zs = e.z.numpy()[: min(fill, 1 << 22)]
     check("filled normals", abs(zs.mean()) < 5 / math.sqrt(zs.size) and abs(zs.var() - 1) < 5 * math.sqrt(2 / zs.size),
           f"mean {zs.mean():.2e}, variance {zs.var():.5f} over {zs.size}")
@@ -389,7 +399,7 @@ def main(argv=None):
     e.barrier_setup()
     ms_d, t = clock.median(e.barrier_drained, reps, e.raw_stream(), e.wait)
     e.wait()
-    row("eagle_barrier_drain", "eagle: reset, compact, drained launch (ActiveSet.drain), one graph", ms_d, None, t)
+    row("eagle_barrier_drain", "eagle: reset, compact, drained launch (ActiveSet.drain), exact=True", ms_d, None, t)
     price = eagle.mean_var(e.payoff, stream=e.stream)
     steps_done = e.t.numpy()
     out = float(np.mean(steps_done < steps))

@@ -114,24 +114,25 @@ def _layout(backend, device, size):
 def _combine(count, shift, mean, m2):
     """Chan et al.'s pairwise combination of the lanes' partials (numpy arrays: count, the lane's
     shift K, its mean less K, M2) to (count, mean, M2). The lanes' means are taken about the
-    first lane's K, so that a large common offset costs no digits until the last addition."""
+    first lane's K, so that a large common offset costs no digits until the last addition.
+    Infinities give NaN, as the lanes do (inf - inf), without numpy's warning."""
     keep = count > 0
     count, shift, mean, m2 = count[keep], shift[keep], mean[keep], m2[keep]
-    base = shift[0]
-    mean = (shift - base) + mean
-    while count.size > 1:
-        if count.size % 2:
-            count, mean, m2 = (np.append(a, 0.0) for a in (count, mean, m2))
-        na, nb = count[0::2], count[1::2]
-        ma, mb = mean[0::2], mean[1::2]
-        n = na + nb
-        f = np.divide(nb, n, out=np.zeros_like(n), where=n > 0)
-        d = mb - ma
-        with np.errstate(invalid="ignore"):  # inf - inf: the NaN numpy gives too
+    with np.errstate(invalid="ignore", over="ignore"):
+        base = shift[0]
+        mean = (shift - base) + mean
+        while count.size > 1:
+            if count.size % 2:
+                count, mean, m2 = (np.append(a, 0.0) for a in (count, mean, m2))
+            na, nb = count[0::2], count[1::2]
+            ma, mb = mean[0::2], mean[1::2]
+            n = na + nb
+            f = np.divide(nb, n, out=np.zeros_like(n), where=n > 0)
+            d = mb - ma
             mean = np.where(nb > 0, ma + d * f, ma)
             m2 = np.where(nb > 0, m2[0::2] + m2[1::2] + d * d * (na * f), m2[0::2])
-        count = n
-    return float(count[0]), float(base + mean[0]), float(m2[0])
+            count = n
+        return float(count[0]), float(base + mean[0]), float(m2[0])
 
 
 def mean_var(plane, *, stream=None, backend=None):

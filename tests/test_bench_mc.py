@@ -6,6 +6,8 @@ import json
 import os
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -23,11 +25,12 @@ def test_bench_mc_smoke_on_cpu(cpu, tmp_path, capsys):
     assert "FAIL" not in text
 
 
-def test_bench_mc_kernels_compile_with_nvrtc_and_no_gpu():
+@pytest.mark.parametrize("mode", ["exact", "default"])
+def test_bench_mc_kernels_compile_with_nvrtc_and_no_gpu(mode):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from test_examples import BIT_EXACT, nvrtc_compile
+    from _nvrtc import MODES, nvrtc_compile
     src = open(os.path.join(ROOT, "benchmarks", "kernels", "mc_paths.c"), "rb").read()
-    res, log, cubin = nvrtc_compile(src, "mc_paths.c", BIT_EXACT)
+    res, log, cubin = nvrtc_compile(src, "mc_paths.c", MODES[mode])
     assert res == 0, log
     for k in (b"mc_gbm", b"mc_fill_normals", b"ko_reset", b"ko_steps_drain"):
         assert k in cubin

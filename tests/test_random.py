@@ -5,7 +5,6 @@ neighbouring samples' streams are uncorrelated, eagle's own log / sin / cos / Bo
 their stated error bounds against numpy's long double (and mpmath), and the header compiles as
 C99 with the system compiler and under NVRTC. On a GPU the same kernel gives the same bits on
 cuda as on cpu."""
-import inspect
 import os
 import shutil
 import subprocess
@@ -104,16 +103,20 @@ SEED = 0x5EED_2026_1201  # every statistical test below is deterministic
 N_DRAWS = 10**7          # draws per distribution in the moment and KS tests
 
 
-def _compile(backend):
-    kw = {}
-    if "exact" in inspect.signature(eagle.module.compile).parameters:  # the keyword, where eagle has it
-        kw["exact"] = True
-    return eagle.compile(SOURCE, backend=backend, name="test_random.c", **kw)
+def _compile(backend, exact=True):
+    return eagle.compile(SOURCE, backend=backend, name="test_random.c", exact=exact)
 
 
 @pytest.fixture(scope="module")
 def mod(cpu):
+    """The test kernels compiled bit-exact (the mode in which every kind gives the same bits)."""
     return _compile(cpu)
+
+
+@pytest.fixture(scope="module")
+def mod_default(cpu):
+    """The same in eagle's default mode, where the compiler may fuse multiply-adds."""
+    return _compile(cpu, exact=False)
 
 
 def _run(backend, kernel, args, n):
@@ -419,6 +422,41 @@ def test_box_muller_normals_keep_their_bound(cpu, mod, dtype):
     assert _ulp_error(z1, r * s, dtype).max() <= BOUND["normal"]
 
 
+@needs_long_double
+def test_the_bounds_hold_in_the_default_mode_too(cpu, mod_default):
+    """Compiled with fused multiply-adds allowed (eagle's default): log, sincospi and the normals
+    keep the same bounds (2^18 points each)."""
+    rng = np.random.default_rng(10)
+    n = 1 << 18
+    x, t = _log_points(rng, n, 52, -53), 2 * _grid(rng, n, 52)
+    lg, sn, cs = np.zeros(n), np.zeros(n), np.zeros(n)
+    _run(cpu, mod_default.t_funcs, [x, lg, sn, cs], n)
+    assert _ulp_error(lg, np.log(x.astype(L)), np.float64).max() <= BOUND["log"]
+    _run(cpu, mod_default.t_funcs, [t, lg, sn, cs], n)
+    rs, rc = _sincospi_ref(t)
+    assert _ulp_error(sn, rs, np.float64).max() <= BOUND["sincospi"]
+    assert _ulp_error(cs, rc, np.float64).max() <= BOUND["sincospi"]
+    z0, z1 = np.zeros(n), np.zeros(n)
+    _run(cpu, mod_default.t_box_muller, [x, t / 2, z0, z1], n)
+    r = np.sqrt(-2 * np.log(x.astype(L)))
+    s, c = _sincospi_ref(t)
+    assert _ulp_error(z0, r * c, np.float64).max() <= BOUND["normal"]
+    assert _ulp_error(z1, r * s, np.float64).max() <= BOUND["normal"]
+
+
+def test_words_and_uniforms_are_the_same_bits_in_every_mode(cpu, mod, mod_default):
+    n = 4096
+    outs = []
+    for m in (mod, mod_default, eagle.compile(SOURCE, backend=cpu, name="test_random.c", fast_math=True)):
+        u, z = np.zeros(2 * n), np.zeros(2 * n)
+        uf, zf = np.zeros(4 * n, np.float32), np.zeros(4 * n, np.float32)
+        _run(cpu, m.t_draw, [u, z, uf, zf, SEED, 11], n)
+        outs.append((u, uf, z))
+    for u, uf, z in outs[1:]:
+        assert np.array_equal(u, outs[0][0]) and np.array_equal(uf, outs[0][1])
+        assert np.allclose(z, outs[0][2], rtol=1e-14, atol=1e-15)   # the normals: to rounding
+
+
 def test_mpmath_agrees_with_the_long_double_reference_and_the_bounds(cpu, mod):
     """A spot check with an arbitrary-precision reference: the long double one above is right, and
     eagle's functions keep their bounds against mpmath too (2^12 points each)."""
@@ -472,16 +510,14 @@ def test_the_header_needs_kernel_h_first(tmp_path):
     assert proc.returncode != 0 and "include <eagle/kernel.h> before <eagle/random.h>" in proc.stderr
 
 
-def test_the_header_compiles_with_nvrtc_and_no_gpu():
+@pytest.mark.parametrize("mode", ["exact", "default", "fast"])
+def test_the_header_compiles_with_nvrtc_and_no_gpu(mode):
     sys.path.insert(0, HERE)
-    from test_examples import BIT_EXACT, nvrtc_compile
-    res, log, cubin = nvrtc_compile(SOURCE.encode(), "test_random.c", BIT_EXACT)
+    from _nvrtc import MODES, nvrtc_compile
+    res, log, cubin = nvrtc_compile(SOURCE.encode(), "test_random.c", MODES[mode])
     assert res == 0, log
     for k in (b"t_philox", b"t_bits", b"t_draw", b"t_funcs", b"t_box_muller"):
         assert k in cubin
-    res, log, _ = nvrtc_compile(SOURCE.encode(), "test_random.c",
-                                ["--gpu-architecture=sm_90", "-std=c++17", "--use_fast_math"])
-    assert res == 0, log
 
 
 # ------------------------------------------------------------------------------ the same bits on cuda

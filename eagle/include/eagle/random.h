@@ -54,11 +54,14 @@
  *
  * Bits. log, sin and cos are eagle's own (eagle_rng_log, eagle_rng_sincospi, and their float
  * twins), written in + - * / on IEEE values and integer operations only, and sqrt, which IEEE
- * rounds correctly everywhere. Compiled bit-exact (eagle's default: no contraction, IEEE division
- * and square root, no flush to zero), every kind evaluates the same operations in the same order:
- * the words, uniforms and normals are the same bits on cpu, cuda and hip. fast_math=True lets a
- * compiler contract them into fused multiply-adds and fold the exact splits that buy the last
- * half ulp: the numbers stay nearly as accurate but then differ in the last bits between kinds.
+ * rounds correctly everywhere. The words and the uniforms are integer work and exact conversions:
+ * the same bits on every kind in every mode. The normals are the same bits on cpu, cuda and hip
+ * when the source is compiled bit-exact (eagle.compile(..., exact=True): no contraction, IEEE
+ * division and square root, no flush to zero), since every kind then evaluates the same
+ * operations in the same order. eagle's default mode lets each compiler fuse multiply-adds, and
+ * fast_math=True lets it reassociate too (and fold the exact splits that buy the last half ulp):
+ * the normals stay as accurate in the default mode (tests/test_random.py checks the bounds below
+ * there too) but may differ in the last bits between kinds.
  *
  * Accuracy, in ulp of the exact result in the result's format (tests/test_random.py checks
  * these bounds against numpy's long double over 2^20 points of each function's domain as the
