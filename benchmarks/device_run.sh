@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels fpmodes sanitize check bench seam card cardblocks multigpu distributed distbench odetests odebench
+#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels fpmodes sanitize check bench seam card cardblocks mc multigpu distributed distbench odetests odebench
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there.
@@ -109,6 +109,14 @@ for stage in "$@"; do
       # issue 27's benchmark method: every implementation in its own block, CUDA events, three modes
       python3 benchmarks/oscillators.py --backend cuda --n 1000000 --blocks --breakdown 2>&1 \
         | tee "$OUT/card_blocks_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    mc)
+      # issue 30: <eagle/random.h> and eagle.mean_var on the GPU (cuda == cpu bit for bit), then the
+      # Monte-Carlo figures (GBM, the generator against cuRAND, the drained barrier) against CuPy and JAX
+      python3 -m pytest -q -p no:cacheprovider -rs tests/test_random.py tests/test_reduce.py \
+        tests/test_gpu_kernels.py -k "cuda or gpu or barrier" 2>&1 | tee "$OUT/pytest_mc_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]}))
+      python3 benchmarks/bench_mc.py --backend cuda --json "$OUT/bench_mc_h200.json" 2>&1 | tee "$OUT/bench_mc_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     multigpu)
       nvidia-smi -L 2>&1 | tee "$OUT/multigpu_h200x2.log"
