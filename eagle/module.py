@@ -17,6 +17,7 @@ import weakref
 
 from . import _validate
 from . import exec as _exec
+from ._inflight import submit
 from ._compilers import wheel_library_dirs
 from ._seam_ffi import ffi
 from .errors import CompileError, EagleTypeError, EagleValueError, HandleError
@@ -103,10 +104,10 @@ class Kernel:
                               "(Module.close()); compile or load the module again to launch it")
         return self._handle
 
-    def run(self, args, n, **kw):
-        """Launch over lanes on the module's backend, enqueued on ``stream=`` (default: the kind's
-        default stream); keywords as for :func:`eagle.run`."""
-        return _exec.run(self.module.backend, self, args, n, **kw)
+    def run(self, args, n, *, stream=None, **kw):
+        """Launch over lanes on the module's backend, enqueued on ``stream=``; with no stream,
+        on eagle's own stream, done before this returns (keywords as for :func:`eagle.run`)."""
+        return submit(self.module.backend, stream, _exec.enqueue_run, self, args, n, **kw)
 
     def __int__(self):
         return self.handle

@@ -11,6 +11,7 @@ from functools import partial
 from . import _validate
 from . import exec as _exec
 from . import memory as _memory
+from ._inflight import submit
 from ._device_kind import CUDA_STREAM_PROTOCOL_TYPES
 from ._handle import Owner, raw_int
 from ._seam_ffi import ffi
@@ -72,11 +73,11 @@ class StreamRef(Owner):
     # -- work on this stream (thin forwards to the functions that do it) ------------------------
     def run(self, kernel, args, n, **kw):
         """Launch ``kernel`` over ``n`` lanes on this stream; see :func:`eagle.run`."""
-        return _exec.run(self._backend, kernel, args, n, stream=self, **kw)
+        return submit(self._backend, self, _exec.enqueue_run, kernel, args, n, **kw)
 
     def copy(self, dst, src, nbytes=None, *, direction=None):
         """Copy in stream order; see :func:`eagle.copy`."""
-        return _memory.copy(self._backend, dst, src, nbytes, stream=self, direction=direction)
+        return submit(self._backend, self, _memory.enqueue_copy, dst, src, nbytes, direction=direction)
 
     def host_func(self, fn):
         """Run the Python callable ``fn()`` in stream order; see :func:`eagle.host_func`."""
