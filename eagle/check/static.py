@@ -6,6 +6,7 @@ import os
 import threading
 
 from .. import _seam_meta as meta
+from .._device_kind import NEEDED_FORBIDDEN_HINT, NEEDED_OF_KIND
 from .._seam_ffi import ffi
 from ._registry import CheckFailure, NotSupported, Skip, check
 from ._seam import PREFIX, STATUS, status_name
@@ -15,13 +16,6 @@ LINKER_SYMBOLS = frozenset({"_init", "_fini", "_edata", "_end", "__bss_start"})
 
 NEEDED_BASE = ("libc.so*", "libm.so*", "libstdc++.so*", "libgcc_s.so*", "libpthread.so*",
                "libdl.so*", "librt.so*", "ld-linux*")
-NEEDED_EXTRA = {
-    "cpu": (),
-    "cuda": ("libcuda.so.1",),
-    "hip": ("libamdhip64.so*", "libhsa-runtime64*"),
-}
-NEEDED_FORBIDDEN_HINT = {"libcudart": "link the CUDA runtime statically (cudart_static); "
-                                      "at run time a cuda backend may need the driver libcuda.so.1 only"}
 
 UNKNOWN_FLAG = 0x80000000
 GUARD = 0xA5
@@ -180,7 +174,7 @@ def needed(s):
     """Every DT_NEEDED entry is on the allow-list of the library's kind."""
     _, libs = _elf(s.path)
     kind = s.kind
-    allowed = NEEDED_BASE + NEEDED_EXTRA.get(kind, ())
+    allowed = NEEDED_BASE + NEEDED_OF_KIND.get(kind, ())
     bad = [lib for lib in libs if not any(fnmatch.fnmatch(lib, pat) for pat in allowed)]
     if bad:
         hints = [h for key, h in NEEDED_FORBIDDEN_HINT.items() if any(b.startswith(key) for b in bad)]

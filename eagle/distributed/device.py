@@ -22,11 +22,6 @@ from ..errors import EagleError, EagleValueError
 
 ENV = "EAGLE_DEVICE"
 
-#: The environment variables through which a kind's runtime narrows the devices a process sees.
-VISIBILITY_ENV = {
-    "cuda": ("CUDA_VISIBLE_DEVICES",),
-    "hip": ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"),
-}
 
 
 class SharedDeviceError(EagleError, RuntimeError):
