@@ -11,6 +11,13 @@ import operator
 from ._validate import INT32_MAX
 from .errors import EagleTypeError, EagleValueError
 
+#: DLPack's codes that eagle's readers name by themselves: host memory, and CUDA device memory
+#: (what ``__cuda_array_interface__`` describes when an array says nothing else).
+KDL_CPU = 1
+KDL_CUDA = 2
+#: The device of host memory: a numpy array's, or of arrays that name none.
+HOST_DEVICE = (KDL_CPU, 0)
+
 KIND_OF_DEVICE_TYPE = {
     1: "cpu",    # kDLCPU
     2: "cuda",   # kDLCUDA

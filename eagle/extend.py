@@ -25,6 +25,8 @@ The compiled hot path
     ``Launcher.launch``) runs through the compiled half of eagle._hotcall;
     ``cffi_fallback()``: a context in which new bound calls take the cffi fallback, as a build
     without the compiled half does (for benchmarks that compare the two);
+    ``launch_releasing_gil(launcher)``: ``launcher.launch`` bound to release the GIL around every
+    call, as ``EAGLE_LAUNCH_RELEASES_GIL=1`` makes every launch do;
     ``python_host_calls_pending()``: Python host functions enqueued and not yet run."""
 import contextlib
 
@@ -50,6 +52,12 @@ def python_host_calls_pending():
     return _hotcall.host_calls_pending()
 
 
+def launch_releasing_gil(launcher):
+    """A callable that launches ``launcher`` (an :class:`eagle.Launcher`) once, releasing the GIL
+    around the seam call whatever eagle's launch policy (eagle/_hotcall/__init__.py)."""
+    return _hotcall.hot(_hotcall.bind(launcher, "launcher_launch", None, True, _hotcall.GIL_RELEASE))
+
+
 @contextlib.contextmanager
 def cffi_fallback():
     """Bound calls made inside take eagle's cffi fallback (eagle._hotcall.py_bound_call), as a
@@ -64,4 +72,4 @@ def cffi_fallback():
 
 __all__ = ["ffi", "CONSTANTS", "ArrayInfo", "address_of", "is_host", "order_before", "resolve", "own_stream",
            "HOST_DEVICE_TYPES", "VISIBILITY_ENV", "integer", "real", "INT32_MAX", "INT64_MIN", "UINT32_MAX",
-           "hot_path_compiled", "python_host_calls_pending", "cffi_fallback"]
+           "hot_path_compiled", "python_host_calls_pending", "cffi_fallback", "launch_releasing_gil"]

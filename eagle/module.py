@@ -20,9 +20,10 @@ from . import exec as _exec
 from ._inflight import submit
 from ._compilers import wheel_library_dirs
 from ._seam_ffi import ffi
+from ._seam_meta import CONSTANTS as _C
 from .errors import CompileError, EagleTypeError, EagleValueError, HandleError
 
-_FAST_MATH = 1  # EAGLE_BACKEND_MODULE_FAST_MATH
+_FAST_MATH = _C["EAGLE_BACKEND_MODULE_FAST_MATH"]
 _SRC = "eagle_backend_module_from_source"
 _IMG = "eagle_backend_module_from_image"
 

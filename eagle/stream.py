@@ -15,8 +15,12 @@ from ._inflight import submit
 from ._device_kind import CUDA_STREAM_PROTOCOL_TYPES
 from ._handle import Owner, raw_int
 from ._seam_ffi import ffi
+from ._seam_meta import CONSTANTS
 from ._stream_arg import raw_stream
 from .errors import EagleTypeError, EagleValueError, HandleError
+
+
+_NON_BLOCKING = CONSTANTS["EAGLE_BACKEND_STREAM_NON_BLOCKING"]
 
 
 class StreamRef(Owner):
@@ -99,7 +103,7 @@ class Stream(StreamRef):
         b = backend
         desc = ffi.new("struct eagle_backend_stream_desc*")
         desc.struct_size = ffi.sizeof(desc[0])
-        desc.flags = (1 if non_blocking else 0) if flags is None else _validate.integer(
+        desc.flags = (_NON_BLOCKING if non_blocking else 0) if flags is None else _validate.integer(
             flags, "Backend.stream: flags", minimum=0, maximum=_validate.UINT32_MAX)
         desc.device = _validate.integer(device, "Backend.stream: device", minimum=-1, maximum=_validate.INT32_MAX)
         out = ffi.new("eagle_backend_stream*")

@@ -10,6 +10,7 @@ import numpy as np
 from .._compilers import wheel_library_dirs
 from .._seam_ffi import ffi
 from ._registry import CheckFailure, Skip, check
+from ._seam import STATUS
 from .behaviour import COND, Objects, _conditional, captured_of, launcher_of, replay
 
 _INCLUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "include")
@@ -76,7 +77,7 @@ def _compile(s, source=_SOURCE, flags=0):
     logp = ffi.new("char**")
     st = s.raw("module_from_source", d, source, len(source), out, logp)
     log = _take_log(s, logp)
-    if st == 5:  # UNAVAILABLE: the kind's compiler is not installed here, which is not a defect
+    if st == STATUS["UNAVAILABLE"]:  # the kind's compiler is not installed here, which is not a defect
         raise Skip(f"module_from_source is unavailable here (no compiler or no device): {s.last_error()}")
     return st, out[0], log
 

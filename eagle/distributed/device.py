@@ -16,8 +16,7 @@ import os
 import socket
 import warnings
 
-from .._device_kind import HOST_DEVICE_TYPES
-from .._validate import INT32_MAX, integer
+from ..extend import HOST_DEVICE_TYPES, INT32_MAX, VISIBILITY_ENV, integer
 from ..errors import EagleError, EagleValueError
 
 ENV = "EAGLE_DEVICE"
@@ -132,7 +131,7 @@ def select_device(backend, comm=None, *, device=None, allow_shared=False):
         disagree on the backend's kind or on ``allow_shared``.
     """
     from ._mpi import world
-    from .._backend import backend as _backend
+    from .. import backend as _backend
     from .failure import check
     comm = world(comm)
     err, same, b = None, None, None
