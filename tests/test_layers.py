@@ -107,7 +107,8 @@ def _floor(module):
 def test_every_core_module_has_a_floor():
     graph = import_graph()
     unplaced = sorted(n for n in graph if n.startswith("eagle.") and not n.startswith("eagle.check")
-                      and not n.startswith("eagle.distributed") and n != "eagle.__main__"
+                      and not n.startswith("eagle.distributed") and not n.startswith("eagle.kit")
+                      and n != "eagle.__main__"
                       and _floor(n) is None)
     assert not unplaced, f"modules with no floor in eagle/README.md and this test: {unplaced}"
 
@@ -128,6 +129,18 @@ def test_imports_point_downwards_only():
 def test_seam_objects_never_look_a_backend_up(module):
     edges = import_graph()[f"eagle.{module}"]
     assert not edges & {"eagle._loader", "eagle._backend", "eagle._resolve", "eagle.api"}, edges
+
+
+def test_the_author_kit_lives_in_eagle_kit_and_reads_only_the_ground_floor():
+    # the kit writes a backend's source; the checker runs backends: neither imports the other
+    graph = import_graph()
+    assert "eagle.kit.skeleton" in graph
+    for n, edges in graph.items():
+        if n.startswith("eagle.kit"):
+            above = [m for m in edges if not m.startswith("eagle.kit") and m != "eagle" and _floor(m) != 0]
+            assert not above, f"{n} imports {above}"
+        if n.startswith("eagle.check"):
+            assert not any(m.startswith("eagle.kit") for m in edges), f"{n} imports the kit"
 
 
 def test_the_checker_uses_only_the_seam_binding():
