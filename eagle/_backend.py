@@ -28,11 +28,6 @@ class Backend(_loader.Library):
         """A new :class:`eagle.Stream` on ``device`` (-1: the current device)."""
         return _stream.Stream(self, device, non_blocking)
 
-    def stream_ref(self, raw):
-        """Borrow a raw stream value of this kind, or any object ``stream=`` accepts (not
-        released by eagle)."""
-        return _stream.StreamRef.from_handle(self, raw)
-
     def capture(self, stream, device=-1):
         """A :class:`eagle.Capture` of ``stream``; use ``with`` to record."""
         return _capture.Capture(self, stream, device)

@@ -465,9 +465,3 @@ def _load(b, symbol, fn, desc, data, name, kernels, declared=None):
         mod.close()
         raise
     return mod
-
-
-def clear_cache():
-    """Forget every cached compile (modules already handed out stay loaded)."""
-    with _cache_lock:
-        _cache.clear()
