@@ -15,6 +15,7 @@ FLOORS = {
         "device", "module", "array"},
     2: {"_backend", "_resolve", "_eager_memo", "api", "kernels"},
     3: {"extend", "constructs", "_record", "_interpret", "_render", "graph", "_alloc", "activeset"},
+    4: {"ode"},  # the solver floor: eagle/ode/ (public API and eagle.compile only)
 }
 
 
@@ -278,3 +279,11 @@ def _expected_exceptions():
     return {"EAGLE_BACKEND_INVALID_ARGUMENT": errors.EagleValueError, "EAGLE_BACKEND_INDEX": errors.EagleIndexError,
             "EAGLE_BACKEND_INTEROP": errors.InteropError, "EAGLE_BACKEND_UNAVAILABLE": errors.BackendUnavailable,
             "EAGLE_BACKEND_UNSUPPORTED": errors.Unsupported, "EAGLE_BACKEND_COMPILE_FAILED": errors.CompileError}
+
+
+def test_the_solver_floor_uses_only_the_public_api():
+    """eagle/ode/ reaches the core through `import eagle` (public names) and eagle.errors alone."""
+    graph = import_graph()
+    leaks = sorted(f"{n} imports {m}" for n, edges in graph.items() if n.startswith("eagle.ode")
+                   for m in edges if not (m.startswith("eagle.ode") or m in ("eagle", "eagle.errors")))
+    assert not leaks, "\n".join(leaks)
