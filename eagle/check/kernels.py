@@ -10,6 +10,7 @@ import numpy as np
 from .._compilers import wheel_library_dirs
 from .._seam_ffi import ffi
 from ._registry import CheckFailure, Skip, check
+from .._seam_meta import CONSTANTS
 from ._seam import STATUS
 from .behaviour import COND, Objects, _conditional, captured_of, launcher_of, replay
 
@@ -198,7 +199,8 @@ def source_refusals(s):
              why="NULL out")
 
 
-_CONTRACT, _FAST_MATH = 2, 1  # EAGLE_BACKEND_MODULE_CONTRACT (minor 8), EAGLE_BACKEND_MODULE_FAST_MATH
+_CONTRACT = CONSTANTS["EAGLE_BACKEND_MODULE_CONTRACT"]  # since minor 8
+_FAST_MATH = CONSTANTS["EAGLE_BACKEND_MODULE_FAST_MATH"]
 
 
 @bcheck("module_from_source.fp_modes", needs=("module_release",))
