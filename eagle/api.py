@@ -112,7 +112,7 @@ def run(kernel, args, n, *, backend=None, stream=None, **kw):
 
 def compact(mask, index_map, count, scratch, *, backend=None, stream=None, **kw):
     """``index_map[:count] = flatnonzero(mask)`` (``drop=True``: of ``mask == 0``) on the backend
-    the arrays live on; see :func:`eagle.filtering.compact`. Enqueued on ``stream``; with no
+    the arrays live on; see :func:`eagle.filtering.enqueue_compact`. Enqueued on ``stream``; with no
     stream, done on a stream of eagle's own before the call returns."""
     if backend is None and stream is None and _eager_compact(mask, index_map, count, scratch, kw) is None:
         return None
