@@ -8,7 +8,7 @@ import sys
 from . import _hostmem
 from . import _validate
 from ._dlpack import DLTensor as _DLTensor
-from ._device_kind import HOST_DEVICE_TYPES, device_pair, kind_of_device_type
+from ._device_kind import HOST_DEVICE, HOST_DEVICE_TYPES, KDL_CPU, KDL_CUDA, device_pair, kind_of_device_type
 from ._seam_ffi import ffi
 from .errors import EagleTypeError, EagleValueError
 
@@ -108,11 +108,11 @@ def _ndarray_info(a):
         ptr = int(_cast("uintptr_t", _from_buffer(a)))
     except (TypeError, ValueError, BufferError):
         return None
-    return ArrayInfo(ptr, a.nbytes, 1, 0, a, not flags.writeable)
+    return ArrayInfo(ptr, a.nbytes, KDL_CPU, 0, a, not flags.writeable)
 
 
 def _host_device(_obj):
-    return 1, 0
+    return HOST_DEVICE
 
 
 def _cupy_info(a):
@@ -149,9 +149,9 @@ def _torch_reader(strided):
 
 def _torch_cuda_info(t):
     device_type, device_id = t.__dlpack_device__()
-    if int(device_type) != 2:  # a ROCm build says 10: its interface is the general path's to read
+    if int(device_type) != KDL_CUDA:  # a ROCm build says 10: its interface is the general path's to read
         return None
-    return ArrayInfo(t.data_ptr(), t.numel() * t.element_size(), 2, int(device_id), t, False)
+    return ArrayInfo(t.data_ptr(), t.numel() * t.element_size(), KDL_CUDA, int(device_id), t, False)
 
 
 def _torch_device(t):
@@ -254,7 +254,7 @@ def host_interface(obj, iface):
     :func:`address_of` checks it (see :func:`_read_interface`): ``(ArrayInfo, dtype, shape)``. A
     reader shows numpy only these values, never ``obj``, whose interface may say something else
     when read again."""
-    return _read_interface(obj, iface, 1, 0)
+    return _read_interface(obj, iface, *HOST_DEVICE)
 
 
 # PyCapsule_GetPointer with its signature, made once: a private prototype, so neither another
@@ -302,11 +302,11 @@ def address_of(obj) -> ArrayInfo:
         return ArrayInfo(obj, None, None, None)
     iface = getattr(obj, "__array_interface__", None)
     if iface is not None:
-        return _read_interface(obj, iface, 1, 0)[0]
+        return _read_interface(obj, iface, *HOST_DEVICE)[0]
     iface = getattr(obj, "__cuda_array_interface__", None)
     if iface is not None:
         dev = getattr(obj, "__dlpack_device__", None)
-        device_type, device_id = (2, 0) if dev is None else device_pair(obj, dev)
+        device_type, device_id = (KDL_CUDA, 0) if dev is None else device_pair(obj, dev)
         info = _read_interface(obj, iface, device_type, device_id)[0]
         _learn_type(type(obj))
         return info
@@ -325,5 +325,5 @@ def dlpack_device(obj):
     if dev is not None:
         return device_pair(obj, dev)
     if hasattr(obj, "__array_interface__"):
-        return 1, 0
+        return HOST_DEVICE
     raise EagleTypeError(f"eagle: {type(obj).__name__} does not say where it lives (no __dlpack_device__)")

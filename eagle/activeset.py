@@ -10,7 +10,10 @@ import threading
 import numpy as np
 
 from . import _alloc, _validate
+from . import filtering as _filtering
+from . import memory as _memory
 from . import module as _module
+from ._inflight import submit
 from ._arrays import address_of, dlpack_device
 from ._resolve import resolve
 from ._stream_arg import backend_of_stream
@@ -236,16 +239,27 @@ class ActiveSet:
 
     # -- the work -----------------------------------------------------------------------------
     def compact(self, stream=None):
-        """Enqueue on ``stream``: (with reorder) the reorder the last compaction fired, then the
-        compaction of the mask into ``index_map``/``count`` and the next trigger. Capturable."""
-        b = self.backend
+        """On ``stream``: (with reorder) the reorder the last compaction fired, then the
+        compaction of the mask into ``index_map``/``count`` and the next trigger. Capturable. With
+        no stream both run on eagle's own stream, done before this returns (eagle/_inflight.py)."""
+        submit(self.backend, stream, self._enqueue_compact)
+
+    def _enqueue_compact(self, b, *, stream):
+        """:meth:`compact`'s one enqueue: ``(None, raw stream, refs)``."""
         if self.theta is None:
-            b.compact(self.mask, self.index_map, self.count, self._scratch, n=self.n, drop=True, stream=stream)
-            return
-        b.reorder(self._planes, self.mask, self.perm, self.inv, self.span, self._rscratch, n=self.n,
-                  fire=self.fire, drop=True, stream=stream)
-        b.compact(self.mask, self.index_map, self.count, self._scratch, n=self.n, drop=True, stream=stream,
-                  span=self.span, fire=self.fire, theta=self.theta)
+            return _filtering.enqueue_compact(b, self.mask, self.index_map, self.count, self._scratch, n=self.n,
+                                              drop=True, stream=stream)
+        _, raw, reordered = _filtering.enqueue_reorder(b, self._planes, self.mask, self.perm, self.inv, self.span,
+                                                       self._rscratch, n=self.n, fire=self.fire, drop=True,
+                                                       stream=stream)
+        try:
+            _, raw, compacted = _filtering.enqueue_compact(b, self.mask, self.index_map, self.count, self._scratch,
+                                                           n=self.n, drop=True, stream=stream, span=self.span,
+                                                           fire=self.fire, theta=self.theta)
+        except BaseException:  # the reorder is enqueued: its stream keeps what it uses
+            _memory.hold_until_done(b, raw, reordered)
+            raise
+        return None, raw, (reordered, compacted)
 
     __call__ = compact  # an ActiveSet is itself a step: eagle.Graph.build([..., aset])
 

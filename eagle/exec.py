@@ -11,7 +11,6 @@ from ._arrays import address_of, fast_info
 from ._handle import raw_int
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
-from .memory import hold_until_done
 from .errors import EagleTypeError, EagleValueError
 
 _MAX_PARAMS = 64
@@ -76,23 +75,12 @@ def kernel_handle(kernel):
     return _validate.integer(value, "eagle.run: the kernel handle", minimum=0, maximum=(1 << 64) - 1)
 
 
-def run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=None, block=0, device=-1):
-    """Launch ``kernel`` once over lanes ``[base, base + count)`` of a run of ``n`` samples on
-    ``backend``.
-
-    Returns True when a launch was enqueued, False for an empty partition."""
-    launched, raw, refs = enqueue_run(backend, kernel, args, n, base=base, count=count, n_samples=n_samples,
-                                      stream=stream, block=block, device=device)
-    if refs is not None:
-        hold_until_done(backend, raw, refs)
-    return launched
-
-
 def enqueue_run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=None, block=0, device=-1):
-    """:func:`run` without the keepalive: ``(launched, raw stream, refs)``, where ``refs`` (the
+    """Enqueue one launch of ``kernel`` over lanes ``[base, base + count)`` of a run of ``n``
+    samples on ``backend``'s ``stream``: ``(launched, raw stream, refs)``, where ``refs`` (the
     arguments, their packed bytes and the kernel's loaded code) must stay alive until the stream
-    has run the launch (the caller holds them, or waits for the stream; a capture keeps them with
-    the recording); None when nothing was launched."""
+    has run the launch (eagle._inflight.submit decides who keeps them; a capture keeps them with
+    the recording); None when nothing was launched (``launched`` False: an empty partition)."""
     b = backend
     n = _validate.integer(n, "eagle.run: n", minimum=0)
     base = _validate.integer(base, "eagle.run: base", minimum=0)

@@ -27,19 +27,14 @@ _BY_NAME = {"h2d": H2D, "d2h": D2H, "d2d": D2D, "h2h": H2H}
 _BY_PLACE = {(True, True): H2H, (False, True): H2D, (True, False): D2H, (False, False): D2D}  # (dst, src) on host
 
 
-def copy(backend, dst, src, nbytes=None, *, stream=None, direction=None):
-    """Copy ``nbytes`` (default: the whole of ``src``) from ``src`` to ``dst`` in stream order.
+def enqueue_copy(backend, dst, src, nbytes=None, *, stream=None, direction=None):
+    """Enqueue a copy of ``nbytes`` (default: the whole of ``src``) from ``src`` to ``dst`` on
+    ``stream``: ``(None, raw stream, refs)``, where ``refs`` must stay alive until the stream has
+    run the copy (eagle._inflight.submit decides who keeps them).
 
     ``dst``/``src`` are arrays (their DLPack device gives the direction) or int addresses (then
     pass ``direction``: ``'h2d'``, ``'d2h'``, ``'d2d'``, ``'h2h'``). A size mismatch is refused:
     nothing is ever truncated silently."""
-    raw, refs = enqueue_copy(backend, dst, src, nbytes, stream=stream, direction=direction)
-    hold_until_done(backend, raw, refs)
-
-
-def enqueue_copy(backend, dst, src, nbytes=None, *, stream=None, direction=None):
-    """:func:`copy` without the keepalive: ``(raw stream, refs)``, where ``refs`` must stay alive
-    until the stream has run the copy (the caller holds them, or waits for the stream)."""
     b = backend
     b.require("eagle_backend_memcpy")
     d, s = address_of(dst), address_of(src)
@@ -57,7 +52,7 @@ def enqueue_copy(backend, dst, src, nbytes=None, *, stream=None, direction=None)
             raise EagleValueError(f"eagle.copy: direction must be h2d, d2h, d2d or h2h, got {direction!r}")
     raw = raw_stream(b, stream)
     b.call.memcpy(d.ptr, s.ptr, nbytes, code, raw)
-    return raw, (d.keepalive, s.keepalive)
+    return None, raw, (d.keepalive, s.keepalive)
 
 
 class PinnedMemory:

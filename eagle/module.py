@@ -19,13 +19,15 @@ import numpy as np
 
 from . import _validate
 from . import exec as _exec
+from ._inflight import submit
 from ._compilers import wheel_library_dirs
 from ._seam_ffi import ffi
+from ._seam_meta import CONSTANTS as _C
 from .errors import CompileError, EagleTypeError, EagleValueError, HandleError
 
-_FAST_MATH = 1  # EAGLE_BACKEND_MODULE_FAST_MATH
-_CONTRACT = 2  # EAGLE_BACKEND_MODULE_CONTRACT (seam minor 8)
-_CONTRACT_MINOR = 8
+_FAST_MATH = _C["EAGLE_BACKEND_MODULE_FAST_MATH"]
+_CONTRACT = _C["EAGLE_BACKEND_MODULE_CONTRACT"]  # seam minor 8
+_CONTRACT_MINOR = 8  # the minor that added it: an older backend refuses the flag
 _SRC = "eagle_backend_module_from_source"
 _IMG = "eagle_backend_module_from_image"
 
@@ -107,10 +109,10 @@ class Kernel:
                               "(Module.close()); compile or load the module again to launch it")
         return self._handle
 
-    def run(self, args, n, **kw):
-        """Launch over lanes on the module's backend, enqueued on ``stream=`` (default: the kind's
-        default stream); keywords as for :func:`eagle.run`."""
-        return _exec.run(self.module.backend, self, args, n, **kw)
+    def run(self, args, n, *, stream=None, **kw):
+        """Launch over lanes on the module's backend, enqueued on ``stream=``; with no stream,
+        on eagle's own stream, done before this returns (keywords as for :func:`eagle.run`)."""
+        return submit(self.module.backend, stream, _exec.enqueue_run, self, args, n, **kw)
 
     def __int__(self):
         return self.handle
@@ -499,9 +501,3 @@ def _load(b, symbol, fn, desc, data, name, kernels, declared=None):
         mod.close()
         raise
     return mod
-
-
-def clear_cache():
-    """Forget every cached compile (modules already handed out stay loaded)."""
-    with _cache_lock:
-        _cache.clear()

@@ -58,6 +58,7 @@ def _workers_of(lib):
     return pids
 
 
+@pytest.mark.slow  # about 17 s: waits out every group's timeout
 def test_every_group_of_a_hanging_library_ends_within_twice_the_timeout(hanging_lib):
     timeout = 3.0
     groups = ["static", "required", "stream"]

@@ -77,6 +77,7 @@ def test_without_mpi4py_the_error_names_what_is_missing_and_how_to_get_it():
     assert "pip install mpi4py" in r.stdout
 
 
+@pytest.mark.slow  # about 6 s: a pytest run in a subprocess
 def test_without_mpi4py_the_mpi_tests_skip_naming_it(tmp_path):
     boot = tmp_path / "sitecustomize.py"
     boot.write_text(BLOCK_MPI4PY)

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "guarded.h"
+#include "eagle/backend_kit.h"
 #include "handle_registry.h"
 
 namespace eagle {

@@ -17,7 +17,7 @@
 #include "command.h"
 #include "command_context.h"
 #include "exec_graph.h"
-#include "guarded.h"
+#include "eagle/backend_kit.h"
 #include "handle_registry.h"
 
 namespace eagle::cpu {

@@ -15,7 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "guarded.h"
+#include "eagle/backend_kit.h"
 #include "handle_registry.h"
 #include "module_common.h"
 #include "runtime.h"

@@ -10,6 +10,8 @@ import numpy as np
 from .._compilers import wheel_library_dirs
 from .._seam_ffi import ffi
 from ._registry import CheckFailure, Skip, check
+from .._seam_meta import CONSTANTS
+from ._seam import STATUS
 from .behaviour import COND, Objects, _conditional, captured_of, launcher_of, replay
 
 _INCLUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "include")
@@ -76,7 +78,7 @@ def _compile(s, source=_SOURCE, flags=0):
     logp = ffi.new("char**")
     st = s.raw("module_from_source", d, source, len(source), out, logp)
     log = _take_log(s, logp)
-    if st == 5:  # UNAVAILABLE: the kind's compiler is not installed here, which is not a defect
+    if st == STATUS["UNAVAILABLE"]:  # the kind's compiler is not installed here, which is not a defect
         raise Skip(f"module_from_source is unavailable here (no compiler or no device): {s.last_error()}")
     return st, out[0], log
 
@@ -197,7 +199,8 @@ def source_refusals(s):
              why="NULL out")
 
 
-_CONTRACT, _FAST_MATH = 2, 1  # EAGLE_BACKEND_MODULE_CONTRACT (minor 8), EAGLE_BACKEND_MODULE_FAST_MATH
+_CONTRACT = CONSTANTS["EAGLE_BACKEND_MODULE_CONTRACT"]  # since minor 8
+_FAST_MATH = CONSTANTS["EAGLE_BACKEND_MODULE_FAST_MATH"]
 
 
 @bcheck("module_from_source.fp_modes", needs=("module_release",))

@@ -6,6 +6,7 @@ import os
 import threading
 
 from .. import _seam_meta as meta
+from .._device_kind import NEEDED_FORBIDDEN_HINT, NEEDED_OF_KIND
 from .._seam_ffi import ffi
 from ._registry import CheckFailure, NotSupported, Skip, check
 from ._seam import PREFIX, STATUS, status_name
@@ -15,15 +16,9 @@ LINKER_SYMBOLS = frozenset({"_init", "_fini", "_edata", "_end", "__bss_start"})
 
 NEEDED_BASE = ("libc.so*", "libm.so*", "libstdc++.so*", "libgcc_s.so*", "libpthread.so*",
                "libdl.so*", "librt.so*", "ld-linux*")
-NEEDED_EXTRA = {
-    "cpu": (),
-    "cuda": ("libcuda.so.1",),
-    "hip": ("libamdhip64.so*", "libhsa-runtime64*"),
-}
-NEEDED_FORBIDDEN_HINT = {"libcudart": "link the CUDA runtime statically (cudart_static); "
-                                      "at run time a cuda backend may need the driver libcuda.so.1 only"}
 
-UNKNOWN_FLAG = 0x80000000
+UNKNOWN_FLAG = 0x80000000  # a flag bit no minor defines (bit 31)
+MASK_IS_DROP = meta.CONSTANTS["EAGLE_BACKEND_COMPACT_MASK_IS_DROP"]
 GUARD = 0xA5
 
 
@@ -180,7 +175,7 @@ def needed(s):
     """Every DT_NEEDED entry is on the allow-list of the library's kind."""
     _, libs = _elf(s.path)
     kind = s.kind
-    allowed = NEEDED_BASE + NEEDED_EXTRA.get(kind, ())
+    allowed = NEEDED_BASE + NEEDED_OF_KIND.get(kind, ())
     bad = [lib for lib in libs if not any(fnmatch.fnmatch(lib, pat) for pat in allowed)]
     if bad:
         hints = [h for key, h in NEEDED_FORBIDDEN_HINT.items() if any(b.startswith(key) for b in bad)]
@@ -293,7 +288,7 @@ def build_info_fields(s):
     p = ffi.new("struct eagle_backend_build_info*")
     p.struct_size = ffi.sizeof(p[0])
     s.ok("build_info", p)
-    if p.abi_version >> 16 != 1:
+    if p.abi_version >> 16 != meta.VERSION_MAJOR:
         raise CheckFailure(f"build_info.abi_version = {p.abi_version:#x}, not a major-1 version")
     for name, n in (("eagle_version", 32), ("archs", 128), ("backend_kind", 16)):
         if 0 not in bytes(ffi.buffer(getattr(p, name), n)):
@@ -551,7 +546,7 @@ def _compact_flags(s):
     n = 16
     mask, imap, cnt = mem.zeros(n, "uint8"), mem.zeros(n, "int32"), mem.zeros(1, "uint32")
     d = ffi.new("struct eagle_backend_compact_desc*")
-    d.struct_size, d.flags, d.device = ffi.sizeof(d[0]), 1 | UNKNOWN_FLAG, -1
+    d.struct_size, d.flags, d.device = ffi.sizeof(d[0]), MASK_IS_DROP | UNKNOWN_FLAG, -1
     d.mask, d.index_map, d.count, d.scratch, d.n, d.stream = mask.addr, imap.addr, cnt.addr, 0, n, 0
     return _refused(s, "compact_device (query)", s.raw("compact_device", d))
 
@@ -565,7 +560,7 @@ def _reorder_flags(s):
     planes = ffi.new("struct eagle_backend_reorder_plane[1]")
     planes[0].data, planes[0].elem_size, planes[0].width = plane.addr, 4, 1
     d = ffi.new("struct eagle_backend_reorder_desc*")
-    d.struct_size, d.flags, d.device, d.plane_count, d.planes = ffi.sizeof(d[0]), 1 | UNKNOWN_FLAG, -1, 1, planes
+    d.struct_size, d.flags, d.device, d.plane_count, d.planes = ffi.sizeof(d[0]), MASK_IS_DROP | UNKNOWN_FLAG, -1, 1, planes
     d.mask, d.perm, d.inv, d.span, d.scratch, d.n, d.stream = mask.addr, perm.addr, inv.addr, span.addr, 0, n, 0
     return _refused(s, "reorder_device (query)", s.raw("reorder_device", d))
 

@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from .._validate import INT64_MIN, integer, real
+from ..extend import INT64_MIN, integer, real
 from ..errors import EagleTypeError, EagleValueError, HandleError
 from .failure import check
 from .gather import check_root, gatherv
