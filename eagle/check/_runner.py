@@ -51,6 +51,7 @@ def _child_env():
     paths = [pkg_parent] + [p for p in sys.path if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env.setdefault("PYTHONFAULTHANDLER", "1")
+    env["EAGLE_CHECK_PARENT"] = str(os.getpid())  # the child ends when this process dies (_worker.py)
     return env
 
 

@@ -72,7 +72,39 @@ def run(path, ids):
         session.close()
 
 
+def _die_with_parent():
+    """End this child when the checker that started it dies, even of SIGKILL (which leaves no
+    chance to kill the child's process group): on Linux the kernel's parent-death signal, else a
+    thread that watches the parent's pid. $EAGLE_CHECK_PARENT is the parent's pid; a parent that
+    is already gone (it died before this ran) ends the child at once."""
+    try:
+        parent = int(os.environ.get("EAGLE_CHECK_PARENT", ""))
+    except ValueError:
+        return  # started by hand: nothing to watch
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+        PR_SET_PDEATHSIG = 1
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+        else:
+            if os.getppid() != parent:  # it died before the signal was asked for
+                os._exit(1)
+            return
+    import threading
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+    threading.Thread(target=watch, name="eagle.check parent watch", daemon=True).start()
+
+
 def main(argv):
+    _die_with_parent()
     faulthandler.enable()
     # Nothing but the protocol goes to stdout: a backend's own printing goes to stderr.
     sys.stdout = sys.stderr
