@@ -84,6 +84,9 @@ struct CaptureInfo {
 };
 CaptureInfo capture_info(gpuStream_t s);
 bool is_capturing(gpuStream_t s);
+// streamQuery: true when the work on `s` has finished, false while it runs; ERROR (`failed`
+// followed by the runtime's error) when that work failed (stream.cpp).
+bool query_stream(gpuStream_t s, const char* failed);
 // Finishes the launchers released while their stream was being captured (launcher.cpp) whose
 // stream is no longer captured. Called where a capture may have ended.
 void finish_deferred_launchers() noexcept;
