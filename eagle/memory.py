@@ -12,7 +12,6 @@ import time
 from _thread import get_ident
 
 from . import _handle
-from . import _loader
 from . import _seam_meta as meta
 from . import _validate
 from ._arrays import address_of
@@ -126,6 +125,8 @@ class _HostCall:
 #: cffi handle the backend will pass back) alive whatever happens to the Backend object.
 _PENDING = set()
 _PENDING_LOCK = threading.Lock()
+#: Backends that have held arrays for a stream's work (their ``_holds``): the exit drain's list.
+_HOLDING = weakref.WeakSet()
 #: How long the exit drain waits for work still running ($EAGLE_EXIT_WAIT_S, seconds).
 _DRAIN_AT_EXIT_S = 30.0
 #: After this long the exit drain says what it is waiting for.
@@ -157,18 +158,19 @@ def _exit_wait_s():
 
 
 def _exit_markers():
-    """Release markers to wait for at exit: each stream's marker in flight, and a new one behind
-    the work of every stream holding arrays that has none (enqueued on the streams eagle knows
-    are alive: the kind's default stream and eagle's own live streams)."""
+    """Release markers to wait for at exit, as (backend, raw stream, marker): each stream's marker
+    in flight, and a new one behind the work of every stream holding arrays that has none
+    (enqueued on the streams eagle knows are alive: the kind's default stream and eagle's own
+    live streams)."""
     markers = []
-    for lib in list(_loader._opened.values()):
+    for lib in list(_HOLDING):
         if not lib._holds or not lib.provides("eagle_backend_host_func"):
             continue
         live = {getattr(k.owner(), "_raw", None) for k in list(_handle.waiters) if k.backend is lib}
         for raw, holds in list(lib._holds.items()):
             flying = holds.in_flight
             if flying is not None and not flying.ran():
-                markers.append(flying)
+                markers.append((lib, raw, flying))
             if holds.waiting and (raw == 0 or raw in live):
                 m = Marker(None)
                 try:
@@ -178,7 +180,7 @@ def _exit_markers():
                 if status:
                     m.abandon()
                 else:
-                    markers.append(m)
+                    markers.append((lib, raw, m))
     return markers
 
 
@@ -187,9 +189,13 @@ def _running_at_exit(markers):
     left = []
     if _PENDING or python_markers_pending():
         left.append(f"{len(_PENDING) + python_markers_pending()} Python host function(s)")
-    busy = sum(1 for m in markers if not m.ran()) + sum(1 for k in list(_handle.waiters) if not k.done())
+    busy = {(id(lib), raw) for lib, raw, m in markers if not m.ran()}
+    for k in list(_handle.waiters):
+        if not k.done():
+            raw = getattr(k.owner(), "_raw", None)
+            busy.add((id(k.backend), raw) if raw is not None else id(k))
     if busy:
-        left.append(f"work on {busy} stream(s) or launcher(s)")
+        left.append(f"work on {len(busy)} stream(s) or launcher(s)")
     if _handle.release_parked():
         left.append(f"{len(_handle._parked)} dropped stream(s) or launcher(s) still running")
     return " and ".join(left)
@@ -200,7 +206,7 @@ def _keep_forever():
     every stream's enqueued work, queued host functions, parked handles) is never freed, so that
     finalizing the interpreter frees nothing under it; the process ends with it running."""
     import ctypes
-    kept = [_PENDING, _handle._parked] + [lib._holds for lib in list(_loader._opened.values())]
+    kept = [_PENDING, _handle._parked] + [lib._holds for lib in list(_HOLDING)]
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(kept))
 
 
@@ -307,6 +313,7 @@ def hold_until_done(backend, raw, refs):
     holds = backend._holds.get(raw)
     if holds is None:
         holds = backend._holds[raw] = _StreamHolds()
+        _HOLDING.add(backend)
     holds.waiting.append(refs)
     if not backend.provides("eagle_backend_host_func"):
         return
@@ -334,6 +341,7 @@ def keep_until_sync(backend, raw, refs):
     holds = backend._holds.get(raw)
     if holds is None:
         holds = backend._holds[raw] = _StreamHolds()
+        _HOLDING.add(backend)
     holds.waiting.append(refs)
 
 
