@@ -73,32 +73,23 @@ def run(path, ids):
 
 
 def _die_with_parent():
-    """End this child when the checker that started it dies, even of SIGKILL (which leaves no
-    chance to kill the child's process group): on Linux the kernel's parent-death signal, else a
-    thread that watches the parent's pid. $EAGLE_CHECK_PARENT is the parent's pid; a parent that
-    is already gone (it died before this ran) ends the child at once."""
+    """End this child when the checker that started it dies, even of SIGKILL (which leaves it no
+    chance to kill the child's process group): $EAGLE_CHECK_PARENT_FD is the read end of a pipe
+    whose only write end the checker holds; a thread waits on it and ends the process when it
+    reads end-of-file (the checker is gone). It needs no help from the check: cffi releases the
+    GIL in seam calls, and a check spinning in Python gives it up every switch interval."""
     try:
-        parent = int(os.environ.get("EAGLE_CHECK_PARENT", ""))
+        fd = int(os.environ.get("EAGLE_CHECK_PARENT_FD", ""))
     except ValueError:
         return  # started by hand: nothing to watch
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-        PR_SET_PDEATHSIG = 1
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
-        else:
-            if os.getppid() != parent:  # it died before the signal was asked for
-                os._exit(1)
-            return
     import threading
 
     def watch():
-        while os.getppid() == parent:
-            time.sleep(0.5)
+        try:
+            while os.read(fd, 1):
+                pass
+        except OSError:
+            pass
         os._exit(1)
     threading.Thread(target=watch, name="eagle.check parent watch", daemon=True).start()
 
