@@ -218,8 +218,8 @@ class Owner:
         if self._thread != get_ident():
             self._refuse()
         keeper = self._keeper
-        if keeper.query is not None:  # the release waits for the work: wait here, interruptibly
-            wait_done(keeper.query, self._h)
+        if keeper.query is not None and get_ident() == _hotcall.MAIN_THREAD:
+            wait_done(keeper.query, self._h)  # the release waits for the work: wait here, interruptibly
         self._disarm()
         fin = self._finalizer
         self._h = None
