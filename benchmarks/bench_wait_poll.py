@@ -42,16 +42,20 @@ def per_call(fn, calls):
 
 
 def calibrate(b, s, mod, x, seconds):
-    """Steps of `busy` over one lane that take about `seconds`."""
+    """Steps of `busy` over one lane that take about `seconds` (median of 5 runs, after a warm-up)."""
+    def took(steps):
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            s.run(mod.busy, [x, steps], 1)
+            s.synchronize()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+    took(1000)
     steps = 1000
-    while True:
-        t0 = time.perf_counter()
-        s.run(mod.busy, [x, steps], 1)
-        s.synchronize()
-        dt = time.perf_counter() - t0
-        if dt > 0.002:
-            return max(1, int(steps * seconds / dt))
+    while (dt := took(steps)) < 0.005:
         steps *= 4
+    return max(1, int(steps * seconds / dt))
 
 
 def main():

@@ -12,6 +12,7 @@ import time
 from _thread import get_ident
 
 from . import _handle
+from . import _marker
 from . import _seam_meta as meta
 from . import _validate
 from ._arrays import address_of
@@ -240,6 +241,28 @@ def _drain_at_exit():
         _keep_forever()
         print(f"eagle: at exit, {left} had not finished; the process ends without waiting for it "
               "(its arrays are kept until then)", file=sys.stderr)
+
+
+def _forget_the_parents_work():
+    """In a child made by fork(): the work the parent had enqueued never runs here (no backend
+    thread of the parent is in this process, and eagle's objects refuse there), so nothing waits
+    for it: its arrays, queued host functions and parked handles are let go (no work of this
+    process uses them) and the exit drain does not wait for markers that will never run."""
+    global _HOLDING, _PENDING_LOCK
+    _PENDING_LOCK = threading.Lock()  # another thread may have held it at the fork
+    for lib in list(_HOLDING):
+        lib._holds.clear()
+    _HOLDING = weakref.WeakSet()
+    if _PENDING:
+        host_calls_add(-len(_PENDING))
+        _PENDING.clear()
+    _handle._parked.clear()
+    _handle.waiters.clear()
+    _marker._python_lent.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_the_parents_work)
 
 
 # The drain must run before weakref.finalize's own exit hook, which calls the finalizers still

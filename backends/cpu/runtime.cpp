@@ -274,6 +274,10 @@ void Stream::drain_and_check() {
 
 void Stream::query_and_check(int32_t* done) {
     const CommandContext ctx = current_command();
+    *done = 0;
+    if (!ctx.stream && !dead_a_.load(std::memory_order_acquire) &&
+        completed_a_.load(std::memory_order_acquire) < enqueued_a_.load(std::memory_order_acquire))
+        return;  // still running, seen without a lock (a waiter's polls cost no lock round trip)
     uint64_t target;
     bool finished;
     {
@@ -281,7 +285,6 @@ void Stream::query_and_check(int32_t* done) {
         target = ctx.stream == this ? ctx.seq - 1 : enqueued_;
         finished = done_locked(target);
     }
-    *done = 0;
     if (!finished) {
         if (ctx.stream && ctx.stream != this) {  // a host function polling: refused as its wait would be
             std::lock_guard<std::mutex> graph(wait_graph_mutex());
@@ -370,6 +373,7 @@ void Stream::loop() {
             task = nullptr;
             lock.lock();
             dead_ = true;
+            dead_a_.store(true, std::memory_order_release);
             if (!failed_) {
                 failed_ = true;
                 error_ = "the stream's worker thread was ended while running a command (a finalizing "

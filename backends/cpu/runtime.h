@@ -208,6 +208,7 @@ private:
     uint64_t completed_ = 0;
     std::atomic<uint64_t> enqueued_a_{0};   // mirrors for the short spin before blocking
     std::atomic<uint64_t> completed_a_{0};
+    std::atomic<bool> dead_a_{false};       // mirrors dead_ (query_and_check's lock-free look)
     bool stop_ = false;
     bool failed_ = false;
     bool dead_ = false;                     // the worker thread ended inside a command
