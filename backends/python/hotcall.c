@@ -89,14 +89,14 @@ typedef int32_t (*seam_handle_fn)(void*);
 typedef int32_t (*seam_query_fn)(void*, int32_t*);
 
 /* Interruptible waits (the `query` keyword). Spinning first keeps a short wait (a replay of a small
- * graph) as fast as the backend's own synchronize (the cpu backend spins 50 us before it blocks);
- * sleeps of a fraction of the time waited so far keep a long wait within ~3% of its length plus
- * one wake-up, at a few hundred queries a second at most; signal handlers run well within the
+ * graph) as fast as the backend's own synchronize (the cpu backend spins as long before it blocks);
+ * sleeps of a fraction of the time waited so far keep a long wait within ~1.5% of its length plus
+ * one wake-up, at a thousand queries a second at most; signal handlers run well within the
  * 1 s a user waits for Ctrl-C. */
-#define WAIT_SPIN_NS 100000LL
-#define WAIT_SLEEP_MIN_NS 10000LL
-#define WAIT_SLEEP_MAX_NS 2000000LL
-#define WAIT_SLEEP_DIVISOR 32
+#define WAIT_SPIN_NS 50000LL
+#define WAIT_SLEEP_MIN_NS 20000LL
+#define WAIT_SLEEP_MAX_NS 1000000LL
+#define WAIT_SLEEP_DIVISOR 64
 #define WAIT_SIGNAL_CHECK_NS 20000000LL
 
 /* threading.main_thread().ident, read at module init: the thread Python runs signal handlers on. */

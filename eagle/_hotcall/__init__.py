@@ -29,7 +29,9 @@ milliseconds while the work stays enqueued and the handle usable (wait again, or
 The first poll is made at once and a found-done query has the synchronize's effects, so a wait
 on finished work is still one seam call; short waits spin (yielding) before they sleep
 (backends/python/hotcall.c gives the schedule). On other threads (Python handles signals on the
-main thread only) and for backends without the query, a wait is the blocking synchronize.
+main thread only), for backends without the query and with ``EAGLE_WAIT_BLOCKING=1`` (for programs
+that never need Ctrl-C during a wait and want the blocking wait's wake-up), a wait is the blocking
+synchronize.
 
 The GIL (``gil=``, see backends/python/hotcall.c): cffi releases it around every call, and so do
 the synchronizes here. A launch of work with no Python in it (``GIL_WHEN_QUIET``) keeps it while
@@ -74,6 +76,9 @@ try:  # eagle.memory's release markers: a C host function and never-freed words 
 except ImportError:  # without them the markers are Python callbacks (they need the GIL)
     RELEASE_MARKER = marker_slab = None
 
+#: ``EAGLE_WAIT_BLOCKING=1``: waits block in the synchronizes, never poll (see the module docstring).
+WAIT_BLOCKING = os.environ.get("EAGLE_WAIT_BLOCKING", "0") not in ("", "0")
+
 #: ``EAGLE_LAUNCH_RELEASES_GIL=1``: every launch releases the GIL (see the module docstring).
 LAUNCH_RELEASES_GIL = os.environ.get("EAGLE_LAUNCH_RELEASES_GIL", "0") not in ("", "0")
 
@@ -82,11 +87,11 @@ LAUNCH_RELEASES_GIL = os.environ.get("EAGLE_LAUNCH_RELEASES_GIL", "0") not in ("
 MAIN_THREAD = threading.main_thread().ident
 
 
-def poll_until_done(query, handle):
+def poll_until_done(query, handle, done):
     """The interruptible wait of the cffi path: query ``handle`` (a cffi seam query and its
-    handle) until done, sleeping between polls in time.sleep, which runs Python's signal handlers
-    (their exception propagates, the work stays enqueued). Returns the last query's status."""
-    done = ffi.new("int32_t*")
+    handle; ``done`` an ``int32_t*`` for its answer) until done, sleeping between polls in
+    time.sleep, which runs Python's signal handlers (their exception propagates, the work stays
+    enqueued). Returns the last query's status."""
     status = query(handle, done)
     pause, t0 = 1e-5, None
     while status == 0 and not done[0]:
@@ -107,6 +112,7 @@ def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False, gil=G
     closure's ``outstanding`` is a one-element list)."""
     armed = [True]
     outstanding = [0]
+    done = ffi.new("int32_t*") if query is not None else None
 
     def report_to(method, arg):
         obj = failed()
@@ -132,7 +138,7 @@ def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False, gil=G
         if gil == GIL_COUNTED:  # counted before the launches; those that failed enqueued nothing
             host_calls_add(times)
         if query is not None and not counted and owner == MAIN_THREAD:
-            made, status = 1, poll_until_done(query, handle)
+            made, status = 1, poll_until_done(query, handle, done)
         else:
             made, status = 0, fn(handle)
         while status == 0 and made < times:
@@ -187,7 +193,7 @@ def bind(owner, name, watch=None, counted=False, gil=GIL_RELEASE, partner=None, 
     fn = getattr(backend._f, name)
     symbol = "eagle_backend_" + name
     query_fn = None
-    if query is not None and backend.provides("eagle_backend_" + query):
+    if query is not None and not WAIT_BLOCKING and backend.provides("eagle_backend_" + query):
         query_fn = getattr(backend._f, query)
     # `failed` is the owner's keeper: it keeps the handle alive as long as the bound call, and
     # passes failures on to the owner while it lives (eagle/_handle.py)

@@ -141,7 +141,9 @@ def test_a_wait_on_another_thread_still_blocks_until_the_work_is_done():
     assert out.expect_ok() == [[2.0, 2.0]], out.describe()
 
 
-def test_waits_poll_the_query_where_the_backend_has_it():
+@pytest.mark.parametrize("blocking", [None, "1"])
+def test_waits_poll_the_query_where_the_backend_has_it(blocking):
+    # EAGLE_WAIT_BLOCKING=1 asks for the blocking synchronize (no polling)
     out = run_snippet(r'''
         import eagle
         b = eagle.backend("cpu")
@@ -149,5 +151,5 @@ def test_waits_poll_the_query_where_the_backend_has_it():
         g_sync = s.synchronize.__self__ if hasattr(s.synchronize, "__self__") else s.synchronize
         result = [b.provides("eagle_backend_stream_query"), b.provides("eagle_backend_launcher_query"),
                   bool(getattr(g_sync, "interruptible", False))]
-    ''')
-    assert out.expect_ok() == [True, True, True], out.describe()
+    ''', env={"EAGLE_WAIT_BLOCKING": blocking})
+    assert out.expect_ok() == [True, True, blocking is None], out.describe()
