@@ -1,9 +1,9 @@
 """What interruptible waits cost (issue 28): eagle's wait, which polls the seam's completion query
 (eagle_backend_stream_query / launcher_query, seam minor 8) so that signals are handled, against
 the blocking synchronize it replaced, bound the same way (eagle._hotcall, no query) on the same
-handles, interleaved in one run on the cpu backend.
+handles, interleaved in one run (one process: the device VM's launch-cost modes do not mix in).
 
-    python benchmarks/bench_wait_poll.py [--rounds 15] [--calls 400]
+    python benchmarks/bench_wait_poll.py [--backend cpu|cuda] [--rounds 15] [--calls 400]
 
 Cases (each: eagle's wait vs the blocking one, per call, median over rounds):
 - an idle stream (the wait is one seam call either way);
@@ -62,8 +62,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=400)
+    ap.add_argument("--backend", default="cpu")
     args = ap.parse_args()
-    b = eagle.backend("cpu")
+    b = eagle.backend(args.backend)
     mod = eagle.compile(SRC, backend=b, name="bench_wait_poll.c")
     s = b.stream()
     x = eagle.zeros(64, backend=b)
@@ -107,6 +108,7 @@ def main():
             pair = [(0, new), (1, old)] if r % 2 == 0 else [(1, old), (0, new)]
             for i, fn in pair:
                 results[name][i].append(per_call(fn, calls))
+    print(f"backend {b.kind} ({b.path}); {args.rounds} interleaved rounds; median us per call")
     print(f"{'case':36s} {'polled (us)':>12s} {'blocking (us)':>14s} {'ratio':>7s}")
     for name, (new, old) in results.items():
         n, o = statistics.median(new) * 1e6, statistics.median(old) * 1e6
