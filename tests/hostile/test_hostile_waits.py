@@ -153,3 +153,33 @@ def test_waits_poll_the_query_where_the_backend_has_it(blocking):
                   bool(getattr(g_sync, "interruptible", False))]
     ''', env={"EAGLE_WAIT_BLOCKING": blocking})
     assert out.expect_ok() == [True, True, blocking is None], out.describe()
+
+
+def test_dropping_a_stream_whose_kernel_never_ends_does_not_hang_the_collector():
+    # the release of a stream waits for its work: a dropped busy one is parked after 1 s instead
+    # (released once its work is done, or left at exit), and the next stream is not held up
+    out = run_snippet(r'''
+        import gc, time, numpy as np, eagle
+        b = eagle.backend("cpu")
+        mod = eagle.compile("""
+        #include <eagle/kernel.h>
+        EAGLE_KERNEL(forever, (double*, x)) { (void)n; volatile double* v = x; while (v[i] >= 0.0) {} }
+        EAGLE_KERNEL(inc, (double*, y)) { (void)n; y[i] += 1.0; }
+        """, backend=b, name="drop.c")
+        x = eagle.zeros(4, backend=b)
+        s = b.stream()
+        s.run(mod.forever, [x], 4)
+        t0 = time.monotonic()
+        del s
+        gc.collect()
+        dropped = time.monotonic() - t0
+        s2 = b.stream()
+        y = eagle.zeros(4, backend=b)
+        s2.run(mod.inc, [y], 4)
+        s2.synchronize()
+        result = {"dropped": dropped, "y": np.from_dlpack(y).tolist()}
+    ''', env={"EAGLE_EXIT_WAIT_S": "0.5"}, timeout=60)
+    res = out.expect_ok()
+    assert res["dropped"] < 5.0, out.describe()
+    assert res["y"] == [1.0] * 4, out.describe()
+    assert "had not finished" in out.stderr, out.describe()
