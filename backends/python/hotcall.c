@@ -89,14 +89,15 @@ typedef int32_t (*seam_handle_fn)(void*);
 typedef int32_t (*seam_query_fn)(void*, int32_t*);
 
 /* Interruptible waits (the `query` keyword). Spinning first keeps a short wait (a replay of a small
- * graph) as fast as the backend's own synchronize (the cpu backend spins as long before it blocks);
- * sleeps of a fraction of the time waited so far keep a long wait within ~1.5% of its length plus
- * one wake-up, at a thousand queries a second at most; signal handlers run well within the
- * 1 s a user waits for Ctrl-C. */
+ * graph) as fast as the backend's own synchronize (the cpu backend spins as long before it blocks).
+ * Then sleeps of 1/16 of the time waited so far keep a long wait within ~6% of its length plus one
+ * wake-up, with few wake-ups (500 a second at most): each may take a busy core from the work, and
+ * on a loaded 2-core machine sleeps of 1/64 cost more in wake-ups (+10-20% on 1-10 ms waits) than
+ * they saved. Signal handlers run every 20 ms, well within the 1 s a user waits for Ctrl-C. */
 #define WAIT_SPIN_NS 50000LL
 #define WAIT_SLEEP_MIN_NS 20000LL
-#define WAIT_SLEEP_MAX_NS 1000000LL
-#define WAIT_SLEEP_DIVISOR 64
+#define WAIT_SLEEP_MAX_NS 2000000LL
+#define WAIT_SLEEP_DIVISOR 16
 #define WAIT_SIGNAL_CHECK_NS 20000000LL
 
 /* threading.main_thread().ident, read at module init: the thread Python runs signal handlers on. */
