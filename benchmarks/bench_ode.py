@@ -10,15 +10,18 @@ back-to-back calls, the median reported):
 
   eagle      eagle.ode.Solver(...).solve(y0, args=(rho,)); the Solver's construction plus its first
              solve are reported apart as "first" (compile + build); the timed calls reuse them.
-             Timed by a wall clock around solve(), which returns host (numpy) arrays, so it
-             includes eagle's synchronize and the copy of the results to the host (y0 and rho
-             are CuPy arrays on the device when CuPy is there, else numpy arrays with backend='cuda',
-             and then the host-to-device copy is in the figure too: the table says which).
+             Timed by a wall clock around solve(), which returns once the device work is done
+             (eagle's synchronize is in the figure; the solution's fields are read from the device
+             on first use, after the timing, like the peers' results). y0 and rho are CuPy arrays
+             on the device when CuPy is there, else numpy arrays with backend='cuda', and then the
+             host-to-device copy is in the figure too: the timing note says which.
   diffrax    jax.jit(jax.vmap(one trajectory)) of diffrax.diffeqsolve, SaveAt(t1=True),
              Tsit5 / Dopri5 / a classic RK4 ButcherTableau solver (diffrax has none: RK4 below),
-             ConstantStepSize for fixed, PIDController(rtol, atol, error_order=5) for adaptive
-             (error_order=5 gives scipy's exponent -1/5, the one eagle and the kernel use; diffrax's
-             own default would be 1/6). The second call is timed, wall clock around the call and
+             ConstantStepSize for fixed, PIDController for adaptive with eagle's controller:
+             PIDController(rtol, atol, pcoeff=0.4, icoeff=0.3, error_order=5) for eagle's PI (the
+             default, --controller PI), pcoeff=0, icoeff=1 for scipy's I (--controller I);
+             error_order=5 gives the exponents over k = 5 that eagle and the kernel use (diffrax's own
+             default would be 6). The second call is timed, wall clock around the call and
              block_until_ready; the final states stay on the device.
   hand       (cuda) benchmarks/cuda/lorenz_ode.cu: one CUDA thread per trajectory, the whole
              integration in registers, compiled by CuPy's RawKernel (NVRTC, --fmad=true).
@@ -27,9 +30,12 @@ back-to-back calls, the median reported):
   openmp     (cpu) the same methods (benchmarks/kernels/lorenz_methods.h) in an OpenMP loop over
              trajectories, compiled here by `cc -O3 -fopenmp -march=native` and called through ctypes.
 
-The hand-written adaptive steppers are scipy's RK45 step (I controller, safety 0.9, factor in
-[0.2, 10], no growth after a rejection, RMS error norm over atol + rtol max(|y|, |y_new|), scipy's
-first step, floor 10 ulp(t)); on float64 they take exactly scipy's steps.
+The hand-written adaptive steppers are scipy's RK45 step (safety 0.9, factor in [0.2, 10], no growth
+after a rejection, RMS error norm over atol + rtol max(|y|, |y_new|), scipy's first step, floor
+10 ulp(t)) with eagle.ode's controller: its default PI (err^(-0.7/5) err_prev^(0.4/5) on accepted
+steps), or with --controller I scipy's I controller, when on float64 they take exactly scipy's steps.
+Every implementation runs the same controller, so they take about the same steps (the table shows
+the mean attempted steps of eagle and of the hand-written peer).
 
 Roofline: each implementation's floating-point operations (FLOPS below: per step, derived from the
 stages; times its own count of attempted steps for the adaptive methods) over its time, as a fraction
@@ -158,7 +164,7 @@ def eagle_rhs(t, y, rho):
 
 
 class EagleImpl:
-    def __init__(self, key, dtype, n, backend):
+    def __init__(self, key, dtype, n, backend, controller):
         try:
             import eagle.ode
         except Exception as e:  # noqa: BLE001 - the peers still run without it
@@ -168,7 +174,7 @@ class EagleImpl:
         # $EAGLE_ODE_BENCH_KW: more Solver keywords as JSON (a sweep of steps_per_call or workers)
         kw.update(json.loads(os.environ.get("EAGLE_ODE_BENCH_KW") or "{}"))
         if adaptive:
-            kw.update(rtol=TOL, atol=TOL)
+            kw.update(rtol=TOL, atol=TOL, controller=controller)
         else:
             kw.update(dt=DT)
             if code != 2:
@@ -188,7 +194,7 @@ class EagleImpl:
         self.build_s = time.perf_counter() - t
         self.sol = self.solver.solve(self.y0, args=(self.rho,))
         self.first_s = time.perf_counter() - t
-        self.note = f"wall clock around Solver.solve (y0, rho: {where}; results returned to the host)"
+        self.note = f"wall clock around Solver.solve, which synchronizes (y0, rho: {where}; fields read after)"
 
     def once(self):
         self.sol = None  # the last result is dropped (a kept one would get copies of its planes first)
@@ -224,7 +230,7 @@ def diffrax_rk4():
 
 
 class DiffraxImpl:
-    def __init__(self, key, dtype, n, backend):
+    def __init__(self, key, dtype, n, backend, controller):
         if "jax" not in sys.modules and backend == "cpu":
             os.environ.setdefault("JAX_PLATFORMS", "cpu")
         try:
@@ -239,7 +245,9 @@ class DiffraxImpl:
         solver = {0: diffrax.Dopri5, 1: diffrax.Tsit5}.get(code, None)
         solver = solver() if solver else diffrax_rk4()
         if adaptive:
-            controller = diffrax.PIDController(rtol=TOL, atol=TOL, error_order=5)
+            # eagle's PI: err^(-0.7/5) err_prev^(0.4/5) = pcoeff 0.4, icoeff 0.3 over error_order 5
+            pid = dict(pcoeff=0.4, icoeff=0.3) if controller == "PI" else dict(pcoeff=0.0, icoeff=1.0)
+            controller = diffrax.PIDController(rtol=TOL, atol=TOL, error_order=5, **pid)
             dt0, max_steps = None, 4096
         else:
             controller = diffrax.ConstantStepSize()
@@ -288,7 +296,7 @@ def cuda_source():
 
 
 class HandCudaImpl:
-    def __init__(self, key, dtype, n, backend, block=128):
+    def __init__(self, key, dtype, n, backend, controller, block=128):
         try:
             import cupy as cp
             cp.cuda.runtime.getDeviceCount()
@@ -306,8 +314,8 @@ class HandCudaImpl:
         grid, blk = ((n + block - 1) // block,), (block,)
         if adaptive:
             self.status, self.acc, self.rej = (cp.zeros(n, cp.int32) for _ in range(3))
-            args = (np.int32(code), self.rho, self.out, self.status, self.acc, self.rej, np.int64(n), T(T0), T(T1),
-                    T(TOL), T(TOL), np.int32(MAX_STEPS))
+            args = (np.int32(code), np.int32(controller == "PI"), self.rho, self.out, self.status, self.acc, self.rej,
+                    np.int64(n), T(T0), T(T1), T(TOL), T(TOL), np.int32(MAX_STEPS))
         else:
             self.status = self.acc = self.rej = None
             args = (np.int32(code), self.rho, self.out, np.int64(n), np.int32(NSTEPS), T(DT))
@@ -361,7 +369,7 @@ def omp_library():
 
 
 class OpenMPImpl:
-    def __init__(self, key, dtype, n, backend):
+    def __init__(self, key, dtype, n, backend, controller):
         so, threads, cmd = omp_library()
         _, _, adaptive, code = METHODS[key]
         f64 = np.dtype(dtype) == np.float64
@@ -371,8 +379,9 @@ class OpenMPImpl:
         if adaptive:
             self.status, self.acc, self.rej = (np.zeros(n, np.int32) for _ in range(3))
             fn = so.omp_lorenz_adaptive_f64 if f64 else so.omp_lorenz_adaptive_f32
-            args = (ctypes.c_int(code), ptr(self.rho), ptr(self.out), ptr(self.status), ptr(self.acc), ptr(self.rej),
-                    ctypes.c_longlong(n), C(T0), C(T1), C(TOL), C(TOL), ctypes.c_int(MAX_STEPS))
+            args = (ctypes.c_int(code), ctypes.c_int(controller == "PI"), ptr(self.rho), ptr(self.out), ptr(self.status),
+                    ptr(self.acc), ptr(self.rej), ctypes.c_longlong(n), C(T0), C(T1), C(TOL), C(TOL),
+                    ctypes.c_int(MAX_STEPS))
         else:
             self.status = self.acc = None
             fn = so.omp_lorenz_fixed_f64 if f64 else so.omp_lorenz_fixed_f32
@@ -414,17 +423,24 @@ def tolerances(key, dtype):
     return (1e-2, 1e-2) if adaptive else (1e-3, 1e-3)
 
 
+SLOW_CALL_S = 2.0  # a call slower than this is timed min(reps, 5) times, and its to-host figure once
+
+
 def measure(impl, reps, warmup):
+    """Timed calls (seconds, after `warmup` untimed ones) and the median of the to-host figure."""
     for _ in range(warmup):
         impl.once()
-    times = [impl.once() for _ in range(reps)]
+    times = [impl.once()]
+    if times[0] > SLOW_CALL_S:
+        reps = min(reps, 5)
+    times += [impl.once() for _ in range(reps - 1)]
     host = None
     if impl.to_host is not None:
-        host = statistics.median([impl.to_host() for _ in range(max(1, min(reps, 3)))])
+        host = statistics.median([impl.to_host() for _ in range(1 if times[0] > SLOW_CALL_S / 4 else min(reps, 3))])
     return times, host
 
 
-def run_case(key, dtype, n, impls, backend, reps, warmup, block):
+def run_case(key, dtype, n, impls, backend, reps, warmup, block, controller):
     """One (method, dtype, N): every implementation in its own block; a row dict per implementation."""
     label = METHODS[key][0]
     rho = rhos(n, dtype)
@@ -435,7 +451,8 @@ def run_case(key, dtype, n, impls, backend, reps, warmup, block):
         row = dict(method=label, key=key, dtype=np.dtype(dtype).name, N=n, impl=name)
         try:
             maker = MAKERS[name]
-            impl = maker(key, dtype, n, backend, block) if name == "hand" else maker(key, dtype, n, backend)
+            impl = (maker(key, dtype, n, backend, controller, block) if name == "hand"
+                    else maker(key, dtype, n, backend, controller))
             times, host = measure(impl, reps, warmup)
             res = impl.result()
         except Skip as e:
@@ -538,9 +555,13 @@ def main(argv=None):
     ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, of {', '.join(METHODS)}")
     ap.add_argument("--dtypes", default="float64,float32")
     ap.add_argument("--impls", help="comma-separated implementations (default: all of the backend's)")
-    ap.add_argument("--reps", type=int, default=None, help="timed calls per implementation (median; default 7)")
+    ap.add_argument("--reps", type=int, default=None, help="timed calls per implementation (median; default 7, "
+                                                        "5 for a call slower than 2 s)")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--block", type=int, default=128, help="threads per block of the hand-written kernel")
+    ap.add_argument("--controller", choices=("PI", "I"), default="PI",
+                    help="the adaptive step-size controller of every implementation: eagle.ode's default PI, or "
+                         "scipy's I")
     ap.add_argument("--smoke", action="store_true", help="a quick run (2 timed calls) that checks every result")
     ap.add_argument("--json", help="write the rows, the machine and the command to this file (after every case)")
     args = ap.parse_args(argv)
@@ -577,20 +598,21 @@ def main(argv=None):
     if gpu:
         print(f"gpu:     {gpu.get('answer', gpu)}  ({gpu.get('query', '')})")
     print(f"problem: Lorenz sigma=10 beta=8/3 u0=(1,0,0) rho=linspace(0,21,N) t=[0,1]; fixed {NSTEPS} steps of "
-          f"dt={DT}; adaptive rtol=atol={TOL}")
+          f"dt={DT}; adaptive rtol=atol={TOL}, {args.controller} controller")
     print("flops a step (adds + muls, FMA = 2, divides; from the stages): "
           + ", ".join(f"{METHODS[k][0]} {FLOPS[k]}" for k in methods))
     if reps < 5 and not args.smoke:
         print(f"note: --reps {reps} is below the 5 a reported median needs")
     meta = dict(command=" ".join([os.path.basename(sys.executable)] + sys.argv if argv is None else ["bench_ode.py"] + argv),
                 date=time.strftime("%Y-%m-%dT%H:%M:%S%z"), machine=_machine.machine(), gpu=gpu, backend=args.backend,
-                reps=reps, warmup=args.warmup, flops_per_step=FLOPS, peak_flops=PEAK_FLOPS, rows=[])
+                reps=reps, warmup=args.warmup, controller=args.controller, flops_per_step=FLOPS, peak_flops=PEAK_FLOPS,
+                rows=[])
     rows = []
     for key in methods:
         for dtype in dtypes:
             for n in sizes:
                 t = time.perf_counter()
-                case = run_case(key, dtype, n, impls, args.backend, reps, args.warmup, args.block)
+                case = run_case(key, dtype, n, impls, args.backend, reps, args.warmup, args.block, args.controller)
                 rows += case
                 done = ", ".join(f"{r['impl']} {fmt(r.get('ms'), '.3f')} ms" if "ms" in r else f"{r['impl']} "
                                  f"{'skipped' if 'skipped' in r else 'ERROR'}" for r in case)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels sanitize waits check bench seam card multigpu distributed distbench odetests odebench
+#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels fpmodes sanitize waits check bench seam card cardblocks mc multigpu distributed distbench odetests odebench
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there.
@@ -107,6 +107,25 @@ for stage in "$@"; do
       python3 benchmarks/oscillators.py --backend cpu --n 1000000 --reps 1 --compare /tmp/card_cuda.npy \
         2>&1 | tee -a "$OUT/oscillators_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
+    fpmodes)
+      # issue 27: the numerics corpus on cuda == cpu bit for bit (exact), the default mode fuses, the
+      # drain without compaction, the examples in exact mode
+      python3 -m pytest -q -p no:cacheprovider -rs tests/test_kernel_numerics.py tests/test_gpu_kernels.py \
+        tests/test_drain.py 2>&1 | tee "$OUT/pytest_fpmodes_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    cardblocks)
+      # issue 27's benchmark method: every implementation in its own block, CUDA events, three modes
+      python3 benchmarks/oscillators.py --backend cuda --n 1000000 --blocks --breakdown 2>&1 \
+        | tee "$OUT/card_blocks_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    mc)
+      # issue 30: <eagle/random.h> and eagle.mean_var on the GPU (cuda == cpu bit for bit), then the
+      # Monte-Carlo figures (GBM, the generator against cuRAND, the drained barrier) against CuPy and JAX
+      python3 -m pytest -q -p no:cacheprovider -rs tests/test_random.py tests/test_reduce.py \
+        tests/test_gpu_kernels.py -k "cuda or gpu or barrier" 2>&1 | tee "$OUT/pytest_mc_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]}))
+      python3 benchmarks/bench_mc.py --backend cuda --json "$OUT/bench_mc_h200.json" 2>&1 | tee "$OUT/bench_mc_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
     multigpu)
       nvidia-smi -L 2>&1 | tee "$OUT/multigpu_h200x2.log"
       python3 -m pytest -q -p no:cacheprovider tests/test_multigpu.py -rs 2>&1 | tee -a "$OUT/multigpu_h200x2.log"
@@ -136,10 +155,11 @@ for stage in "$@"; do
         tests/test_docs_ode.py 2>&1 | tee "$OUT/pytest_ode_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     odebench)
-      # Lorenz ensembles against diffrax and the hand-written kernel (2^16, 2^20, 2^23; FP64 and FP32);
-      # ODEBENCH_ARGS="--full" or "--methods rk4 --sizes 2^23" to change it.
-      timeout 590 python3 benchmarks/bench_ode.py --backend cuda --json "$OUT/bench_ode_h200.json" ${ODEBENCH_ARGS:-} \
-        2>&1 | tee "$OUT/bench_ode_h200.log"
+      # Lorenz ensembles against diffrax and the hand-written kernel (2^16, 2^20, 2^23). One dtype per
+      # device command keeps each under the 10-minute limit: ODEBENCH_ARGS="--dtypes float64"
+      # ODEBENCH_TAG=_f64, then float32 / _f32; "--full --impls eagle,hand" for every N without diffrax.
+      timeout 590 python3 benchmarks/bench_ode.py --backend cuda --json "$OUT/bench_ode_h200${ODEBENCH_TAG:-}.json" \
+        ${ODEBENCH_ARGS:-} 2>&1 | tee "$OUT/bench_ode_h200${ODEBENCH_TAG:-}.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     *) echo "unknown stage $stage"; exit 2 ;;
   esac

@@ -1,14 +1,23 @@
 """The oscillator card (anchors_h200.md §3): N damped harmonic oscillators, FP64 RK4 (dt = 1e-3),
 sample i stopping after its own s_i steps (log-uniform up to 999).
 
-eagle records the stepping loop once: reset, compact, then a WHILE decided on the device whose
-body runs K RK4 steps over the live index map and compacts again; the WHILE guard is the
-compaction's count word (one writer). Checks: the graph's result equals the eager step-by-step
-result (same kernels, host loop) bit for bit, and the single-kernel reference and (small N) a
-numpy reference to 1e-12 relative.
+eagle records the card once: reset, one drained launch of the K-step kernel over every sample,
+compact (--loop drain, the default); or reset, compact, then a WHILE decided on the device whose
+body runs K RK4 steps over the live index map and compacts again (--loop while). Checks: the
+graph's result equals the eager step-by-step result (same kernels, host loop) bit for bit, and the
+single-kernel reference and (small N) a numpy reference to 1e-12 relative. --mode picks
+eagle.compile's floating-point mode (exact, the default here; default; fast).
+
+--blocks is the benchmark method of issue 27: in each floating-point mode the card, the sorted
+limit (the single kernel over the samples sorted by step count) and a raw CUDA kernel of the same
+RK4 over sorted samples, each timed in its own block by CUDA events around back-to-back
+repetitions after a warm-up (median of >= 15; the rotation only orders the blocks), with the GPU's
+clocks printed. --breakdown times the card's pieces alone. --smoke runs both small, on cpu too.
 
     python benchmarks/oscillators.py --backend cpu --n 10000
+    python benchmarks/oscillators.py --backend cpu --smoke
     python benchmarks/oscillators.py --backend cuda --n 1000000 --peers
+    python benchmarks/oscillators.py --backend cuda --n 1000000 --blocks --breakdown
 """
 import argparse
 import math
@@ -83,30 +92,53 @@ def median_time(fn, reps, warmup=1):
 ONE_SOURCE = os.path.join(os.path.dirname(HERE), "examples", "oscillator", "oscillator.c")
 
 
-def load_kernels(backend, fast_math=False):
+# eagle.compile's floating-point modes by name (--mode): exact (bit-exact: the kinds evaluate the
+# same RK4 expression and agree bit for bit), default (multiply-adds fused, as every peer compiler
+# does by default), fast (fast math).
+FP_MODES = {"exact": {"exact": True}, "default": {}, "fast": {"fast_math": True}}
+
+
+def load_kernels(backend, mode="exact"):
     """The card's kernels from its one C source (examples/oscillator/oscillator.c), compiled by the
-    kind's own compiler through the seam (cpu: cc; cuda: NVRTC, no nvcc), bit-exact by default: the
-    kinds then evaluate the same RK4 expression and agree bit for bit. ``fast_math``: every kind
-    may contract (FMA) and reassociate."""
+    kind's own compiler through the seam (cpu: cc; cuda: NVRTC, no nvcc) in floating-point mode
+    ``mode`` (a key of FP_MODES)."""
     import eagle
-    return eagle.compile(ONE_SOURCE, backend=backend, fast_math=fast_math,
+    return eagle.compile(ONE_SOURCE, backend=backend, **FP_MODES[mode],
                          kernels=["osc_reset", "osc_steps_active", "osc_steps_drain", "osc_single"])
+
+
+# The card's programs (loop 'drain'), by name: the steps recorded, in order. "drain" is a drain
+# over the compacted index map, "drain_all" one with no map over every sample (compacted=False).
+PROGRAMS = {
+    "card": ("reset", "drain_all", "compact"),        # the card: no compaction before the drain
+    "card_v1": ("reset", "compact", "drain", "compact"),  # the card as published until issue 27
+    "no_final_compact": ("reset", "drain_all"),
+    "no_drain": ("reset", "compact", "compact"),
+    "reset_compact": ("reset", "compact"),
+    "reset": ("reset",),
+}
 
 
 class Card:
     """The eagle program of the card, on one backend; planes allocated through the seam.
 
-    mode 'drain' (eagle's default for independent samples): reset, compact, one drained launch of
-    the step kernel (ActiveSet.drain: each lane keeps stepping its sample K steps at a time until
-    the sample is done, then takes the next live one), compact. mode 'while': reset, compact, then
-    a WHILE decided on the device whose body runs K steps over the live index map and compacts."""
+    loop 'drain' (eagle's default for independent samples): reset, one drained launch of the step
+    kernel over every sample (ActiveSet.drain(compacted=False): each lane keeps stepping its
+    sample K steps at a time until the sample is done, then takes the next one), compact (which
+    leaves aset.live == 0). ``program`` names another sequence of those pieces (PROGRAMS), for
+    the breakdown. loop 'while': reset, compact, then a WHILE decided on the device whose body
+    runs K steps over the live index map and compacts. ``order``: the samples' permutation (the
+    workload of sample order[j] is put at position j), for the breakdown's sorted cards."""
 
-    def __init__(self, kind, n, K, reorder=None, mode="drain", fast_math=False, module=None, workers=None):
+    def __init__(self, kind, n, K, reorder=None, mode="drain", fp="exact", module=None, workers=None,
+                 program="card", order=None):
         import eagle
-        self.eagle, self.n, self.K, self.mode, self.workers = eagle, n, K, mode, workers
+        self.eagle, self.n, self.K, self.mode, self.workers, self.fp = eagle, n, K, mode, workers, fp
         self.backend = b = eagle.backend(kind)
-        self.k = module or load_kernels(b, fast_math)
+        self.k = module or load_kernels(b, fp)
         omega, zeta, steps = workload(n)
+        if order is not None:
+            omega, zeta, steps = (np.ascontiguousarray(a[order]) for a in (omega, zeta, steps))
         self.host = (omega, zeta, steps)
         self.omega, self.zeta, self.target = b.asarray(omega), b.asarray(zeta), b.asarray(steps)
         self.x, self.v = b.zeros(n), b.zeros(n)
@@ -118,7 +150,8 @@ class Card:
         self.max_iters = math.ceil(int(steps.max()) / K) + 1
         if mode == "drain":
             self.loop = None
-            program = [self.reset, self.aset, self.drain, self.aset]
+            pieces = {"reset": self.reset, "compact": self.aset, "drain": self.drain, "drain_all": self.drain_all}
+            program = [pieces[p] for p in PROGRAMS[program]]
         else:
             self.loop = eagle.repeat_while([self.steps, self.aset], self.aset, self.max_iters,
                                            name="K steps + compact")
@@ -134,9 +167,13 @@ class Card:
         s.run(self.k.osc_steps_active, [self.x, self.v, self.omega, self.zeta, self.done, self.target, self.mask,
                                         self.K, a.index_map, a.count], self.n)
 
-    def drain(self, s):
+    def drain(self, s, compacted=True):
         self.aset.drain(s, self.k.osc_steps_drain, [self.x, self.v, self.omega, self.zeta, self.done, self.target,
-                                                    self.mask, self.K], self.max_iters, workers=self.workers)
+                                                    self.mask, self.K], self.max_iters, workers=self.workers,
+                        compacted=compacted)
+
+    def drain_all(self, s):
+        self.drain(s, compacted=False)
 
     def iterations(self):
         """WHILE iterations the last replay ran (mode 'while'); 1 drained launch otherwise."""
@@ -150,6 +187,10 @@ class Card:
     def run_graph(self):
         self.graph.launch()
         self.graph.synchronize()
+
+    def enqueue_graph(self):
+        """One replay, enqueued (no wait): what the event timer brackets."""
+        self.graph.launch()
 
     def run_eager(self):
         """The same kernels step by step from the host: K steps, compact, read the count."""
@@ -184,10 +225,13 @@ class SortedLimit:
         self.om, self.ze, self.t = (b.asarray(np.ascontiguousarray(a[self.order])) for a in (omega, zeta, steps))
         self.x, self.v = b.zeros(card.n), b.zeros(card.n)
 
-    def run(self):
+    def enqueue(self):
         c = self.card
         c.stream.run(c.k.osc_single, [self.x, self.v, self.om, self.ze, self.t], c.n)
-        c.stream.synchronize()
+
+    def run(self):
+        self.enqueue()
+        self.card.stream.synchronize()
 
     def result(self):
         x, v = np.empty(self.card.n), np.empty(self.card.n)
@@ -316,38 +360,315 @@ def peer_jax(omega, zeta, steps):
     return run, lambda: tuple(np.asarray(a) for a in out["xv"])
 
 
+# ------------------------------------------------------------------------- the block method
+
+# The peer a CUDA programmer writes: the same RK4 (kernels/oscillator_rk4.h), one thread a sample,
+# over the samples sorted by step count, compiled by CuPy's NVRTC with NVRTC's own defaults.
+RAW_CUDA = r"""
+extern "C" __global__ void raw_rk4_single(double* x, double* v, const double* omega, const double* zeta,
+                                          const int* target, long long n) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const double w = omega[i], c1 = 2.0 * zeta[i] * w, c2 = w * w;
+    double xi = 1.0, vi = 0.0;
+    for (int s = 0; s < target[i]; ++s) osc_rk4(&xi, &vi, c1, c2);
+    x[i] = xi;
+    v[i] = vi;
+}
+"""
+# NVRTC options of the raw kernel in each mode: exact spells --fmad=false; the default is NVRTC's.
+RAW_OPTIONS = {"exact": ("--fmad=false",), "default": (), "fast": ("--use_fast_math",)}
+FLOPS_PER_STEP = 38  # the RK4 step's + - * (oscillator.c's rk4), a fused multiply-add counted as 2
+PEAK_FP64_FMA, PEAK_FP64_ADD_MUL = 32.9e12, 16.5e12  # the H200's FP64 rates (issue 27, measured)
+
+
+def gpu_clocks():
+    """The GPU's clocks now, as nvidia-smi reports them (SM, max SM, memory)."""
+    import subprocess
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem", "--format=csv"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"not available ({type(e).__name__}: {e})"
+    return " | ".join(out.stdout.strip().splitlines()) or out.stderr.strip()
+
+
+class BlockTimer:
+    """Times one implementation's block on ``stream``: ``warmup`` repetitions, then ``reps`` back to
+    back, each bracketed by the kind's own timer. On a GPU: CUDA events (CuPy's) recorded on the
+    stream around each repetition, nothing waited for between them (the warm-ups keep the device
+    busy while the host enqueues), one wait at the end. On cpu: perf_counter around each
+    repetition and its wait."""
+
+    def __init__(self, backend, stream):
+        self.stream, self.cp = stream, None
+        if backend.kind != "cpu":
+            import cupy as cp
+            self.cp, self.ext = cp, cp.cuda.ExternalStream(stream.handle)
+
+    def block(self, enqueue, reps, warmup=3):
+        if self.cp is None:
+            for _ in range(warmup):
+                enqueue()
+                self.stream.synchronize()
+            times = []
+            for _ in range(reps):
+                t = time.perf_counter()
+                enqueue()
+                self.stream.synchronize()
+                times.append(time.perf_counter() - t)
+            return times
+        cp = self.cp
+        for _ in range(warmup):
+            enqueue()
+        marks = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(reps)]
+        for a, b in marks:
+            a.record(self.ext)
+            enqueue()
+            b.record(self.ext)
+        marks[-1][1].synchronize()
+        return [cp.cuda.get_elapsed_time(a, b) * 1e-3 for a, b in marks]
+
+
+class RawSorted:
+    """RAW_CUDA over the samples sorted by step count, launched by CuPy on the card's stream."""
+
+    def __init__(self, card, mode):
+        import cupy as cp
+        self.cp, self.n = cp, card.n
+        omega, zeta, steps = card.host
+        self.order = np.argsort(steps, kind="stable")
+        self.kern = cp.RawKernel("#define OSC_FN __device__ __forceinline__\n" + RK4_C + RAW_CUDA,
+                                 "raw_rk4_single", options=RAW_OPTIONS[mode])
+        self.om, self.ze = (cp.asarray(np.ascontiguousarray(a[self.order])) for a in (omega, zeta))
+        self.t = cp.asarray(np.ascontiguousarray(steps[self.order]).astype(np.int32))
+        self.x, self.v = cp.zeros(card.n), cp.zeros(card.n)
+        self.ext = cp.cuda.ExternalStream(card.stream.handle)
+
+    def enqueue(self):
+        with self.ext:
+            self.kern(((self.n + 255) // 256,), (256,), (self.x, self.v, self.om, self.ze, self.t, np.int64(self.n)))
+
+    def result(self):
+        x, v = np.empty(self.n), np.empty(self.n)
+        x[self.order], v[self.order] = self.cp.asnumpy(self.x), self.cp.asnumpy(self.v)
+        return x, v
+
+
+def _sorted_card(kind, n, K, mode, module, descending):
+    """The card over its samples sorted by step count; result() is put back in sample order."""
+    steps = workload(n)[2]
+    order = np.argsort(-steps if descending else steps, kind="stable")
+    card = Card(kind, n, K, fp=mode, module=module, order=order)
+    plain = card.result
+
+    def result():
+        px, pv = plain()
+        x, v = np.empty(n), np.empty(n)
+        x[order], v[order] = px, pv
+        return x, v
+    card.result = result
+    return card
+
+
+def run_block_method(args, K):
+    """--blocks / --breakdown: every implementation in each of args.modes timed in its own block
+    (BlockTimer), the blocks visited in a rotating order over args.rounds rounds, the median of
+    every repetition reported; the results checked against the exact card."""
+    import eagle
+    b = eagle.backend(args.backend)
+    gpu = b.kind != "cpu"
+    reps = args.block_reps or 20
+    if not args.smoke and reps < 15:
+        raise SystemExit("--block-reps must be >= 15 (the median of at least 15 repetitions)")
+    rounds = args.rounds or 3
+    n = args.n
+    omega, zeta, steps = workload(n)
+    flop = FLOPS_PER_STEP * float(steps.sum())
+    props = b.device_props()
+    print(f"oscillator card, block method: backend={args.backend} ({props.name}) N={n} K={K} "
+          f"sum s_i={int(steps.sum())} ({flop / 1e9:.3f} GFLOP) modes={','.join(args.modes)}")
+    print(f"each block: 3 warm-ups, then {reps} back-to-back repetitions timed by "
+          f"{'CUDA events on the stream' if gpu else 'perf_counter around each repetition and its wait'}; "
+          f"{rounds} round(s) over the blocks in rotating order; median of all {reps * rounds}")
+    if gpu:
+        print(f"GPU clocks before: {gpu_clocks()}")
+    impls = []  # (mode, name, enqueue, stream, result or None)
+    for mode in args.modes:
+        module = load_kernels(b, mode)
+        card = Card(args.backend, n, K, fp=mode, module=module)
+        lim = SortedLimit(card)
+        if args.blocks:
+            impls.append((mode, "card", card.enqueue_graph, card.stream, card.result))
+            impls.append((mode, "sorted limit", lim.enqueue, card.stream, lim.result))
+            if gpu:
+                try:
+                    raw = RawSorted(card, mode)
+                    impls.append((mode, "raw CUDA, sorted", raw.enqueue, card.stream, raw.result))
+                except Exception as e:  # noqa: BLE001 - a missing CuPy is reported, not fatal
+                    print(f"raw CUDA kernel skipped ({mode}): {type(e).__name__}: {e}"[:200])
+        if args.breakdown:
+            if not args.blocks:
+                impls.append((mode, "card", card.enqueue_graph, card.stream, card.result))
+                impls.append((mode, "sorted limit", lim.enqueue, card.stream, lim.result))
+            for prog in ("card_v1", "no_final_compact", "no_drain", "reset_compact", "reset"):
+                c = Card(args.backend, n, K, fp=mode, module=module, program=prog)
+                impls.append((mode, f"[{', '.join(PROGRAMS[prog])}]", c.enqueue_graph, c.stream,
+                              c.result if "drain" in " ".join(PROGRAMS[prog]) else None))
+            for descending in (False, True):
+                c = _sorted_card(args.backend, n, K, mode, module, descending)
+                impls.append((mode, f"card over samples sorted {'longest' if descending else 'shortest'} first",
+                              c.enqueue_graph, c.stream, c.result))
+            down = SortedLimit(card, descending=True)
+            impls.append((mode, "sorted limit, longest first", down.enqueue, card.stream, down.result))
+            # K: each body call runs K steps and goes through memory (x, v, done) and the claim; a lane
+            # that finishes its call early waits for its warp's longest (divergence): K trades the two
+            for k in sorted({max(1, K // 2), 2 * K, 4 * K} - {K}):
+                c = Card(args.backend, n, k, fp=mode, module=module)
+                impls.append((mode, f"card, K={k}", c.enqueue_graph, c.stream, c.result))
+            # workers = n: one lane a sample in sample order, so no lane claims (what claiming buys)
+            c = Card(args.backend, n, K, fp=mode, module=module, program="no_final_compact", workers=n)
+            impls.append((mode, "[reset, drain_all], workers = n (no claiming)", c.enqueue_graph, c.stream, c.result))
+    timers = {}
+    times = {(m, name): [] for m, name, *_ in impls}
+    for r in range(rounds):
+        for mode, name, enqueue, stream, _ in impls[r % len(impls):] + impls[:r % len(impls)]:
+            timer = timers.setdefault(id(stream), BlockTimer(b, stream))
+            times[(mode, name)] += timer.block(enqueue, reps)
+    if gpu:
+        print(f"GPU clocks after:  {gpu_clocks()}")
+    med = {key: statistics.median(t) for key, t in times.items()}
+
+    ok = True
+    ref = {}  # the exact card's result, else the first mode's
+    for mode, name, enqueue, stream, result in impls:
+        if result is None:
+            continue
+        if name == "card":
+            ref.setdefault("card", result())
+    base_x, base_v = ref["card"]
+    print(f"\n| mode | implementation | median ms | min ms | vs sorted limit | vs exact mode | "
+          f"GFLOP/s | of FP64 FMA peak | of add/mul peak | max rel vs {args.modes[0]} card |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for mode, name, enqueue, stream, result in impls:
+        t = med[(mode, name)]
+        lim_t = med[(mode, "sorted limit")]
+        exact_t = med.get(("exact", name))
+        note = ""
+        if result is not None:
+            x, v = result()
+            rel = max(max_rel(x, base_x), max_rel(v, base_v))
+            tol = 0.0 if (mode == "exact" and args.modes[0] == "exact") else (1e-9 if "fast" in (mode, args.modes[0])
+                                                                               else REL_TOL)
+            good = rel <= tol
+            ok &= good
+            note = f"{rel:.1e}{'' if good else ' FAIL'}"
+        rate = (f"{flop / t / 1e9:.0f} | {flop / t / PEAK_FP64_FMA:.1%} | {flop / t / PEAK_FP64_ADD_MUL:.1%}"
+                if result is not None else "- | - | -")  # a piece without the drain does no RK4
+        print(f"| {mode} | {name} | {t * 1e3:.4f} | {min(times[(mode, name)]) * 1e3:.4f} | {t / lim_t:.3f}x | "
+              + (f"{t / exact_t:.3f}x" if exact_t else "-") + f" | {rate} | {note} |")
+    print("\n(GFLOP/s: 38 flops a step x sum s_i over the median time; the peaks are the H200's FP64 rates, "
+          "meaningful on that device only; exact mode runs no fused multiply-adds, so its bound is the add/mul peak)")
+    for mode in args.modes:
+        line = f"{mode}: card / sorted limit = {med[(mode, 'card')] / med[(mode, 'sorted limit')]:.3f}x (goal <= 1.1x)"
+        if (mode, "raw CUDA, sorted") in med:
+            line += f"; card / raw CUDA sorted = {med[(mode, 'card')] / med[(mode, 'raw CUDA, sorted')]:.3f}x"
+        if mode != "exact" and ("exact", "card") in med:
+            line += f"; speed-up over exact: card {med[('exact', 'card')] / med[(mode, 'card')]:.3f}x, " \
+                    f"limit {med[('exact', 'sorted limit')] / med[(mode, 'sorted limit')]:.3f}x"
+        print(line)
+        if args.breakdown:
+            g = {name: med[(mode, name)] for m, name, *_ in impls if m == mode}
+            full = g["card"]
+            pieces = [
+                ("the first compaction (published card [reset, compact, drain, compact] - card)",
+                 g["[reset, compact, drain, compact]"] - full),
+                ("the last compaction (card - [reset, drain_all])", full - g["[reset, drain_all]"]),
+                ("the reset kernel alone", g["[reset]"]),
+                ("one compaction of an all-live set ([reset, compact] - [reset])", g["[reset, compact]"] - g["[reset]"]),
+                ("two compactions ([reset, compact, compact] - [reset])", g["[reset, compact, compact]"] - g["[reset]"]),
+                ("the drain alone ([reset, drain_all] - [reset])", g["[reset, drain_all]"] - g["[reset]"]),
+            ]
+            print(f"  {mode} breakdown (ms; the card {full * 1e3:.4f}, the sorted limit {g['sorted limit'] * 1e3:.4f}, "
+                  f"gap {(full - g['sorted limit']) * 1e3:.4f}):")
+            for label, sec in pieces:
+                print(f"    {label}: {sec * 1e3:.4f} ({sec / full:.1%} of the card)")
+            drain = g["[reset, drain_all]"] - g["[reset]"]
+            print(f"    the drain / the sorted limit: {drain / g['sorted limit']:.3f}x (claiming, and lanes idle at "
+                  f"the tail); the card over samples sorted shortest first "
+                  f"{g['card over samples sorted shortest first'] / full:.3f}x the card, longest first "
+                  f"{g['card over samples sorted longest first'] / full:.3f}x; the limit sorted longest first "
+                  f"{g['sorted limit, longest first'] / g['sorted limit']:.3f}x the limit")
+            static = g["[reset, drain_all], workers = n (no claiming)"] - g["[reset]"]
+            print(f"    the drain with one lane a sample (no claiming) / the drain: {static / drain:.3f}x")
+            ks = sorted((int(name.split("=")[1]), t) for name, t in g.items() if name.startswith("card, K="))
+            print("    the card for other K (steps a body call): " + ", ".join(
+                f"K={k} {t / full:.3f}x" for k, t in ks) + f" the card's (K={K})")
+    print(f"\noscillator card, block method: {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
 # -------------------------------------------------------------------------------------- main
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="cpu", help="eagle kind: cpu or cuda")
-    ap.add_argument("--n", type=int, default=10000)
-    ap.add_argument("--mode", choices=("drain", "while"), default=None,
+    ap.add_argument("--n", type=int, default=None, help="samples (default 10000; 3000 with --smoke)")
+    ap.add_argument("--loop", choices=("drain", "while"), default=None,
                     help="drain (default): one drained launch; while (default with --reorder): a WHILE of "
                          "K steps + compaction")
     ap.add_argument("--k", type=int, default=None,
                     help="RK4 steps per body call (default 32)")
-    ap.add_argument("--fast-math", action="store_true", help="compile every kernel with fast_math (FMA on)")
-    ap.add_argument("--reorder", type=float, default=None, help="ActiveSet reorder theta (0.25-0.75), mode while")
+    ap.add_argument("--mode", choices=tuple(FP_MODES), default="exact",
+                    help="eagle.compile's floating-point mode for the checks and the interleaved table: exact "
+                         "(bit-exact, the default here), default (multiply-adds fused), fast (fast math)")
+    ap.add_argument("--fast-math", action="store_true", help="the same as --mode fast")
+    ap.add_argument("--reorder", type=float, default=None, help="ActiveSet reorder theta (0.25-0.75), loop while")
     ap.add_argument("--reps", type=int, default=None, help="timed repetitions (median)")
     ap.add_argument("--peers", action="store_true", help="also time the Python peers and the single kernel")
     ap.add_argument("--limit", action="store_true", help="also time the sorted-limit single kernel (same flags)")
+    ap.add_argument("--blocks", action="store_true",
+                    help="the block method (issue 27): in each of --modes, the card, the sorted limit and (cuda) a "
+                         "raw CUDA kernel each timed in its own block of back-to-back repetitions by the kind's "
+                         "timer (CUDA events), after a warm-up; GPU clocks printed")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="time the card's pieces alone (reset, compactions, the drain, sorted cards) by the "
+                         "block method, in each of --modes")
+    ap.add_argument("--modes", default="exact,default,fast",
+                    help="floating-point modes of --blocks / --breakdown (comma-separated)")
+    ap.add_argument("--block-reps", type=int, default=None, help="repetitions per block (default 20; >= 15)")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds over the blocks, rotating their order (default 3)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="a small, quick run of --blocks and --breakdown (default N 3000) that checks their results")
     ap.add_argument("--numpy-check", action="store_true", help="compare with numpy even at large N")
     ap.add_argument("--save", help="save the graph's x, v (.npy) for a cross-backend check")
     ap.add_argument("--compare", help="compare with a result saved by --save on another backend")
-    ap.add_argument("--sweep-k", action="store_true", help="also time the graph for other K, both modes")
+    ap.add_argument("--sweep-k", action="store_true", help="also time the graph for other K, both loops")
     args = ap.parse_args(argv)
+    if args.fast_math:
+        args.mode = "fast"
+    args.n = args.n or (3000 if args.smoke else 10000)
+    args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    for m in args.modes:
+        if m not in FP_MODES:
+            ap.error(f"--modes: {m!r} is not one of {', '.join(FP_MODES)}")
+    if args.smoke:
+        args.blocks = args.breakdown = True
+        args.block_reps = args.block_reps or 3
+        args.rounds = args.rounds or 1
     reps = args.reps or (10 if args.backend != "cpu" else 3)
-    args.mode = args.mode or ("while" if args.reorder is not None else "drain")
-    if args.mode == "drain" and args.reorder is not None:
-        ap.error("--reorder needs --mode while (a drained ActiveSet does not reorder its planes)")
+    args.mode_loop = args.loop or ("while" if args.reorder is not None else "drain")
+    if args.mode_loop == "drain" and args.reorder is not None:
+        ap.error("--reorder needs --loop while (a drained ActiveSet does not reorder its planes)")
     K = args.k or 32
+    if args.blocks or args.breakdown:
+        return run_block_method(args, K)
 
     t0 = time.perf_counter()
-    card = Card(args.backend, args.n, K, args.reorder, mode=args.mode, fast_math=args.fast_math)
+    card = Card(args.backend, args.n, K, args.reorder, mode=args.mode_loop, fp=args.mode)
     omega, zeta, steps = card.host
-    print(f"oscillator card: backend={args.backend} N={args.n} mode={args.mode} K={K} reorder={args.reorder} "
-          f"fast_math={args.fast_math} sum s_i={int(steps.sum())} max s_i={int(steps.max())} "
+    print(f"oscillator card: backend={args.backend} N={args.n} loop={args.mode_loop} K={K} reorder={args.reorder} "
+          f"mode={args.mode} sum s_i={int(steps.sum())} max s_i={int(steps.max())} "
           f"(setup {time.perf_counter() - t0:.2f} s)")
     if args.backend == "cpu":
         print(f"eagle cpu threads: {card.backend.device_props().sm_count} (the affinity mask's CPUs, or "
@@ -368,7 +689,7 @@ def main(argv=None):
     card.run_single()
     sx, sv = card.x.numpy(), card.v.numpy()
     rel = max(max_rel(gx, sx), max_rel(gv, sv))
-    tol = REL_TOL if not args.fast_math else 1e-9
+    tol = REL_TOL if args.mode != "fast" else 1e-9
     ok &= rel <= tol
     print(f"check graph vs single-kernel reference: max rel {rel:.2e} "
           f"({'PASS' if rel <= tol else 'FAIL'}, tolerance {tol:g})")
@@ -393,7 +714,7 @@ def main(argv=None):
         c.run_graph()
         if c.aset.theta is not None:
             c.aset.restore()
-    what = (f"one drained launch, K={K}" if card.mode == "drain"
+    what = (f"reset, one drained launch, compact; K={K}" if card.mode == "drain"
             else f"WHILE + compaction every {K}")
     cases.append((f"eagle graph ({what})", graph_run, None, f"{g_iters} iteration(s)"))
     if args.limit:
@@ -406,21 +727,21 @@ def main(argv=None):
         cases.append(("single kernel (one thread per sample)", card.run_single,
                       lambda: (card.x.numpy(), card.v.numpy()), ""))
     if args.sweep_k:
-        for mode, ks in (("drain", (8, 16, 32, 64)), ("while", (32, 64, 128))):
+        for loop, ks in (("drain", (8, 16, 32, 64)), ("while", (32, 64, 128))):
             for k in ks:
-                if k == K and mode == card.mode:
+                if k == K and loop == card.mode:
                     continue
-                c = Card(args.backend, args.n, k, None, mode=mode, module=card.k)
+                c = Card(args.backend, args.n, k, None, mode=loop, fp=args.mode, module=card.k)
                 c.run_graph()
                 it = c.iterations()
                 same = np.array_equal(c.result()[0], gx)
                 ok &= same
-                cases.append((f"eagle graph, {mode}, K={k}", lambda c=c: c.run_graph(), None,
+                cases.append((f"eagle graph, {loop}, K={k}", lambda c=c: c.run_graph(), None,
                               f"{it} iteration(s), {'bit-identical' if same else 'DIFFERENT'}"))
         if card.mode == "drain":
             sms = card.backend.device_props().sm_count
             for per in (384, 512, 768, 1024):
-                c = Card(args.backend, args.n, K, None, mode="drain", module=card.k, workers=sms * per)
+                c = Card(args.backend, args.n, K, None, mode="drain", fp=args.mode, module=card.k, workers=sms * per)
                 c.run_graph()
                 same = np.array_equal(c.result()[0], gx)
                 ok &= same

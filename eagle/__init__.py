@@ -73,6 +73,7 @@ _LAZY = {
     "compile": ".api", "load_image": ".api", "include_dir": ".module", "Module": ".module",
     "Kernel": ".module",
     "empty": ".api", "zeros": ".api", "asarray": ".api", "DeviceArray": ".array",
+    "mean_var": ".reduce", "MeanVar": ".reduce",
 }
 
 __all__ = ["BackendLoadError", "BackendUnavailable", "CompileError", "EagleBufferError", "EagleError",

@@ -28,9 +28,10 @@ from oscillator import at_least, backend_name  # noqa: E402  (the examples' argu
 
 def load_kernels(backend, device):
     """The card's kernels (its one C source, examples/oscillator/oscillator.c) compiled by the
-    kind's own compiler for this rank's device."""
+    kind's own compiler for this rank's device, bit-exact (exact=True) as the one-process card
+    (oscillators.Card) is: --check compares the two bit for bit."""
     import eagle
-    return eagle.compile(oscillators.ONE_SOURCE, backend=backend, device=device,
+    return eagle.compile(oscillators.ONE_SOURCE, backend=backend, device=device, exact=True,
                          kernels=["osc_reset", "osc_steps_drain", "osc_single"])
 
 

@@ -14,7 +14,7 @@ FLOORS = {
     1: {"stream", "capture", "fork", "conditional", "launcher", "memory", "filtering", "interop", "exec",
         "device", "module", "array"},
     2: {"_backend", "_resolve", "_eager_memo", "api", "kernels"},
-    3: {"constructs", "_record", "_interpret", "_render", "graph", "_alloc", "activeset"},
+    3: {"constructs", "_record", "_interpret", "_render", "graph", "_alloc", "activeset", "reduce"},
     4: {"ode"},  # the solver floor: eagle/ode/ (public API and eagle.compile only)
 }
 

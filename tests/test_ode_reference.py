@@ -184,6 +184,7 @@ def test_the_rescaled_time_is_the_same_as_a_plain_fixed_step_solve():
     assert err == pytest.approx(errs[1], rel=1e-6)
 
 
+@pytest.mark.slow  # three compiles a method (the tolerances are in the generated source)
 @pytest.mark.parametrize("method", ADAPTIVE)
 def test_adaptive_error_and_steps_scale_with_the_tolerance(kind, method):
     """Oscillator over [0, 10], rtol = atol = tol in 1e-5, 1e-7, 1e-9. Asserted: the error is at

@@ -5,7 +5,8 @@
  * `nvcc -arch=sm_90 -I benchmarks/kernels -c`.
  *
  * Layout: rho (n,), out (3, n) component-major, so that thread i's loads and stores coalesce.
- * method: 0 Dormand-Prince 5(4) (RK45), 1 Tsitouras 5(4) (Tsit5), 2 classic RK4 (fixed only). */
+ * method: 0 Dormand-Prince 5(4) (RK45), 1 Tsitouras 5(4) (Tsit5), 2 classic RK4 (fixed only);
+ * pi: 1 eagle.ode's PI controller, 0 scipy's I controller (lorenz_methods.h). */
 
 #define LZ_FN __device__ __forceinline__
 
@@ -40,14 +41,14 @@
 
 /* u0 = (1, 0, 0), adaptive from t0 to t1; status (0 / -1) and step counts per trajectory */
 #define LZ_ADAPTIVE_KERNEL(SFX, T)                                                                    \
-    extern "C" __global__ void lorenz_adaptive_##SFX(int method, const T* rho, T* out, int* status,   \
+    extern "C" __global__ void lorenz_adaptive_##SFX(int method, int pi, const T* rho, T* out, int* status,   \
                                                      int* n_acc, int* n_rej, long long n, T t0, T t1, \
                                                      T rtol, T atol, int max_steps) {                 \
         const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;                         \
         if (i >= n) return;                                                                           \
         T y[3] = {(T)1, (T)0, (T)0};                                                                  \
         int acc, rej;                                                                                 \
-        status[i] = lz_pair_adaptive_##SFX(method, rho[i], y, t0, t1, rtol, atol, max_steps, &acc, &rej); \
+        status[i] = lz_pair_adaptive_##SFX(method, pi, rho[i], y, t0, t1, rtol, atol, max_steps, &acc, &rej); \
         n_acc[i] = acc; n_rej[i] = rej;                                                               \
         out[i] = y[0]; out[n + i] = y[1]; out[2 * n + i] = y[2];                                      \
     }

@@ -14,11 +14,14 @@
  * includes <math.h> first; NVRTC has the maths functions built in.
  *
  * The adaptive steppers are scipy's RK45 step written out (scipy/integrate/_ivp/rk.py): the error
- * norm is the RMS of err / (atol + rtol max(|y|, |y_new|)); the I controller takes
- * factor = 0.9 err^(-1/(q+1)) with q = 4 (the embedded order), bounded to [0.2, 10], and no growth
- * on the step after a rejection; the first step is scipy's select_initial_step; the step floor is
- * 10 |nextafter(t, +inf) - t|; the last step is clipped to t1. A sample that needs more than
- * max_steps attempts, or falls below the floor, or turns non-finite, returns status -1.
+ * norm is the RMS of err / (atol + rtol max(|y|, |y_new|)); the I controller (pi = 0) takes
+ * factor = 0.9 err^(-1/k), k = q + 1 = 5 (q the embedded order), bounded to [0.2, 10], and no
+ * growth on the step after a rejection; the first step is scipy's select_initial_step; the step
+ * floor is 10 |nextafter(t, +inf) - t|; the last step is clipped to t1. pi = 1 is eagle.ode's default
+ * PI controller instead, on accepted steps only: factor = 0.9 err^(-0.7/k) max(err_prev, 1e-4)^(0.4/k),
+ * err_prev starting at 1e-4 (eagle/ode/_codegen.py; diffrax's PIDController(pcoeff=0.4, icoeff=0.3)).
+ * A sample that needs more than max_steps attempts, or falls below the floor, or turns non-finite,
+ * returns status -1.
  *
  * Flop counts (benchmarks/bench_ode.py FLOPS): each stage is written y + h (a1 k1 + ... + am km),
  * 2m + 1 operations a component; the right-hand side is 8 (sub, mul; sub, mul, sub; mul, mul, sub). */
@@ -229,9 +232,11 @@ LZ_FN LZ_REAL LZ(lz_first_step)(LZ_REAL rho, const LZ_REAL* y0, const LZ_REAL* f
 
 /* Adaptive integration of one trajectory from t0 to t1 with the pair m; y in, y(t1) out.
  * Returns 0 (reached t1) or -1 (failed); *n_acc, *n_rej count the accepted and rejected steps. */
-LZ_FN int LZ(lz_pair_adaptive)(int m, LZ_REAL rho, LZ_REAL* y, LZ_REAL t0, LZ_REAL t1, LZ_REAL rtol,
+LZ_FN int LZ(lz_pair_adaptive)(int m, int pi, LZ_REAL rho, LZ_REAL* y, LZ_REAL t0, LZ_REAL t1, LZ_REAL rtol,
                                LZ_REAL atol, int max_steps, int* n_acc, int* n_rej) {
     const LZ_REAL exponent = LZ_R(-1.0 / 5.0), safety = LZ_R(0.9), min_factor = LZ_R(0.2), max_factor = LZ_R(10.0);
+    const LZ_REAL beta1 = LZ_R(-0.7 / 5.0), beta2 = LZ_R(0.4 / 5.0), err_floor = LZ_R(1e-4);
+    LZ_REAL err_prev = err_floor;
     LZ_REAL k1[3], k7[3], ynew[3], err[3], scale[3];
     int acc = 0, rej = 0, status = 0;
     LZ(lz_rhs)(rho, y, k1);
@@ -251,8 +256,12 @@ LZ_FN int LZ(lz_pair_adaptive)(int m, LZ_REAL rho, LZ_REAL* y, LZ_REAL t0, LZ_RE
             const LZ_REAL en = LZ(lz_rms3)(err, scale);
             if (!LZ_ISFINITE(en)) { status = -1; break; }
             if (en < LZ_R(1.0)) {
-                LZ_REAL factor = en == LZ_R(0.0) ? max_factor : LZ_MIN(max_factor, safety * LZ_POW(en, exponent));
+                LZ_REAL factor = en == LZ_R(0.0) ? max_factor
+                               : pi ? safety * LZ_POW(en, beta1) * LZ_POW(err_prev, beta2)
+                                    : safety * LZ_POW(en, exponent);
+                factor = LZ_MIN(max_factor, factor);
                 if (rejected) factor = LZ_MIN(LZ_R(1.0), factor);
+                if (pi) err_prev = LZ_MAX(en, err_floor);
                 h = hs * factor;
                 t = t_new;
                 for (int c = 0; c < 3; ++c) { y[c] = ynew[c]; k1[c] = k7[c]; }

@@ -1,7 +1,7 @@
 /* The cpu peer of benchmarks/bench_ode.py: an OpenMP loop over Lorenz trajectories, each integrated
  * by the same hand-written methods as the CUDA kernel (lorenz_methods.h). Compiled at run time with
  * `cc -O3 -fopenmp -march=native -shared -fPIC` and called through ctypes.
- * Layout and method codes as benchmarks/cuda/lorenz_ode.cu: rho (n,), out (3, n); 0 RK45, 1 Tsit5, 2 RK4. */
+ * Layout, method codes and pi as benchmarks/cuda/lorenz_ode.cu: rho (n,), out (3, n); 0 RK45, 1 Tsit5, 2 RK4. */
 #include <math.h>
 #include <omp.h>
 
@@ -35,14 +35,14 @@
             out[i] = y[0]; out[n + i] = y[1]; out[2 * n + i] = y[2];                                  \
         }                                                                                             \
     }                                                                                                 \
-    EXPORT void omp_lorenz_adaptive_##SFX(int method, const T* rho, T* out, int* status, int* n_acc,  \
+    EXPORT void omp_lorenz_adaptive_##SFX(int method, int pi, const T* rho, T* out, int* status, int* n_acc,  \
                                           int* n_rej, long long n, T t0, T t1, T rtol, T atol,        \
                                           int max_steps) {                                            \
         _Pragma("omp parallel for schedule(dynamic, 64)")                                             \
         for (long long i = 0; i < n; ++i) {                                                           \
             T y[3] = {(T)1, (T)0, (T)0};                                                              \
             int acc, rej;                                                                             \
-            status[i] = lz_pair_adaptive_##SFX(method, rho[i], y, t0, t1, rtol, atol, max_steps, &acc, &rej); \
+            status[i] = lz_pair_adaptive_##SFX(method, pi, rho[i], y, t0, t1, rtol, atol, max_steps, &acc, &rej); \
             n_acc[i] = acc; n_rej[i] = rej;                                                           \
             out[i] = y[0]; out[n + i] = y[1]; out[2 * n + i] = y[2];                                  \
         }                                                                                             \

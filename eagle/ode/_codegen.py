@@ -110,6 +110,34 @@ class _Gen:
         self.m = o.method
         self.L = lambda x: lit(x, o.real)
 
+    def combine(self, dst, coefs, tag):
+        """C lines for dst[k] = y[k] + h sum_j coefs[j] K[j][k], in the form with the fewest
+        operations: coefficients that are small integer multiples of one (RK4's 1/6, 1/3, 1/3, 1/6)
+        become y + (c h) (K0 + 2 K1 + ...); few terms (fewer than the state's components) take
+        their products with h once, shared by every component; else (sum_j a_j K_j) h."""
+        L = self.L
+        nz = [(j, c) for j, c in enumerate(coefs) if c != 0.0]
+        if not nz:
+            return [f"    for (int k = 0; k < D; ++k) {dst}[k] = y[k];"]
+        base = min(abs(c) for _, c in nz)
+        mult = [c / base for _, c in nz]
+        if all(abs(x - round(x)) < 1e-12 and abs(round(x)) <= 8 for x in mult):
+            parts = []
+            for (j, _), x in zip(nz, mult):
+                r = int(round(x))
+                term = f"K[{j}][k]" if abs(r) == 1 else f"{L(abs(r))} * K[{j}][k]"
+                parts.append(("- " if r < 0 else "+ ") + term)
+            expr = " ".join(parts).lstrip("+ ")
+            expr = expr if not expr.startswith("- ") else "-" + expr[2:]
+            return [f"    const ode_real h_{tag} = {L(base)} * h;",
+                    f"    for (int k = 0; k < D; ++k) {dst}[k] = y[k] + h_{tag} * ({expr});"]
+        if len(nz) < self.o.d:
+            lines = [f"    const ode_real h_{tag}_{j} = {L(c)} * h;" for j, c in nz]
+            expr = " + ".join(f"h_{tag}_{j} * K[{j}][k]" for j, _ in nz)
+            return lines + [f"    for (int k = 0; k < D; ++k) {dst}[k] = y[k] + {expr};"]
+        terms = [(L(c), f"K[{j}][k]") for j, c in nz]
+        return [f"    for (int k = 0; k < D; ++k) {dst}[k] = y[k] + ({_sum(terms)}) * h;"]
+
     # ---- one attempted step: stages, the new state, the FSAL stage, the error norm
     def attempt(self):
         m, L = self.m, self.L
@@ -117,17 +145,15 @@ class _Gen:
         out = ["/* One attempted step of size h from (t, y) to tn (= t + h, or t1 where that is clipped): the stages",
                " * K[0..S-1] (K[0] = f(t, y) is given), y_new, K[S] = f(tn, y_new) when the method is FSAL, and the",
                " * error norm (adaptive). */",
-               "EAGLE_FN double ode_attempt(const ode_real t, const ode_real h, const ode_real tn, const ode_real* y,",
+               "EAGLE_FN ode_acc ode_attempt(const ode_real t, const ode_real h, const ode_real tn, const ode_real* y,",
                "                            ode_real K[ODE_NK][D],",
                "                            const ode_real* a, ode_real* ynew)",
                "{",
                "    ode_real yt[D];"]
         for s in range(1, S):
-            terms = [(L(c), f"K[{j}][k]") for j, c in enumerate(m.A[s][:s]) if c != 0.0]
-            out.append(f"    for (int k = 0; k < D; ++k) yt[k] = y[k] + ({_sum(terms)}) * h;")
+            out += self.combine("yt", m.A[s][:s], f"s{s}")
             out.append(f"    ode_f(t + {L(m.C[s])} * h, yt, a, K[{s}]);")
-        terms = [(L(c), f"K[{j}][k]") for j, c in enumerate(m.B) if c != 0.0]
-        out.append(f"    for (int k = 0; k < D; ++k) ynew[k] = y[k] + ({_sum(terms)}) * h;")
+        out += self.combine("ynew", m.B, "b")
         if not (self.o.adaptive or m.fsal):
             out += ["    return 0.0;", "}"]
             return "\n".join(out)
@@ -140,26 +166,26 @@ class _Gen:
         if m.dense == "dop853":
             t5 = [(L(c), f"K[{j}][k]") for j, c in enumerate(m.E) if c != 0.0]
             t3 = [(L(c), f"K[{j}][k]") for j, c in enumerate(m.E3) if c != 0.0]
-            out += ["    double e5 = 0.0, e3 = 0.0;",
+            out += ["    ode_acc e5 = 0, e3 = 0;",
                     "    for (int k = 0; k < D; ++k) {",
                     f"        const ode_real sc = {scale};",
-                    f"        const double r5 = (double)(({_sum(t5)}) / sc);",
-                    f"        const double r3 = (double)(({_sum(t3)}) / sc);",
+                    f"        const ode_acc r5 = (ode_acc)(({_sum(t5)}) / sc);",
+                    f"        const ode_acc r3 = (ode_acc)(({_sum(t3)}) / sc);",
                     "        e5 += r5 * r5;",
                     "        e3 += r3 * r3;",
                     "    }",
-                    "    if (e5 == 0.0 && e3 == 0.0) return 0.0;",
-                    "    return ODE_DFABS((double)h) * e5 / sqrt((e5 + 0.01 * e3) * (double)D);",
+                    "    if (e5 == 0 && e3 == 0) return 0;",
+                    "    return ODE_AFABS((ode_acc)h) * e5 / ODE_ASQRT((e5 + (ode_acc)0.01 * e3) * (ode_acc)D);",
                     "}"]
         else:
             te = [(L(c), f"K[{j}][k]") for j, c in enumerate(m.E) if c != 0.0]
-            out += ["    double acc = 0.0;",
+            out += ["    ode_acc acc = 0;",
                     "    for (int k = 0; k < D; ++k) {",
                     f"        const ode_real sc = {scale};",
-                    f"        const double r = (double)((({_sum(te)}) * h) / sc);",
+                    f"        const ode_acc r = (ode_acc)((({_sum(te)}) * h) / sc);",
                     "        acc += r * r;",
                     "    }",
-                    "    return sqrt(acc / (double)D);",
+                    "    return ODE_ASQRT(acc / (ode_acc)D);",
                     "}"]
         return "\n".join(out)
 
@@ -347,35 +373,35 @@ class _Gen:
             add("        const ode_real tn = last ? t1 : t + ODE_DT;")
         if not m.fsal:
             add("        ode_f(t, y, a, K[0]);")
-        add("        const double err = ode_attempt(t, hh, tn, y, K, a, ynew);")
+        add("        const ode_acc err = ode_attempt(t, hh, tn, y, K, a, ynew);")
         if o.adaptive:
             add(f"        nfev += {S};")
         add("        (void)err;")
         if o.adaptive:
             pi = o.controller == "PI"
-            add("        const double lerr = err > 0.0 ? ODE_LOG(err) : -745.0;  /* log of the error norm */")
-            add("        if (!(err < 1.0)) {  /* rejected (a nan error is a rejection too) */")
-            add("            const int finite = err <= 1.0e300;")
-            add(f"            const double fac = finite ? ODE_SAFETY * ODE_EXP({-1.0 / k!r} * lerr) : 0.0;")
+            add("        const ode_acc lerr = err > 0 ? ODE_LOG(err) : (ode_acc)-87.0;  /* log of the error norm */")
+            add("        if (!(err < 1)) {  /* rejected (a nan error is a rejection too) */")
+            add("            const int finite = err <= ODE_ABIG;")
+            add(f"            const ode_acc fac = finite ? ODE_SAFETY * ODE_EXP((ode_acc){-1.0 / k!r} * lerr) : 0;")
             add("            h = hh * (ode_real)(fac > ODE_MIN_FACTOR ? fac : ODE_MIN_FACTOR);")
             add("            flags = ODE_REJECTED | (finite ? 0 : ODE_NONFINITE);")
             add("            nrej += 1;")
             add("            continue;")
             add("        }")
-            add("        double fac;")
-            add("        if (err == 0.0) fac = ODE_MAX_FACTOR;")
+            add("        ode_acc fac;")
+            add("        if (err == 0) fac = ODE_MAX_FACTOR;")
             if pi:
-                add(f"        else fac = ODE_SAFETY * ODE_EXP({-0.7 / k!r} * lerr + {0.4 / k!r} * lerrp);")
+                add(f"        else fac = ODE_SAFETY * ODE_EXP((ode_acc){-0.7 / k!r} * lerr + (ode_acc){0.4 / k!r} * lerrp);")
             else:
-                add(f"        else fac = ODE_SAFETY * ODE_EXP({-1.0 / k!r} * lerr);")
+                add(f"        else fac = ODE_SAFETY * ODE_EXP((ode_acc){-1.0 / k!r} * lerr);")
             add("        if (fac > ODE_MAX_FACTOR) fac = ODE_MAX_FACTOR;")
-            add("        if (flags & ODE_REJECTED) { if (fac > 1.0) fac = 1.0; }")
+            add("        if (flags & ODE_REJECTED) { if (fac > 1) fac = 1; }")
             add("        else if (fac < ODE_MIN_FACTOR) fac = ODE_MIN_FACTOR;")
             add("        flags = 0;")
             if pi:
                 # log(max(err, 1e-4)), rounded as W stores it: a sample takes the same steps however
                 # its steps are split between calls of the body
-                add("        lerrp = (double)(ode_real)(lerr > -9.210340371976182 ? lerr : -9.210340371976182);")
+                add("        lerrp = (ode_acc)(ode_real)(lerr > (ode_acc)-9.210340371976182 ? lerr : (ode_acc)-9.210340371976182);")
         # the step is accepted: events, outputs, advance
         add("        int prepared = 0;")
         add("        ode_real tstop = tn;")
@@ -477,10 +503,17 @@ class _Gen:
             f"#define ODE_DT {L(o.dt or 0.0)}",
             f"#define ODE_T0 {L(o.t0)}",
             f"#define ODE_T1 {L(o.t1)}",
-            ("#define ODE_LOG ode_log\n#define ODE_EXP ode_exp" if o.exact else "#define ODE_LOG log\n#define ODE_EXP exp"),
+            # the controller's arithmetic (error norm, log, exp) in the solve's precision; exact mode
+            # takes eagle's own log/exp (in double), so that every kind takes the same steps
+            f"typedef {real} ode_acc;",
+            ("#define ODE_LOG(x) ((ode_acc)ode_log((double)(x)))\n#define ODE_EXP(x) ((ode_acc)ode_exp((double)(x)))"
+             if o.exact else f"#define ODE_LOG(x) log{f}((ode_acc)(x))\n#define ODE_EXP(x) exp{f}((ode_acc)(x))"),
+            f"#define ODE_ASQRT sqrt{f}\n#define ODE_AFABS fabs{f}",
+            ("#define ODE_ABIG ((float)1e37)" if real == "float" else "#define ODE_ABIG 1e300"),
             f"#define ODE_FIRST_STEP {L(o.first_step or 0.0)}",
             f"#define ODE_MAX_STEP {L(o.max_step) if o.max_step != float('inf') else ('((float)3.4028234663852886e38)' if real == 'float' else '1.7976931348623157e308')}",
-            "#define ODE_SAFETY 0.9\n#define ODE_MIN_FACTOR 0.2\n#define ODE_MAX_FACTOR 10.0",
+            ("#define ODE_SAFETY 0.9f\n#define ODE_MIN_FACTOR 0.2f\n#define ODE_MAX_FACTOR 10.0f" if real == "float" else
+             "#define ODE_SAFETY 0.9\n#define ODE_MIN_FACTOR 0.2\n#define ODE_MAX_FACTOR 10.0"),
             f"#define ODE_FABS fabs{f}\n#define ODE_FMAX fmax{f}\n#define ODE_SQRT sqrt{f}\n#define ODE_NEXTAFTER nextafter{f}",
             "#define ODE_DFABS fabs",
             ("#define ODE_BIG ((float)3.4028234663852886e38)\n#define ODE_EPS ((float)1.1920928955078125e-07)\n"
@@ -596,7 +629,7 @@ class _Gen:
                 f"    ode_real t = {W_('T')};",
                 f"    const ode_real t1 = {t1_load};",
                 (f"    ode_real h = {W_('H')};" if o.adaptive else ""),
-                (f"    double lerrp = (double){W_('LERR')};" if o.adaptive and o.controller == "PI" else ""),
+                (f"    ode_acc lerrp = (ode_acc){W_('LERR')};" if o.adaptive and o.controller == "PI" else ""),
                 "    ode_real y[D], ynew[D], K[ODE_NK][D], Fd[ODE_NF][D];",
                 "    (void)Fd;",
                 f"    for (int k = 0; k < D; ++k) y[k] = {W_('Y', 'k')};",

@@ -1,29 +1,23 @@
 /* An up-and-out barrier call by Monte Carlo, written once for every kind. Path i follows
- * S <- S + drift + vol * Z (arithmetic Brownian motion, one step per time step) from S0; it is
- * knocked out, with payoff 0, at the first step where S >= barrier, else pays max(S - strike, 0) at
- * step T. Paths stop at different times: an ActiveSet keeps only the live ones running.
+ * S <- S + drift + vol * Z (arithmetic Brownian motion, one step per time step, Z ~ N(0, 1)) from
+ * S0; it is knocked out, with payoff 0, at the first step where S >= barrier, else pays
+ * max(S - strike, 0) at step T. Paths stop at different times: an ActiveSet keeps only the live
+ * ones running.
  *
- * Random numbers are counter-based: the 12 uniforms of path i at step t are a hash of
- * (seed, i, t, k), so every kind draws the same numbers for the same path, whatever the order in
- * which lanes run. Z is their Irwin-Hall sum minus 6 (mean 0, variance 1), which needs no math
- * library, so the result is the same bit for bit on every kind compiled bit-exact
+ * Random numbers come from <eagle/random.h>: Z of path i at step t is a normal of draw t / 2 of
+ * sample i (its first normal for even t, its second for odd t), a function of (seed, i, t) alone,
+ * so every kind draws the same numbers for the same path, whatever the order in which lanes run
+ * or where a launch of K steps begins. The normals are Box-Muller on eagle's own log, sin and cos
+ * (+ - * / and sqrt only), so the result is the same bit for bit on every kind compiled bit-exact
  * (eagle.compile(..., exact=True), as barrier.py does). */
 #include <eagle/kernel.h>
+#include <eagle/random.h>
 
-/* splitmix64's finaliser: a bijective 64-bit mix. */
-EAGLE_FN uint64_t mix64(uint64_t z)
+/* Z of path i at step t. */
+EAGLE_FN double path_normal(uint64_t seed, int64_t i, int64_t t)
 {
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* A uniform double in [0, 1) from the counter (seed, path, step, k). */
-EAGLE_FN double uniform(uint64_t seed, uint64_t path, uint64_t step, uint64_t k)
-{
-    const uint64_t h = mix64(seed ^ mix64(path ^ mix64((step << 4) | k)));
-    return (double)(h >> 11) * (1.0 / 9007199254740992.0);
+    const eagle_rng_double2 z = eagle_rng_normal2(seed, (uint64_t)i, (uint64_t)(t >> 1));
+    return (t & 1) ? z.y : z.x;
 }
 
 /* Every path at S0, at step 0, live. */
@@ -37,7 +31,8 @@ EAGLE_KERNEL(barrier_reset, (double*, s), (int32_t*, t), (double*, payoff), (uin
 }
 
 /* Up to K more steps of path i; mask[i] = 1 once it is knocked out (t[i]: the step it crossed) or
- * has reached step T. */
+ * has reached step T. A draw gives two normals: an even step draws them both and keeps the
+ * second for the odd step after it. */
 EAGLE_KERNEL(barrier_steps, (double*, s), (int32_t*, t), (double*, payoff), (uint8_t*, mask),
              (double, drift), (double, vol), (double, barrier), (double, strike), (int64_t, T), (int64_t, K),
              (int64_t, seed))
@@ -47,10 +42,12 @@ EAGLE_KERNEL(barrier_steps, (double*, s), (int32_t*, t), (double*, payoff), (uin
     int64_t ti = t[i];
     const int64_t stop = T - ti < K ? T : ti + K;
     int knocked = 0;
+    eagle_rng_double2 z;
+    z.x = z.y = 0.0;
+    if (ti & 1) z = eagle_rng_normal2((uint64_t)seed, (uint64_t)i, (uint64_t)(ti >> 1));  /* resuming mid-draw */
     while (ti < stop) {
-        double z = -6.0;
-        for (int64_t k = 0; k < 12; ++k) z += uniform((uint64_t)seed, (uint64_t)i, (uint64_t)ti, (uint64_t)k);
-        si = si + drift + vol * z;
+        if ((ti & 1) == 0) z = eagle_rng_normal2((uint64_t)seed, (uint64_t)i, (uint64_t)(ti >> 1));
+        si = si + drift + vol * ((ti & 1) ? z.y : z.x);
         ti += 1;
         if (si >= barrier) {
             knocked = 1;
@@ -66,4 +63,11 @@ EAGLE_KERNEL(barrier_steps, (double*, s), (int32_t*, t), (double*, payoff), (uin
         payoff[i] = si > strike ? si - strike : 0.0;
         mask[i] = 1;
     }
+}
+
+/* z[t n + i] = Z of path i at step t, for t < T: the normals the paths draw, for a reference that
+ * steps them elsewhere (barrier.py's numpy_reference). */
+EAGLE_KERNEL(barrier_normals, (double*, z), (int64_t, T), (int64_t, seed))
+{
+    for (int64_t t = 0; t < T; ++t) z[t * n + i] = path_normal((uint64_t)seed, i, t);
 }

@@ -67,7 +67,7 @@ def save(rho, sol, out):
         print(f"matplotlib is not installed (pip install matplotlib for the picture): wrote the points to {path}")
         return path
     fig, ax = plt.subplots(figsize=(9, 6), dpi=120)
-    ax.plot(rho[i], zmax, ".", markersize=1, color="k", alpha=0.6)
+    ax.plot(rho[i], zmax, ".", markersize=0.5, color="k", alpha=0.3)
     still = np.bincount(i, minlength=len(rho)) == 0          # no maximum after the transient: at rest
     ax.plot(rho[still], np.asarray(sol.y)[still, 2], ".", markersize=2, color="tab:blue")
     ax.set_xlabel(r"$\rho$")

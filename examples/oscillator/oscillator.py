@@ -1,7 +1,7 @@
 """The oscillator card on eagle's one-source path: compile oscillator.c for the chosen kind, allocate
-the planes through eagle, record reset + compact + one drained launch of the K-step kernel (each
-lane steps its sample until the sample is done, then takes the next live one) once, launch it, and
-read the result with numpy. With --loop while (or reorder=) the steps run instead as a WHILE decided
+the planes through eagle, record reset + one drained launch of the K-step kernel (each lane steps
+its sample until the sample is done, then takes the next one) + compact once, launch it, and read
+the result with numpy. With --loop while (or reorder=) the steps run instead as a WHILE decided
 on the device: (K steps over the live samples, compact) until none is live -- the form for a body
 that needs every sample to finish a round before the next one starts.
 
@@ -71,13 +71,15 @@ def run(backend, n, K=32, reorder=None, loop="drain", exact=True):
         s.run(mod.osc_reset, [x, v, done, mask], n)
 
     def drain(s):
-        aset.drain(s, mod.osc_steps_drain, [x, v, om, ze, done, target, mask, K], rounds)
+        # straight after the reset every sample is live: the drain needs no index map, so no
+        # compaction goes before it (compacted=False visits every sample, skipping dropped ones)
+        aset.drain(s, mod.osc_steps_drain, [x, v, om, ze, done, target, mask, K], rounds, compacted=False)
 
     def advance(s):
         s.run(mod.osc_steps_active, [x, v, om, ze, done, target, mask, K, aset.index_map, aset.count], n)
 
     if loop == "drain" and reorder is None:
-        program = [reset, aset, drain, aset]  # the last compaction leaves aset.live == 0
+        program = [reset, drain, aset]  # the compaction after the drain leaves aset.live == 0
     else:
         program = [reset, aset, eagle.repeat_while([advance, aset], aset, rounds, name="K steps")]
     graph = eagle.Graph.build(program, planes=[mask] + planes, stream=stream, toggle=False)
