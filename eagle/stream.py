@@ -118,8 +118,9 @@ class Stream(StreamRef):
         self._raw = int(raw[0])
         # the release waits for the stream's work, so after it the arrays eagle holds for that
         # work (eagle.memory) can go
-        self._own(b, handle, "stream_release", partial(_memory.stream_released, b, self._raw))
-        self.synchronize = self._bind("stream_synchronize", watch=b.host_errors_of(get_ident()))
+        self._own(b, handle, "stream_release", partial(_memory.stream_released, b, self._raw), query="stream_query")
+        self.synchronize = self._bind("stream_synchronize", watch=b.host_errors_of(get_ident()),
+                                      query="stream_query")
 
 
 

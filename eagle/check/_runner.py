@@ -93,9 +93,19 @@ def run_ids(path, ids, timeout, on_result=None):
             crumb.flush()
             env = _child_env()
             env["EAGLE_CHECK_BREADCRUMB"] = crumb.name
-            proc = subprocess.Popen([sys.executable, "-m", "eagle.check._worker", path, *pending],
-                                    stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
-                                    env=env, start_new_session=True)
+            # the child ends when this process dies, even of SIGKILL: it watches a pipe whose
+            # write end only this process holds (eagle/check/_worker.py)
+            alive_r, alive_w = os.pipe()
+            env["EAGLE_CHECK_PARENT_FD"] = str(alive_r)
+            try:
+                proc = subprocess.Popen([sys.executable, "-m", "eagle.check._worker", path, *pending],
+                                        stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
+                                        env=env, start_new_session=True, pass_fds=(alive_r,))
+            except BaseException:
+                os.close(alive_w)
+                raise
+            finally:
+                os.close(alive_r)
             try:
                 ended = _drive(proc, err, crumb, pending, timeout, deadline, emit)
             finally:
@@ -106,6 +116,7 @@ def run_ids(path, ids, timeout, on_result=None):
                     pass
                 if proc.poll() is None:
                     _kill(proc)
+                os.close(alive_w)
             if ended == "timeout" and deadline is None:
                 deadline = group_start + 2 * timeout - 0.5
     kinds = {c.id: c.kind for c in all_checks()}

@@ -72,7 +72,30 @@ def run(path, ids):
         session.close()
 
 
+def _die_with_parent():
+    """End this child when the checker that started it dies, even of SIGKILL (which leaves it no
+    chance to kill the child's process group): $EAGLE_CHECK_PARENT_FD is the read end of a pipe
+    whose only write end the checker holds; a thread waits on it and ends the process when it
+    reads end-of-file (the checker is gone). It needs no help from the check: cffi releases the
+    GIL in seam calls, and a check spinning in Python gives it up every switch interval."""
+    try:
+        fd = int(os.environ.get("EAGLE_CHECK_PARENT_FD", ""))
+    except ValueError:
+        return  # started by hand: nothing to watch
+    import threading
+
+    def watch():
+        try:
+            while os.read(fd, 1):
+                pass
+        except OSError:
+            pass
+        os._exit(1)
+    threading.Thread(target=watch, name="eagle.check parent watch", daemon=True).start()
+
+
 def main(argv):
+    _die_with_parent()
     faulthandler.enable()
     # Nothing but the protocol goes to stdout: a backend's own printing goes to stderr.
     sys.stdout = sys.stderr
