@@ -8,7 +8,7 @@ eagle works with kinds."""
 import operator
 
 from ._validate import INT32_MAX
-from .errors import EagleTypeError, EagleValueError
+from .errors import EagleError, EagleTypeError, EagleValueError
 
 KIND_OF_DEVICE_TYPE = {
     1: "cpu",    # kDLCPU
@@ -60,9 +60,11 @@ def device_pair(obj, method):
                              "method returning (device_type, device_id)")
     try:
         dev = method()
-    except (TypeError, ValueError) as e:
+    except EagleError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the object's own defect, named and chained
         raise EagleTypeError(f"eagle: {name}.__dlpack_device__() failed ({type(e).__name__}: {e}); it must be "
-                             "a method returning (device_type, device_id)") from None
+                             "a method returning (device_type, device_id)") from e
     if isinstance(dev, tuple) and len(dev) == 2 and not any(isinstance(v, bool) for v in dev):
         try:
             pair = operator.index(dev[0]), operator.index(dev[1])

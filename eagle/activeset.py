@@ -30,7 +30,7 @@ _RESTORE_SOURCE = r"""
 /* dst[r, i] = src[r, inv[i]] for the `rows` rows of n elements of `words` words each; *done = step. */
 #define EAGLE_RESTORE_GATHER(name, T)                                                              \
     EAGLE_KERNEL(name, (T*, dst), (const T*, src), (const int32_t*, inv), (int64_t, rows),         \
-                 (int64_t, words), (uint32_t*, done), (uint32_t, step)) {                          \
+                 (int64_t, words), (EAGLE_BUFFER uint32_t*, done), (uint32_t, step)) {                          \
         const int64_t p = inv[i];                                                                  \
         for (int64_t r = 0; r < rows; ++r)                                                         \
             for (int64_t k = 0; k < words; ++k) dst[(r * n + i) * words + k] = src[(r * n + p) * words + k]; \
@@ -42,8 +42,8 @@ EAGLE_RESTORE_GATHER(eagle_restore_gather4, uint32_t)
 EAGLE_RESTORE_GATHER(eagle_restore_gather8, uint64_t)
 
 /* perm and inv back to the identity; the span to n, the trigger off, no plane restored. */
-EAGLE_KERNEL(eagle_restore_identity, (int32_t*, perm), (int32_t*, inv), (uint32_t*, span), (uint32_t*, fire),
-             (uint32_t*, done)) {
+EAGLE_KERNEL(eagle_restore_identity, (int32_t*, perm), (int32_t*, inv), (EAGLE_BUFFER uint32_t*, span),
+             (EAGLE_BUFFER uint32_t*, fire), (EAGLE_BUFFER uint32_t*, done)) {
     perm[i] = (int32_t)i;
     inv[i] = (int32_t)i;
     if (i == 0) {
@@ -95,7 +95,7 @@ class OwnedPlane:
         if self._aset.permuted:
             raise PermutedError(f"eagle: this plane of an ActiveSet is reordered (live samples first); "
                                 f"{what} would show positions, not samples. Call ActiveSet.restore() "
-                                "first, or pass plane.address to kernels")
+                                "first; kernels take the plane itself (or plane.address)")
         return self._array
 
     @property
@@ -120,6 +120,11 @@ class OwnedPlane:
 
     def __dlpack_device__(self):
         return dlpack_device(self._array)  # checked: two integers, or (1, 0) for host memory
+
+    def __eagle_array__(self):
+        """(ArrayInfo, dtype, shape) of the plane, for a kernel's typed pointer parameter: a
+        kernel indexes the planes by position, so it takes one in whatever order it is."""
+        return address_of(self._array), self.dtype, self.shape
 
     def __repr__(self):
         return f"<eagle.OwnedPlane shape={self.shape} dtype={self.dtype} permuted={self._aset.permuted}>"

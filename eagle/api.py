@@ -160,8 +160,10 @@ def run(kernel, args, n, *, backend=None, stream=None, **kw):
         owner = getattr(getattr(kernel, "module", None), "backend", None)
     if backend is None and owner is not None and not isinstance(owner, str):
         backend = owner
-    b, _ = resolve(list(args) if isinstance(args, (list, tuple)) else [], backend=backend,
-                   streams=(stream,), what="eagle.run")
+    signature = getattr(kernel, "signature", None)
+    arrays = [] if not isinstance(args, (list, tuple)) else (
+        list(args) if signature is None else signature.arrays(args))  # a declared kernel's scalars name no device
+    b, _ = resolve(arrays, backend=backend, streams=(stream,), what="eagle.run")
     return eager(b, stream, _exec.enqueue_run, kernel, args, n, **kw)
 
 

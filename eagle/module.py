@@ -15,7 +15,7 @@ import re
 import threading
 import weakref
 
-from . import _validate
+from . import _signature, _validate
 from . import exec as _exec
 from ._compilers import wheel_library_dirs
 from ._seam_ffi import ffi
@@ -46,27 +46,55 @@ def _take_log(backend, logp):
 
 
 # The entries eagle/kernel.h makes of one EAGLE_KERNEL(name, ...), and the arguments each takes
-# after the declared ones.
-_ENTRY_EXTRAS = {"": (), "_active": ("index_map", "live_count"),
-                 "_drain": ("index_map", "live_count", "drop_mask", "queue", "rounds", "workers")}
-_COMMENTS = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
+# after the declared ones, as (C type, name) pairs: what eagle/kernel.h declares them as.
+_ENTRY_EXTRAS = {
+    "": (),
+    "_active": (("const int32_t*", "index_map"), ("EAGLE_BUFFER const uint32_t*", "live_count")),
+    "_drain": (("const int32_t*", "index_map"), ("EAGLE_BUFFER const uint32_t*", "live_count"),
+               ("const uint8_t*", "drop_mask"), ("EAGLE_BUFFER uint32_t*", "queue"), ("int64_t", "rounds"),
+               ("int64_t", "workers")),
+}
+_COMMENT_OPENERS = re.compile(rb"/\*|//")
 _DECL = re.compile(rb"\bEAGLE_KERNEL\s*\(\s*([A-Za-z_]\w*)\s*((?:,\s*\([^()]*\)\s*)*)\)")
 _PAIR = re.compile(rb"\(([^()]*)\)")
 
 
+def _strip_comments(source):
+    """``source`` with each comment replaced by a space, in one pass (linear in its length: an
+    unterminated ``/*`` ends the text, however many there are)."""
+    out, at = [], 0
+    while True:
+        m = _COMMENT_OPENERS.search(source, at)
+        if m is None:
+            out.append(source[at:])
+            break
+        out.append(source[at:m.start()])
+        out.append(b" ")
+        if m.group() == b"//":
+            end = source.find(b"\n", m.end())
+        else:
+            end = source.find(b"*/", m.end())
+            end = -1 if end < 0 else end + 2
+        if end < 0:
+            break
+        at = end
+    return b"".join(out)
+
+
 def declared_parameters(source):
-    """{entry name: parameter names} of the kernels ``source`` declares with EAGLE_KERNEL, for
-    every entry kernel.h makes of them (``name``, ``name_active``, ``name_drain``). A declaration
-    this reading cannot follow (a type written with parentheses, a name declared twice, say under
-    #if) is left out: eagle then cannot count that kernel's arguments, as for any foreign kernel."""
-    text = _COMMENTS.sub(b" ", source)
+    """{entry name: ((C type, parameter name), ...)} of the kernels ``source`` declares with
+    EAGLE_KERNEL, for every entry kernel.h makes of them (``name``, ``name_active``,
+    ``name_drain``, with the arguments eagle appends). A declaration this reading cannot follow
+    (a type written with parentheses, a name declared twice, say under #if) is left out: eagle
+    then can neither count nor check that kernel's arguments, as for any foreign kernel."""
+    text = _strip_comments(source)
     found, seen_twice = {}, set()
     for m in _DECL.finditer(text):
         name = m.group(1).decode()
         params = []
         for pair in _PAIR.findall(m.group(2)):
             parts = pair.decode(errors="replace").rsplit(",", 1)
-            params.append(parts[-1].strip() if len(parts) == 2 else "?")
+            params.append((parts[0].strip(), parts[1].strip()) if len(parts) == 2 else ("?", "?"))
         if name in found:
             seen_twice.add(name)
         found[name] = tuple(params)
@@ -85,16 +113,24 @@ class Kernel:
     the module is closed. ``loaded`` is the module's loaded code while it is open, None after
     :meth:`Module.close`: every launch keeps it until the launch has run, and a recording as long
     as it lives. ``params``: the names of the arguments it takes when its source declared it with
-    EAGLE_KERNEL (a launch with another number of arguments is refused before it reaches the
-    kernel), else None.
+    EAGLE_KERNEL, else None; ``types``: their declared C types. A declared kernel's launch is
+    checked against the declaration before it reaches the kernel (eagle/_signature.py: the
+    number of arguments, each one's type, writability and samples); a kernel with no declaration
+    (an image, a foreign source) is launched unchecked.
 
     Call ``kernel.run(args, n, ...)`` (see :func:`eagle.run`) or pass the kernel to
     ``eagle.run`` / ``Stream.run`` yourself."""
 
-    __slots__ = ("name", "module", "params", "loaded", "_handle")
+    __slots__ = ("name", "module", "params", "types", "signature", "loaded", "_handle")
 
-    def __init__(self, module, name, handle, params, loaded):
-        self.module, self.name, self.params, self.loaded, self._handle = module, name, params, loaded, int(handle)
+    def __init__(self, module, name, handle, declared, loaded):
+        self.module, self.name, self.loaded, self._handle = module, name, loaded, int(handle)
+        if declared is None:
+            self.params = self.types = self.signature = None
+        else:
+            self.types = tuple(t for t, _ in declared)
+            self.params = tuple(p for _, p in declared)
+            self.signature = _signature.Signature(name, self.params, self.types)
 
     @property
     def handle(self):
