@@ -13,13 +13,14 @@ import hashlib
 import os
 import re
 import threading
+import time
 import weakref
 
 from . import _signature, _validate
 from . import exec as _exec
 from ._compilers import wheel_library_dirs
 from ._seam_ffi import ffi
-from .errors import CompileError, EagleTypeError, EagleValueError, HandleError
+from .errors import CompileError, CompileTimeout, EagleTypeError, EagleValueError, HandleError
 
 _FAST_MATH = 1  # EAGLE_BACKEND_MODULE_FAST_MATH
 _SRC = "eagle_backend_module_from_source"
@@ -256,7 +257,11 @@ def _read(source):
         with open(path, "rb") as f:
             return f.read(), os.path.basename(path), os.path.dirname(path)
     if isinstance(source, str):
-        return source.encode(), None, None
+        try:
+            return source.encode(), None, None
+        except UnicodeEncodeError as e:
+            raise EagleValueError(f"eagle.compile: the source text holds a lone surrogate ({source[e.start:e.end]!r} "
+                                  f"at character {e.start}), which is no text a compiler can be given") from None
     raise EagleTypeError(f"eagle.compile: source must be text, bytes or a path, got {type(source).__name__}")
 
 
@@ -318,16 +323,40 @@ def _items(value, what, kinds=None):
     return items
 
 
-def _headers_digest(dirs):
-    """A digest of the headers in the include directories, so an edited header misses the cache."""
+_INCLUDE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*([<\"])([^>\"\n]+)[>\"]", re.M)
+_MAX_INCLUDES = 4096
+
+
+def _includes_digest(data, dirs):
+    """A digest of every file the source includes, found as the compiler finds it (a ``"..."``
+    include beside the file that names it first, then the include directories in order; an
+    absolute path as it is), whatever its extension, and of the files they include in turn: an
+    edited header misses the cache. Headers found in none of ``dirs`` (the system's) are left out."""
     h = hashlib.sha256()
-    for d in dirs:
-        for root, _, files in sorted(os.walk(d)) if os.path.isdir(d) else []:
-            for name in sorted(files):
-                if name.endswith((".h", ".cuh", ".hpp", ".inc")):
-                    p = os.path.join(root, name)
-                    with open(p, "rb") as f:
-                        h.update(p.encode() + b"\0" + f.read())
+    seen = set()
+    todo = [(data, None)]
+    while todo and len(seen) < _MAX_INCLUDES:
+        text, here = todo.pop()
+        for quote, name in _INCLUDE.findall(_strip_comments(text)):
+            name = os.fsdecode(name.strip())
+            if os.path.isabs(name):
+                candidates = [name]
+            else:
+                candidates = ([os.path.join(here, name)] if quote == b'"' and here else []) + \
+                    [os.path.join(d, name) for d in dirs]
+            for c in candidates:
+                if os.path.isfile(c):
+                    c = os.path.realpath(c)
+                    if c not in seen:
+                        seen.add(c)
+                        try:
+                            with open(c, "rb") as f:
+                                body = f.read()
+                        except OSError:
+                            break
+                        h.update(os.fsencode(c) + b"\0" + hashlib.sha256(body).digest())
+                        todo.append((body, os.path.dirname(c)))
+                    break
     return h.hexdigest()
 
 
@@ -381,7 +410,7 @@ def _desc(caller, device, name, include_dirs, options, compiler, fast_math, keep
 
 
 def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=(), fast_math=False,
-            device=-1, compiler=None, cache=True):
+            device=-1, compiler=None, cache=True, timeout=None):
     """Compile ``source`` for ``backend`` with the kind's own compiler and load it.
 
     Parameters
@@ -406,7 +435,17 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
     compiler : str or sequence of str, optional
         Where to find the kind's compiler first (a C compiler, libnvrtc, libhiprtc or a folder).
     cache : bool
-        Reuse an identical compile of this process.
+        Reuse an identical compile of this process (keyed on the source, every file it includes
+        from the include directories or by absolute path, the options, the backend and the device).
+    timeout : float, optional
+        Seconds the compile may take; past them the compiler is stopped and
+        :class:`eagle.CompileTimeout` is raised. None (default): no limit.
+
+    On the main thread (and whenever ``timeout`` is given) the compile runs on a helper thread
+    while the caller waits in Python, so Ctrl-C stops it (KeyboardInterrupt, the compiler killed
+    where it is a process of its own, as on cpu; an in-process compiler, NVRTC or hiprtc, finishes
+    in the background and its module is dropped). ``device=-1`` then names the device current on
+    that helper thread (device 0 on cuda): pass the device to compile for another.
 
     Returns
     -------
@@ -416,6 +455,8 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
     ------
     eagle.CompileError
         The source did not compile; ``.log`` is the compiler's log, with line numbers.
+    eagle.CompileTimeout
+        The compile ran past ``timeout`` (a CompileError and a TimeoutError).
     eagle.EagleTypeError
         ``kernels``, ``include_dirs`` or ``options`` is a single str (or path), not a sequence.
     eagle.BackendUnavailable
@@ -431,12 +472,16 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
         _file(source, "eagle.compile: the source file",  # a missing one is no source text
               " (a str of one line is read as a path when it ends in a source file's suffix or "
               "holds none of '{', ';', '#'; give source text with its newlines, or as bytes)")
+    if timeout is not None:
+        timeout = _validate.real(timeout, "eagle.compile: timeout (seconds)")
+        if not timeout > 0:
+            raise EagleValueError(f"eagle.compile: timeout must be a number of seconds > 0, got {timeout!r}")
     data, fname, own_dir = _read(source)
     name = name or fname or "kernel.c"
     dirs = [include_dir()] + ([own_dir] if own_dir else []) + [os.path.abspath(os.fspath(d)) for d in include_dirs]
     keep = []
     desc = _desc("eagle.compile", device, name, dirs, options, compiler, fast_math, keep)
-    key = (hashlib.sha256(data).hexdigest(), name, tuple(dirs), _headers_digest(dirs), tuple(options),
+    key = (hashlib.sha256(data).hexdigest(), name, tuple(dirs), _includes_digest(data, dirs), tuple(options),
            bool(fast_math), str(compiler), b.path, b.kind, desc.device, _arch(b, desc.device))
     if cache:
         with _cache_lock:
@@ -446,11 +491,48 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
                 mod.kernel(k)
             mod.cached = True
             return mod
-    mod = _load(b, _SRC, b._f.module_from_source, desc, data, name, kernels, declared_parameters(data))
+    mod = _compile_waiting(b, desc, keep, data, name, kernels, declared_parameters(data), timeout)
     if cache:
         with _cache_lock:
             _cache[key] = mod
     return mod
+
+
+def _compile_waiting(b, desc, keep, data, name, kernels, declared, timeout):
+    """module_from_source, waited for in Python: on a helper thread when this is the main thread
+    (where Ctrl-C lands) or a timeout is given, the caller polling it every 50 ms. A timeout or an
+    interrupt sets desc.cancel's word, which a kind whose compiler is a process stops within
+    20 ms; the compile's module, should it still come, is dropped."""
+    cancel = ffi.new("uint32_t*")
+    desc.cancel = int(ffi.cast("uintptr_t", cancel))
+    if timeout is None and threading.current_thread() is not threading.main_thread():
+        return _load(b, _SRC, b._f.module_from_source, desc, data, name, kernels, declared)
+    box = {}
+
+    def work(hold=(desc, keep, data, cancel)):  # `hold`: the C memory the call reads, until it ends
+        try:
+            box["module"] = _load(b, _SRC, b._f.module_from_source, desc, data, name, kernels, declared)
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = e
+
+    worker = threading.Thread(target=work, name=f"eagle-compile {name}", daemon=True)
+    worker.start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while worker.is_alive():
+            left = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+            if left <= 0:
+                cancel[0] = 1
+                worker.join(1.0)
+                raise CompileTimeout(f"eagle.compile: {name} did not compile within the timeout of {timeout:g} s; "
+                                     "the compile was stopped (raise timeout= for a longer one)")
+            worker.join(left)
+    except BaseException:
+        cancel[0] = 1  # Ctrl-C (or the timeout): the compiler is stopped where the kind can
+        raise
+    if "error" in box:
+        raise box.pop("error")
+    return box["module"]
 
 
 def load_image(backend, image, *, kernels=(), name=None, device=-1):
@@ -464,6 +546,7 @@ def load_image(backend, image, *, kernels=(), name=None, device=-1):
     if isinstance(image, str) and "\n" in image:
         raise EagleValueError(f"eagle.load_image: image is text of several lines ({image!r:.40}), not "
                               "an image's bytes or path; compile a kernel source with eagle.compile")
+    path = None
     if isinstance(image, (str, os.PathLike)):
         path = _file(image, "eagle.load_image: the image file")
         name = name or os.path.basename(path)
@@ -477,7 +560,12 @@ def load_image(backend, image, *, kernels=(), name=None, device=-1):
                                  f"...) or a path, got a {type(image).__name__}") from None
     keep = []
     desc = _desc("eagle.load_image", device, name or "image", (), (), None, False, keep)
-    return _load(b, _IMG, b._f.module_from_image, desc, image, name or "image", kernels)
+    try:
+        return _load(b, _IMG, b._f.module_from_image, desc, image, name or "image", kernels)
+    except CompileError as e:
+        if path is None:
+            raise
+        raise CompileError(f"eagle.load_image: '{os.fsdecode(path)}': {e}", log=e.log) from None
 
 
 def _load(b, symbol, fn, desc, data, name, kernels, declared=None):
