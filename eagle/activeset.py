@@ -6,6 +6,7 @@ owned planes are physically reordered (live samples first) whenever the live sam
 to ``theta`` of the live region (DESIGN.md §3): kernels then index the planes by *position*, the
 index map holds positions, and :meth:`ActiveSet.restore` puts the planes back in sample order."""
 import threading
+import warnings
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from . import module as _module
 from ._arrays import address_of, dlpack_device
 from ._resolve import resolve
 from ._stream_arg import backend_of_stream
-from .errors import BackendUnavailable, EagleError, EagleTypeError, EagleValueError
+from .errors import BackendUnavailable, EagleError, EagleTypeError, EagleValueError, RanOutWarning
 
 _THETA_RANGE = (0.25, 0.75)
 
@@ -178,6 +179,8 @@ class ActiveSet:
         self.theta = None
         self._queue = None    # the drain's queue words (allocated at the first drain)
         self._workers = None  # the drain's default lane count (from the device, at the first drain)
+        self._drained = None  # (kernel, rounds) of a drain the next compaction counts after
+        self._counted = None  # the same, once a compaction has counted after it (read by .live)
         self._planes = []
         if reorder is not None:
             theta = _validate.real(reorder, "eagle.ActiveSet: reorder (theta)")
@@ -244,6 +247,7 @@ class ActiveSet:
         """Enqueue on ``stream``: (with reorder) the reorder the last compaction fired, then the
         compaction of the mask into ``index_map``/``count`` and the next trigger. Capturable."""
         b = self.backend
+        self._counted, self._drained = self._drained, None
         if self.theta is None:
             b.compact(self.mask, self.index_map, self.count, self._scratch, n=self.n, drop=True, stream=stream)
             return
@@ -302,7 +306,9 @@ class ActiveSet:
         full = [*args, self.index_map, self.count, self.mask, self._queue, rounds, workers]
         if self.n == 0:
             return False
-        return stream.run(kernel, full, workers, n_samples=self.n)
+        launched = stream.run(kernel, full, workers, n_samples=self.n)
+        self._drained = (name or "kernel", rounds)
+        return launched
 
     def _default_workers(self):
         if self._workers is None:
@@ -327,8 +333,20 @@ class ActiveSet:
 
     @property
     def live(self):
-        """Number of live samples (host read; synchronize the work that computed it first)."""
-        return int(self._read(self.count, np.uint32, 1)[0])
+        """Number of live samples (host read; synchronize the work that computed it first).
+
+        Read after a :meth:`drain` and the :meth:`compact` that followed it, a count above 0
+        means the drain ran out of ``rounds`` with those samples unfinished: an
+        :class:`eagle.RanOutWarning` says so, naming the kernel and how many were left (filter
+        it where draining in slices of rounds is the plan)."""
+        live = int(self._read(self.count, np.uint32, 1)[0])
+        if self._counted is not None:
+            (name, rounds), self._counted = self._counted, None
+            if live:
+                warnings.warn(f"eagle: ActiveSet.drain of {name} ran out of its rounds={rounds} with {live} "
+                              "samples still live: they are left unfinished where they stopped; drain again "
+                              "or raise rounds", RanOutWarning, stacklevel=2)
+        return live
 
     def indices(self):
         """The live samples' ids (sample order ids, even while permuted), ascending by position."""

@@ -5,7 +5,7 @@
 Each decides its backend with the one resolver (eagle/_resolve.py) from where its arrays live
 (and the eagle stream it is given), overridden by ``backend=``; none defaults to a kind. Then it
 hands the :class:`eagle.Backend` to the seam object that does the work."""
-from . import _arrays, _validate
+from . import _arrays, _recording, _validate
 from . import _eager_memo
 from . import array as _array
 from . import exec as _exec
@@ -143,6 +143,8 @@ def copy(dst, src, nbytes=None, *, stream=None, backend=None, direction=None):
 
     The copy keeps ``dst`` and ``src`` alive until it has run.
     """
+    if stream is None:
+        _recording.refuse_eager("eagle.copy")
     b, _ = resolve((dst, src), backend=backend, streams=(stream,), what="eagle.copy", host_ok=True)
     return eager(b, stream, _copy, dst, src, nbytes, direction=direction)
 
@@ -155,6 +157,8 @@ def run(kernel, args, n, *, backend=None, stream=None, **kw):
     ``n_samples``, ``block``, ``device``. With ``stream`` the launch is enqueued there; with no
     stream eagle launches on a stream of its own and returns when the kernel is done. Returns True
     when a launch was made, False for an empty partition."""
+    if stream is None:
+        _recording.refuse_eager("eagle.run")
     owner = getattr(kernel, "backend", None)
     if owner is None:  # an eagle Kernel: its module's backend
         owner = getattr(getattr(kernel, "module", None), "backend", None)

@@ -6,7 +6,7 @@ The kernel handle is the kind's own: a C function pointer on cpu
 the partition triple ``(base, count, n_samples)``."""
 import struct
 
-from . import _validate
+from . import _recording, _validate
 from ._arrays import address_of, fast_info
 from ._handle import raw_int
 from ._seam_ffi import ffi
@@ -81,6 +81,8 @@ def run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=
     ``backend``.
 
     Returns True when a launch was enqueued, False for an empty partition."""
+    if stream is None:  # the kind's default stream: not the stream a recorded step is given
+        _recording.refuse_eager("eagle.run")
     launched, raw, refs = enqueue_run(backend, kernel, args, n, base=base, count=count, n_samples=n_samples,
                                       stream=stream, block=block, device=device)
     if refs is not None:
