@@ -539,7 +539,10 @@ def load_image(backend, image, *, kernels=(), name=None, device=-1):
     """Load a binary image (cpu: a shared object; cuda: cubin, fatbin or PTX; hip: a code object),
     any bytes-like object or the path of a file, as a :class:`Module` of ``backend``. A path that
     names no regular file, or a str of several lines (source text: see :func:`compile`), is
-    refused with EagleValueError; any other type with EagleTypeError."""
+    refused with EagleValueError; any other type with EagleTypeError. An image carries no
+    EAGLE_KERNEL declaration: its kernels' launches are not checked (count nor types). A shared
+    object that is truncated or not for this machine is refused (CompileError naming the path)
+    before the loader maps it."""
     b = backend
     b.require(_IMG)
     kernels = _items(kernels, "eagle.load_image: kernels", str)
