@@ -1,5 +1,17 @@
-// The ELF structure check before dlopen (see elf_check.h).
-#include "elf_check.h"
+// elf_check.h -- a shared object's ELF structure, checked before dlopen maps it (header-only: the
+// cpu kind checks its modules, the GPU kinds a runtime-compiler library named by path).
+//
+// glibc's dlopen maps every loadable segment by its file range and then reads it: a file cut short
+// (a partial copy, a compiler killed while writing) maps pages past its end, and the first read of
+// one kills the process with SIGBUS. elf_defect() reads the ELF header and program headers with
+// pread alone and names the first defect that would make the loader read outside the file or load
+// an object this process cannot use: not a regular file; shorter than an ELF header; no ELF magic;
+// another ELF class, byte order or machine than this process's; not a shared object (ET_DYN); a
+// program or section header table, or a segment's file range, that ends past the end of the file;
+// a PT_LOAD segment whose memory size is below its file size. The same checks as the core's
+// eagle/_elf_check.py, which guards the backends themselves. A structural check: it never maps or
+// runs the file, and a file whose bytes are all there but hostile still runs when loaded.
+#pragma once
 
 #include <elf.h>
 #include <fcntl.h>
@@ -10,11 +22,12 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace eagle {
 
-namespace {
+namespace elf_detail {
 
 #if defined(__x86_64__)
 constexpr int kMachine = EM_X86_64;
@@ -35,7 +48,7 @@ constexpr unsigned char kData = ELFDATA2MSB;
 #endif
 
 // Whether [start, start + length) lies within a file of `size` bytes (no overflow).
-bool inside(uint64_t start, uint64_t length, uint64_t size) { return start <= size && length <= size - start; }
+inline bool inside(uint64_t start, uint64_t length, uint64_t size) { return start <= size && length <= size - start; }
 
 struct Fd {
     int fd;
@@ -44,7 +57,7 @@ struct Fd {
     }
 };
 
-bool read_at(int fd, void* buf, size_t bytes, uint64_t at) {
+inline bool read_at(int fd, void* buf, size_t bytes, uint64_t at) {
     auto* p = static_cast<char*>(buf);
     while (bytes) {
         const ssize_t got = pread(fd, p, bytes, static_cast<off_t>(at));
@@ -57,11 +70,14 @@ bool read_at(int fd, void* buf, size_t bytes, uint64_t at) {
     return true;
 }
 
-std::string n(uint64_t v) { return std::to_string(v); }
+inline std::string n(uint64_t v) { return std::to_string(v); }
 
-}  // namespace
+}  // namespace elf_detail
 
-std::string elf_defect(const std::string& path) {
+// What is wrong with the shared object at `path` ("it is truncated: ..."), or "" when nothing the
+// check covers is. A file that cannot be opened or read is a defect too (named with errno's text).
+inline std::string elf_defect(const std::string& path) {
+    using namespace elf_detail;
     Fd f{open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
     if (f.fd < 0) return std::string("it cannot be opened: ") + std::strerror(errno);
     struct stat st{};
