@@ -82,20 +82,37 @@ def _strip_comments(source):
     return b"".join(out)
 
 
+_TYPEDEF = re.compile(rb"\btypedef\s+([A-Za-z_][\w \t*]*?)\s*\b([A-Za-z_]\w*)\s*;")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _typedefs(text):
+    """{name: type} of the simple typedefs ``text`` makes (``typedef double real;``), each
+    resolved through the earlier ones, so a parameter declared with one is checked as its type."""
+    out = {}
+    for m in _TYPEDEF.finditer(text):
+        target = m.group(1).decode(errors="replace")
+        out[m.group(2).decode()] = _WORD.sub(lambda w: out.get(w.group(), w.group()), target)
+    return out
+
+
 def declared_parameters(source):
     """{entry name: ((C type, parameter name), ...)} of the kernels ``source`` declares with
     EAGLE_KERNEL, for every entry kernel.h makes of them (``name``, ``name_active``,
-    ``name_drain``, with the arguments eagle appends). A declaration this reading cannot follow
+    ``name_drain``, with the arguments eagle appends); a type named by a simple typedef of the
+    source (``typedef float real;``) is given as what it names. A declaration this reading cannot follow
     (a type written with parentheses, a name declared twice, say under #if) is left out: eagle
     then can neither count nor check that kernel's arguments, as for any foreign kernel."""
     text = _strip_comments(source)
+    aliases = _typedefs(text)
     found, seen_twice = {}, set()
     for m in _DECL.finditer(text):
         name = m.group(1).decode()
         params = []
         for pair in _PAIR.findall(m.group(2)):
             parts = pair.decode(errors="replace").rsplit(",", 1)
-            params.append((parts[0].strip(), parts[1].strip()) if len(parts) == 2 else ("?", "?"))
+            ctype = _WORD.sub(lambda w: aliases.get(w.group(), w.group()), parts[0].strip())
+            params.append((ctype, parts[1].strip()) if len(parts) == 2 else ("?", "?"))
         if name in found:
             seen_twice.add(name)
         found[name] = tuple(params)

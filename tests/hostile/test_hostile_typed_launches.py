@@ -23,6 +23,9 @@ EAGLE_KERNEL(narrow, (float*, y), (float, a), (int32_t, k), (const int32_t*, q),
 EAGLE_KERNEL(lookup, (double*, y), (EAGLE_BUFFER const double*, table), (int64_t, m)) { y[i] = table[i % m]; }
 EAGLE_KERNEL(anyptr, (void*, p), (double*, x)) { (void)p; x[i] = 1.0; }
 EAGLE_KERNEL(rows, (double*, x)) { x[i] = 1.0; x[n + i] = 2.0; }
+typedef float real;
+typedef real* real_ptr;
+EAGLE_KERNEL(typed, (real*, y), (real, a)) { y[i] = a; }
 EAGLE_KERNEL(halve, (double*, x), (double, r), (uint8_t*, done)) {
     x[i] *= r;
     done[i] = x[i] < 1.0;
@@ -126,6 +129,19 @@ def test_float_and_int32_scalars_are_passed_at_their_declared_width(cpu_backend_
     """, cpu_backend_path)
     # an 8-byte double read as a float, or an int64 beside an int32, gives other values
     assert out.expect_ok() == [[4.5, 5.5, 6.5, 7.5], [1, 1, 1, 1]]
+
+
+def test_a_typedef_of_a_known_type_is_checked_and_passed_as_that_type(cpu_backend_path):
+    out = _run("""
+        eagle.run(m.typed, [y, 2.5], n)   # real is float: 2.5 as 4 bytes, not a double's
+        try:
+            eagle.run(m.typed, [x, 2.5], n)
+        except eagle.EagleTypeError as e:
+            refused = str(e)
+        result = [y.tolist(), refused]
+    """, cpu_backend_path)
+    values, refused = out.expect_ok()
+    assert values == [2.5] * 4 and "argument 0 (y, declared 'float*')" in refused and "float32" in refused
 
 
 def test_a_buffer_parameter_takes_any_length_and_void_star_any_dtype(cpu_backend_path):
