@@ -129,10 +129,13 @@ class Signature:
     """The declared parameters of one kernel entry, made once per kernel: :meth:`pack` checks a
     launch's arguments and writes the argument buffer."""
 
-    __slots__ = ("kernel", "names", "types", "_checks", "_fixed", "_sizes", "_offsets")
+    __slots__ = ("kernel", "names", "types", "indexed", "_checks", "_fixed", "_sizes", "_offsets")
 
-    def __init__(self, kernel, names, types):
+    def __init__(self, kernel, names, types, indexed=False):
         self.kernel, self.names = kernel, tuple(names)
+        # an ActiveSet entry (``_active``, ``_drain``) indexes the planes by the samples of its
+        # index map, any of the run's n_samples; a plain entry by its lanes [base, base + count)
+        self.indexed = bool(indexed)
         self.types = tuple(parse_type(t) for t in types)
         self._checks = tuple(self._check_of(k, t) for k, t in enumerate(self.types))
         fixed = all(t.kind != "unknown" for t in self.types)
@@ -200,6 +203,8 @@ class Signature:
                 dtype, shape = value.dtype, value.shape
                 if dtype is exact and shape and (buffer or shape[-1] >= need) and (const or not info.readonly):
                     return info.ptr  # the common case, decided without building a message
+            elif getattr(type(value), "__eagle_array__", None) is not None:  # an OwnedPlane, a GlobalPlane
+                info, dtype, shape = type(value).__eagle_array__(value)
             else:
                 if isinstance(value, (bool, int, float, complex, str, bytes, bytearray, list, tuple, dict)) \
                         or value is None or isinstance(value, (np.generic,)):
@@ -220,7 +225,7 @@ class Signature:
             if not buffer and shape[-1] < need:
                 raise EagleValueError(
                     f"{what(k)}: a plane of shape {tuple(shape)} holds {shape[-1]} samples along its last "
-                    f"axis, fewer than the {need} of this run; declare it (EAGLE_BUFFER {t.text}, {self.names[k]}) "
+                    f"axis, fewer than the {need} this launch indexes; declare it (EAGLE_BUFFER {t.text}, {self.names[k]}) "
                     "if it is a buffer of another length")
             return info.ptr
         return check

@@ -116,8 +116,10 @@ def enqueue_run(backend, kernel, args, n, *, base=0, count=None, n_samples=None,
             raise EagleValueError(f"eagle.run: kernel {kernel.name} takes {len(names)} arguments "
                                   f"({', '.join(names)}), got {len(args)}")
         # each argument checked against its declared C type, written at its declared width; the
-        # planes must hold every sample a lane of this run may index
-        data, rel, sizes = signature.pack(args, max(n_samples, base + count), _arg_bytes)
+        # planes must hold every sample the launch may index: its lanes' [base, base + count), or
+        # for an ActiveSet entry any of the run's n_samples
+        need = n_samples if signature.indexed else base + count
+        data, rel, sizes = signature.pack(args, need, _arg_bytes)
         storage = ffi.new("char[]", data or b"\0" * 8)
         at = raw_int(storage)
         params = ffi.new("uint64_t[]", [at + o for o in rel] or [0])

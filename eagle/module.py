@@ -148,7 +148,8 @@ class Kernel:
         else:
             self.types = tuple(t for t, _ in declared)
             self.params = tuple(p for _, p in declared)
-            self.signature = _signature.Signature(name, self.params, self.types)
+            indexed = name.endswith(("_active", "_drain")) and "index_map" in self.params
+            self.signature = _signature.Signature(name, self.params, self.types, indexed)
 
     @property
     def handle(self):

@@ -227,3 +227,25 @@ def test_an_owned_plane_is_taken_by_a_typed_parameter(cpu_backend_path):
     """, cpu_backend_path)
     values, refused = out.expect_ok()
     assert values == [2.0 * j for j in range(8)] and "array of float64" in refused
+
+
+def test_a_distributed_global_plane_is_taken_by_a_typed_parameter(cpu_backend_path):
+    # eagle.distributed's Job.plane: an address biased by -base elements (an int subclass), whose
+    # kernel indexes the global samples of the rank's share [base, base + count)
+    out = _run("""
+        from eagle import distributed as ed
+        from eagle.distributed.job import GlobalPlane
+        from eagle._arrays import address_of
+        p = ed.split(10, 3, 1)
+        share = np.ones(p.count)
+        plane = GlobalPlane(address_of(share).ptr - p.base * 8, share, p)
+        eagle.run(m.scale, [plane, 3], 10, base=p.base, count=p.count, n_samples=10)
+        short = GlobalPlane(address_of(share).ptr - p.base * 8, share[:2], p)
+        try:
+            eagle.run(m.scale, [short, 3.0], 10, base=p.base, count=p.count, n_samples=10)
+        except eagle.EagleValueError as e:
+            refused = str(e)
+        result = [[p.base, p.count], share.tolist(), refused]
+    """, cpu_backend_path)
+    (base, count), values, refused = out.expect_ok()
+    assert (base, count) == (4, 3) and values == [3.0, 3.0, 3.0] and "argument 0 (x" in refused
