@@ -115,12 +115,20 @@ typedef int32_t eagle_backend_status;
 #define EAGLE_BACKEND_MEMCPY_D2H 2
 #define EAGLE_BACKEND_MEMCPY_D2D 3
 #define EAGLE_BACKEND_MEMCPY_H2H 4
-/* module_desc.flags (since minor 7). Without FAST_MATH a module is compiled bit-exact: no
- * floating-point contraction (no fused multiply-add the source does not spell), IEEE division and
- * square root, denormals kept; the same source then gives the same bits on every kind. With it the
- * compiler may contract, reassociate and flush denormals (cpu: -O3 -ffast-math; NVRTC and hiprtc:
- * --use_fast_math). */
+/* module_desc.flags (since minor 7): the floating-point mode. With no flag (0) a module is compiled
+ * bit-exact: no floating-point contraction (no fused multiply-add the source does not spell), IEEE
+ * division and square root, denormals kept; the same source then gives the same bits on every
+ * kind. A backend of any minor reads 0 so. With FAST_MATH the compiler may contract, reassociate
+ * and flush denormals (cpu: -O3 -ffast-math; NVRTC and hiprtc: --use_fast_math). */
 #define EAGLE_BACKEND_MODULE_FAST_MATH 1u
+/* module_desc.flags (since minor 8). With CONTRACT the compiler contracts multiply-adds into fused
+ * multiply-adds as the kind's compiler does by default (cpu: -ffp-contract=fast where the host
+ * CPU has FMA instructions; NVRTC: --fmad=true; hiprtc: -ffp-contract=fast), and keeps IEEE
+ * division and square root and denormals; results may then differ between kinds in the last
+ * place of a multiply-add. CONTRACT together with FAST_MATH is INVALID_ARGUMENT. A backend of
+ * minor 7 refuses CONTRACT as an unknown flag (UNSUPPORTED): eagle sets it only for a backend of
+ * minor 8 or later. */
+#define EAGLE_BACKEND_MODULE_CONTRACT 2u
 
 /* ======================================================================== handles ======== */
 
@@ -323,7 +331,8 @@ struct eagle_backend_reorder_desc {
  * Strings are NUL-terminated and read during the call only. */
 struct eagle_backend_module_desc {
     uint32_t struct_size;
-    uint32_t flags;                  /* EAGLE_BACKEND_MODULE_FAST_MATH */
+    uint32_t flags;                  /* 0 (bit-exact), EAGLE_BACKEND_MODULE_FAST_MATH or
+                                      * EAGLE_BACKEND_MODULE_CONTRACT (since minor 8) */
     int32_t device;                  /* -1: the calling thread's current device; the module's
                                       * kernels run on this device only */
     uint32_t reserved0;

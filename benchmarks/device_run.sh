@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels sanitize check bench seam card multigpu distributed distbench
+#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels sanitize check bench seam card multigpu distributed distbench odetests odebench
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there.
@@ -120,6 +120,18 @@ for stage in "$@"; do
       mpi_ready >"$OUT/distbench_mpi.log" 2>&1 || { cat "$OUT/distbench_mpi.log"; rc=1; continue; }
       timeout 500 mpiexec -n 2 python3 benchmarks/bench_distributed.py --backend cuda \
         --json "$OUT/bench_distributed_h200x2.json" 2>&1 | tee "$OUT/bench_distributed_h200x2.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    odetests)
+      # eagle.ode (issue 26): the scipy / closed-form references, hostile inputs and docs/ode.md, on
+      # cpu and (the tests parametrized over the backend) on cuda, with cpu == cuda bit for bit.
+      python3 -m pytest -q -p no:cacheprovider -rs tests/test_ode_reference.py tests/test_ode_hostile.py \
+        tests/test_docs_ode.py 2>&1 | tee "$OUT/pytest_ode_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    odebench)
+      # Lorenz ensembles against diffrax and the hand-written kernel (2^16, 2^20, 2^23; FP64 and FP32);
+      # ODEBENCH_ARGS="--full" or "--methods rk4 --sizes 2^23" to change it.
+      timeout 590 python3 benchmarks/bench_ode.py --backend cuda --json "$OUT/bench_ode_h200.json" ${ODEBENCH_ARGS:-} \
+        2>&1 | tee "$OUT/bench_ode_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     *) echo "unknown stage $stage"; exit 2 ;;
   esac

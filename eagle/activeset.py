@@ -258,7 +258,7 @@ class ActiveSet:
 
     __call__ = compact  # an ActiveSet is itself a step: eagle.Graph.build([..., aset])
 
-    def drain(self, stream, kernel, args, rounds, *, workers=None):
+    def drain(self, stream, kernel, args, rounds, *, workers=None, compacted=True):
         """Enqueue on ``stream`` the drained form of ``rounds`` iterations of
         (``kernel``'s ``_active`` entry; :meth:`compact`): one launch of the ``_drain`` entry that
         eagle/kernel.h makes (``mod.step_drain`` for ``EAGLE_KERNEL(step, ...)``), in which every
@@ -270,8 +270,14 @@ class ActiveSet:
         and is stale afterwards (compact again to count what is left). Like :meth:`compact`, one
         ActiveSet's drains run on one stream at a time: they share its queue words.
 
-        ``args`` are the kernel's declared arguments; eagle appends the index map, the count, the
-        mask, its queue words, ``rounds`` and ``workers``. ``workers`` (lanes launched, at most n)
+        ``compacted=False`` drains with no index map: every sample 0..n-1 is visited and those whose
+        mask byte drops them are skipped, so no compaction is needed before it. That is the form
+        for a drain straight after a reset, when every sample is live and the compaction would
+        only write the identity map (the card: [reset, drain] instead of [reset, compact, drain]);
+        with many samples already dropped, compact first, so that no lane claims a dropped one.
+
+        ``args`` are the kernel's declared arguments; eagle appends the index map, the count (both
+        NULL when ``compacted=False``), the mask, its queue words, ``rounds`` and ``workers``. ``workers`` (lanes launched, at most n)
         defaults to ``sm_count`` x 512 on a GPU: enough warps to keep the FP64 pipes busy while
         every lane stays resident (lanes that wait for a second wave start their samples late, and
         the last samples to start set the end). On the H200 the card (K = 16) ran 0.68 ms with 512
@@ -303,7 +309,10 @@ class ActiveSet:
         workers = min(workers, max(self.n, 1))
         if self._queue is None:
             self._queue = _alloc.zeros(2, "uint32", self.mask)
-        full = [*args, self.index_map, self.count, self.mask, self._queue, rounds, workers]
+        if not isinstance(compacted, (bool, np.bool_)):
+            raise EagleTypeError(f"eagle.ActiveSet.drain: compacted must be a bool, got a {type(compacted).__name__}")
+        index = (self.index_map, self.count) if compacted else (0, 0)  # NULL, NULL: every sample
+        full = [*args, *index, self.mask, self._queue, rounds, workers]
         if self.n == 0:
             return False
         launched = stream.run(kernel, full, workers, n_samples=self.n)

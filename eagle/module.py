@@ -4,8 +4,8 @@
 kind compiles it with the system C compiler, cuda with NVRTC, hip with hiprtc. The result is a
 :class:`Module` whose named :class:`Kernel` objects are what :func:`eagle.run`, a stream's ``run``
 and the steps of ``Graph.build`` launch. Compiles are cached in the process, keyed by the source,
-the options, the backend's library and kind and the device's architecture; a second compile of
-the same source is a cache hit (``Module.cached``).
+the options, the floating-point mode, the backend's library and kind and the device's architecture;
+a second compile of the same source is a cache hit (``Module.cached``).
 
 Sources include ``<eagle/kernel.h>`` (:func:`include_dir` is always on the include path) to write
 the per-sample step once for every kind."""
@@ -16,6 +16,8 @@ import threading
 import time
 import weakref
 
+import numpy as np
+
 from . import _signature, _validate
 from . import exec as _exec
 from ._compilers import wheel_library_dirs
@@ -23,6 +25,8 @@ from ._seam_ffi import ffi
 from .errors import CompileError, CompileTimeout, EagleTypeError, EagleValueError, HandleError
 
 _FAST_MATH = 1  # EAGLE_BACKEND_MODULE_FAST_MATH
+_CONTRACT = 2  # EAGLE_BACKEND_MODULE_CONTRACT (seam minor 8)
+_CONTRACT_MINOR = 8
 _SRC = "eagle_backend_module_from_source"
 _IMG = "eagle_backend_module_from_image"
 
@@ -396,14 +400,31 @@ def _compiler_search(compiler):
     return ":".join([os.fspath(p) for p in paths] + wheel_library_dirs())
 
 
-def _desc(caller, device, name, include_dirs, options, compiler, fast_math, keep):
+def _mode_flag(backend, exact, fast_math):
+    """(mode name, module_desc.flags) of eagle.compile's ``exact`` / ``fast_math``: 'exact' 0,
+    'fast' FAST_MATH, else 'default' CONTRACT -- or 0 for a backend older than seam minor 8, which
+    knows no CONTRACT (bit-exact code is one of the results contraction allows)."""
+    for value, what in ((exact, "exact"), (fast_math, "fast_math")):
+        if not isinstance(value, (bool, np.bool_)):
+            raise EagleTypeError(f"eagle.compile: {what} must be a bool, got a {type(value).__name__} ({value!r:.40})")
+    if exact and fast_math:
+        raise EagleValueError("eagle.compile: exact=True and fast_math=True ask for two floating-point modes; "
+                              "give at most one (neither: the default, which contracts multiply-adds)")
+    if exact:
+        return "exact", 0
+    if fast_math:
+        return "fast", _FAST_MATH
+    return "default", _CONTRACT if backend.version[1] >= _CONTRACT_MINOR else 0
+
+
+def _desc(caller, device, name, include_dirs, options, compiler, flags, keep):
     """The module_desc of ``caller``'s compile or image load; each argument is checked here, where
     it enters C (eagle errors naming ``caller``): ``device`` an integer -1..INT32_MAX, ``compiler``
     None, a path or a sequence of paths, and every string (name, include_dirs, options, the
     compiler search) free of NUL. ``keep`` holds the C memory the desc points to."""
     desc = ffi.new("struct eagle_backend_module_desc*")
     desc.struct_size = ffi.sizeof("struct eagle_backend_module_desc")
-    desc.flags = _FAST_MATH if fast_math else 0
+    desc.flags = flags
     desc.device = _validate.integer(device, f"{caller}: device", minimum=-1, maximum=_validate.INT32_MAX)
 
     def cstr(s, what):
@@ -427,8 +448,8 @@ def _desc(caller, device, name, include_dirs, options, compiler, fast_math, keep
     return desc
 
 
-def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=(), fast_math=False,
-            device=-1, compiler=None, cache=True, timeout=None):
+def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=(), exact=False,
+            fast_math=False, device=-1, compiler=None, cache=True, timeout=None):
     """Compile ``source`` for ``backend`` with the kind's own compiler and load it.
 
     Parameters
@@ -445,9 +466,20 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
         The source's name in the compiler's log (default: the file name, or ``"kernel.c"``).
     include_dirs, options : sequences of str
         More ``#include`` directories, and options passed to the compiler as they are.
-    fast_math : bool
-        False (default): bit-exact, no floating-point contraction on any kind. True: the compiler
-        may contract, reassociate and flush denormals.
+    exact, fast_math : bool
+        The floating-point mode; at most one of them is True (both: EagleValueError).
+
+        * neither (the default): multiply-adds are contracted into fused multiply-adds as each
+          kind's compiler does by default (cpu: ``-ffp-contract=fast``, with ``-mfma`` where the
+          host CPU has FMA; cuda: NVRTC's ``--fmad=true``; hip: ``-ffp-contract=fast``), with IEEE
+          division and square root and no flush to zero. Results may differ between kinds in the
+          last place of a multiply-add. A backend older than seam minor 8 has no such mode and
+          compiles bit-exact instead, which is one of the results contraction allows.
+        * ``exact=True``: bit-exact. No contraction on any kind, IEEE division and square root,
+          denormals kept: + - * / and sqrt (and fma, fmod, nextafter, ... of <eagle/kernel.h>)
+          give the same bits on every kind, so cpu and cuda agree bit for bit.
+        * ``fast_math=True``: the compiler may also reassociate, use approximate division and
+          square root and flush denormals (``-ffast-math``, ``--use_fast_math``).
     device : int
         -1: the current device.
     compiler : str or sequence of str, optional
@@ -476,7 +508,10 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
     eagle.CompileTimeout
         The compile ran past ``timeout`` (a CompileError and a TimeoutError).
     eagle.EagleTypeError
-        ``kernels``, ``include_dirs`` or ``options`` is a single str (or path), not a sequence.
+        ``kernels``, ``include_dirs`` or ``options`` is a single str (or path), not a sequence;
+        ``exact`` or ``fast_math`` is not a bool.
+    eagle.EagleValueError
+        ``exact=True`` and ``fast_math=True`` together.
     eagle.BackendUnavailable
         The kind's compiler is not there (the message names what to install), or the backend
         predates seam minor 7.
@@ -498,9 +533,10 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
     name = name or fname or "kernel.c"
     dirs = [include_dir()] + ([own_dir] if own_dir else []) + [os.path.abspath(os.fspath(d)) for d in include_dirs]
     keep = []
-    desc = _desc("eagle.compile", device, name, dirs, options, compiler, fast_math, keep)
+    mode, flags = _mode_flag(b, exact, fast_math)
+    desc = _desc("eagle.compile", device, name, dirs, options, compiler, flags, keep)
     key = (hashlib.sha256(data).hexdigest(), name, tuple(dirs), _includes_digest(data, dirs), tuple(options),
-           bool(fast_math), str(compiler), b.path, b.kind, desc.device, _arch(b, desc.device))
+           mode, flags, str(compiler), b.path, b.kind, desc.device, _arch(b, desc.device))
     if cache:
         with _cache_lock:
             mod = _cache.get(key)
@@ -580,7 +616,7 @@ def load_image(backend, image, *, kernels=(), name=None, device=-1):
             raise EagleTypeError("eagle.load_image: image must be bytes-like (bytes, bytearray, memoryview, "
                                  f"...) or a path, got a {type(image).__name__}") from None
     keep = []
-    desc = _desc("eagle.load_image", device, name or "image", (), (), None, False, keep)
+    desc = _desc("eagle.load_image", device, name or "image", (), (), None, 0, keep)
     try:
         return _load(b, _IMG, b._f.module_from_image, desc, image, name or "image", kernels)
     except CompileError as e:

@@ -31,11 +31,58 @@ def test_load_compiles_once_and_gives_kernel_handles(cpu):
     assert np.array_equal(x, 2 * np.arange(1000))
 
 
-def test_a_changed_option_is_a_cache_miss(cpu):
+def test_a_changed_option_or_floating_point_mode_is_a_cache_miss(cpu):
     a = eagle.compile(SRC, backend=cpu, options=["-DA=1"])
     b = eagle.compile(SRC, backend=cpu, options=["-DA=2"])
     c = eagle.compile(SRC, backend=cpu, fast_math=True)
-    assert a is not b and a is not c and b is not c
+    d = eagle.compile(SRC, backend=cpu, exact=True)
+    e = eagle.compile(SRC, backend=cpu)
+    assert len({id(m) for m in (a, b, c, d, e)}) == 5
+    assert eagle.compile(SRC, backend=cpu, exact=True) is d and eagle.compile(SRC, backend=cpu) is e
+
+
+def test_exact_and_fast_math_together_or_not_bools_are_refused(cpu):
+    with pytest.raises(eagle.EagleValueError, match="exact=True and fast_math=True"):
+        eagle.compile(SRC, backend=cpu, exact=True, fast_math=True)
+    with pytest.raises(eagle.EagleTypeError, match="exact must be a bool, got a str"):
+        eagle.compile(SRC, backend=cpu, exact="yes")
+    with pytest.raises(eagle.EagleTypeError, match="fast_math must be a bool, got a int"):
+        eagle.compile(SRC, backend=cpu, fast_math=1)
+
+
+# A module_from_source that says which flags it was given, and compiles nothing.
+_FLAGS_SEEN = ('(void)source; (void)source_bytes; (void)out; if (log) *log = NULL; '
+               'snprintf(stub_error, sizeof stub_error, "stub: flags=%u", desc->flags); '
+               'return EAGLE_BACKEND_COMPILE_FAILED;')
+
+
+@pytest.mark.parametrize("minor, want", [(8, {"default": 2, "exact": 0, "fast": 1}),
+                                         (7, {"default": 0, "exact": 0, "fast": 1})])
+def test_the_default_asks_for_contraction_only_from_a_backend_of_minor_8(make_stub, minor, want):
+    """Minor 8 added EAGLE_BACKEND_MODULE_CONTRACT (2); a minor-7 backend refuses unknown flags, so
+    eagle asks it for bit-exact code (0), which is one of the results contraction allows."""
+    import re
+    b = eagle.backend(make_stub(f"minor{minor}", minor=minor,
+                                bodies={"eagle_backend_module_from_source": _FLAGS_SEEN}))
+    assert b.version == (1, minor)
+    seen = {}
+    for mode, kw in (("default", {}), ("exact", {"exact": True}), ("fast", {"fast_math": True})):
+        with pytest.raises(eagle.CompileError) as e:
+            eagle.compile(SRC, backend=b, cache=False, **kw)
+        seen[mode] = int(re.search(r"flags=(\d+)", str(e.value)).group(1))
+    assert seen == want
+
+
+def test_the_cpu_backend_refuses_contract_with_fast_math(cpu):
+    """The seam's rule (minor 8): one floating-point mode per module; both flags are INVALID_ARGUMENT."""
+    from eagle._seam_ffi import ffi
+    from eagle.module import _desc
+    keep = []
+    desc = _desc("test", -1, "k.c", [eagle.include_dir()], [], None, 1 | 2, keep)
+    out, logp = ffi.new("eagle_backend_module*"), ffi.new("char**")
+    data = SRC.encode()
+    assert cpu._f.module_from_source(desc, data, len(data), out, logp) == 2  # INVALID_ARGUMENT
+    assert "FAST_MATH and CONTRACT" in ffi.string(cpu._f.last_error()).decode()
 
 
 def test_load_from_a_path_finds_its_headers(cpu):

@@ -43,7 +43,9 @@ def _costs(n, seed=7):
 class Walk:
     def __init__(self, b, n, K=32, seed=7):
         self.b, self.n, self.K = b, n, K
-        self.mod = eagle.compile(SRC, backend=b, kernels=["walk_active", "walk_drain", "walk_reset"])
+        # exact=True: the drain and the while loop are compared bit for bit (two entries of one
+        # body, which a contracting compile might fuse differently)
+        self.mod = eagle.compile(SRC, backend=b, kernels=["walk_active", "walk_drain", "walk_reset"], exact=True)
         self.cost_host = _costs(n, seed)
         self.x, self.done = b.zeros(n), b.zeros(n, "int32")
         self.mask, self.cost = b.zeros(n, "uint8"), b.asarray(self.cost_host)
@@ -57,8 +59,9 @@ class Walk:
     def reset(self, s):
         s.run(self.mod.walk_reset, [self.x, self.done, self.mask], self.n)
 
-    def drain(self, s, rounds=None, workers=None):
-        self.aset.drain(s, self.mod.walk_drain, self.args(), rounds or self.rounds, workers=workers)
+    def drain(self, s, rounds=None, workers=None, compacted=True):
+        self.aset.drain(s, self.mod.walk_drain, self.args(), rounds or self.rounds, workers=workers,
+                        compacted=compacted)
 
     def step(self, s):
         s.run(self.mod.walk_active, self.args() + [self.aset.index_map, self.aset.count], self.n)
@@ -101,6 +104,42 @@ def test_drain_equals_the_while_loop_bit_for_bit(kind, workers):
         assert w.aset.live == 0
         assert np.array_equal(w.done.numpy(), w.cost_host)
         assert np.array_equal(w.x.numpy(), want_x)
+
+
+@pytest.mark.parametrize("workers", [None, 37])
+def test_a_drain_straight_after_the_reset_needs_no_compaction(kind, workers):
+    """compacted=False: no index map, every sample 0..n-1 visited; [reset, drain] ends every sample
+    as [reset, compact, drain] does."""
+    w = Walk(kind, 8000)
+    want_x, _ = w.while_result()
+    g = eagle.Graph.build([w.reset, lambda s: w.drain(s, workers=workers, compacted=False)],
+                          planes=[w.x, w.done, w.mask, w.cost], stream=w.s, toggle=False)
+    assert g.kernel_node_count == 2  # the reset and the drain, no compaction
+    for _ in range(3):
+        g.launch()
+        g.synchronize()
+        assert np.array_equal(w.done.numpy(), w.cost_host)
+        assert np.array_equal(w.x.numpy(), want_x)
+    w.aset.compact(w.s)  # the set is counted as usual afterwards
+    w.s.synchronize()
+    assert w.aset.live == 0
+
+
+def test_a_drain_without_compaction_skips_the_dropped_samples(kind):
+    w = Walk(kind, 3000)
+    w.reset(w.s)
+    mask = np.zeros(w.n, np.uint8)
+    mask[::3] = 1
+    w.s.copy(w.mask, mask)
+    w.drain(w.s, workers=100, compacted=False)
+    w.s.synchronize()
+    d = w.done.numpy()
+    assert np.all(d[::3] == 0)
+    keep = np.ones(w.n, bool)
+    keep[::3] = False
+    assert np.array_equal(d[keep], w.cost_host[keep])
+    with pytest.raises(eagle.EagleTypeError, match="compacted must be a bool"):
+        w.drain(w.s, compacted="no")
 
 
 def test_drain_stops_each_sample_after_rounds_calls(kind):

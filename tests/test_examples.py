@@ -2,8 +2,6 @@
 compiled bit-exact and the references evaluate the same operations in the same order); where NVRTC
 is installed (the toolkit or eagle's cuda extra) the same sources compile for cuda too, with
 no GPU and no nvcc."""
-import ctypes
-import glob
 import importlib.util
 import os
 import re
@@ -14,6 +12,7 @@ import numpy as np
 import pytest
 
 import eagle
+from _nvrtc import BIT_EXACT, nvrtc_compile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -65,6 +64,51 @@ def test_examples_run_as_scripts(cpu, name):
     assert "on cpu" in proc.stdout
 
 
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_lorenz_bifurcation_rests_where_theory_says_and_is_chaotic_beyond(cpu):
+    """eagle.ode's example (issue 26) against the Lorenz system's known structure: for rho < 1 the
+    origin attracts (z -> 0); for 1 < rho < 13.9 the fixed points with z = rho - 1 attract without
+    oscillating for long (by t = 40 scipy's DOP853 is within 5e-8 of them up to rho = 12); in the
+    chaotic band z keeps having maxima after the transient, above rho - 1."""
+    lb = _load(os.path.join(EXAMPLES, "ode", "lorenz_bifurcation.py"), "example_lorenz_bifurcation")
+    rho, sol = lb.run("cpu", 400)
+    assert np.all(sol.status == 0)
+    z = np.asarray(sol.y)[:, 2]
+    origin, fixed = rho < 0.8, (rho > 1.5) & (rho < 12.0)
+    assert origin.sum() >= 1 and fixed.sum() >= 20
+    assert np.all(np.abs(z[origin]) < 1e-4), z[origin]
+    assert np.all(np.abs(z[fixed] - (rho[fixed] - 1.0)) < 1e-4), np.max(np.abs(z[fixed] - (rho[fixed] - 1.0)))
+    assert np.asarray(sol.ys).shape == (400, 3, lb.N_EVAL)
+    i, zmax = lb.local_maxima(np.asarray(sol.ys)[:, 2, :])
+    chaotic = np.nonzero((rho > 30.0) & (rho < 90.0))[0]
+    counts = np.bincount(i, minlength=len(rho))
+    assert np.all(counts[chaotic] >= 5), counts[chaotic]
+    assert np.all(zmax[np.isin(i, chaotic)] > rho[i[np.isin(i, chaotic)]] - 1.0)
+
+
+def test_lorenz_bifurcation_runs_as_a_script_and_writes_its_picture(cpu, tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), MPLBACKEND="Agg")
+    env.pop("DISPLAY", None)
+    out = tmp_path / "lorenz.png"
+    proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, "ode", "lorenz_bifurcation.py"), "--backend", "cpu",
+                           "--n", "200", "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "200 Lorenz trajectories on cpu" in proc.stdout
+    try:
+        import matplotlib  # noqa: F401
+        assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    except ImportError:
+        assert "matplotlib is not installed" in proc.stdout
+        data = np.load(tmp_path / "lorenz.npz")
+        assert data["rho"].shape == (200,) and len(data["max_z"]) > 0
+
+
 # Command lines no run can take: argparse refuses each (status 2, "argument --X: ..."), before
 # anything runs: zero samples (barrier's error bar needs two paths), zero or negative K, a blank
 # backend name.
@@ -79,6 +123,8 @@ BAD_COMMAND_LINES = [
     ("card_mpi.py", ["--backend", "cpu", "--k", "0"], "argument --k: must be >= 1"),
     ("card_mpi.py", ["--backend", "cpu", "--n", "0"], "argument --n: must be >= 1"),
     ("card_mpi.py", ["--backend", "", "--n", "10"], "argument --backend"),
+    ("ode/lorenz_bifurcation.py", ["--backend", "cpu", "--n", "1"], "argument --n: must be >= 2"),
+    ("ode/lorenz_bifurcation.py", ["--backend", "", "--n", "10"], "argument --backend"),
 ]
 
 
@@ -93,55 +139,6 @@ def test_examples_refuse_bad_command_lines_naming_the_argument(script, args, mes
 
 
 # ------------------------------------------------------------------------------ NVRTC, no GPU
-
-def _nvrtc():
-    """libnvrtc from the wheel (eagle's cuda extra) or the toolkit, or None."""
-    from eagle._compilers import wheel_library_dirs
-    dirs = wheel_library_dirs() + ["/usr/local/cuda/lib64"]
-    for d in dirs:
-        for f in sorted(glob.glob(os.path.join(d, "libnvrtc.so*"))):
-            if "builtins" in f:
-                continue
-            try:
-                return ctypes.CDLL(f)
-            except OSError:
-                continue
-    for name in ("libnvrtc.so.13", "libnvrtc.so.12"):
-        try:
-            return ctypes.CDLL(name)
-        except OSError:
-            pass
-    return None
-
-
-def nvrtc_compile(source, name, options):
-    """(result, log, cubin bytes) of NVRTC on source, with eagle's include dir."""
-    lib = _nvrtc()
-    if lib is None:
-        pytest.skip("NVRTC is not installed (pip install nvidia-cuda-nvrtc, or the CUDA toolkit)")
-    prog = ctypes.c_void_p()
-    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source, name.encode(), 0, None, None) == 0
-    opts = [o.encode() for o in options + [f"-I{eagle.include_dir()}"]]
-    arr = (ctypes.c_char_p * len(opts))(*opts)
-    res = lib.nvrtcCompileProgram(prog, len(opts), arr)
-    size = ctypes.c_size_t()
-    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-    buf = ctypes.create_string_buffer(size.value)
-    lib.nvrtcGetProgramLog(prog, buf)
-    cubin = b""
-    if res == 0:
-        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
-        out = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetCUBIN(prog, out)
-        cubin = out.raw
-    lib.nvrtcDestroyProgram(ctypes.byref(prog))
-    return res, buf.value.decode(errors="replace"), cubin
-
-
-# The options the cuda backend passes in bit-exact mode (backends/cuda/native.cpp rtc_options).
-BIT_EXACT = ["--gpu-architecture=sm_90", "-std=c++17", "--fmad=false", "--prec-div=true", "--prec-sqrt=true",
-             "--ftz=false"]
-
 
 @pytest.mark.parametrize("name", ["oscillator", "barrier"])
 def test_examples_compile_for_cuda_with_nvrtc_and_no_gpu(name):

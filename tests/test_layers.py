@@ -15,6 +15,7 @@ FLOORS = {
         "device", "module", "array"},
     2: {"_backend", "_resolve", "_eager_memo", "api", "kernels"},
     3: {"constructs", "_record", "_interpret", "_render", "graph", "_alloc", "activeset"},
+    4: {"ode"},  # the solver floor: eagle/ode/ (public API and eagle.compile only)
 }
 
 
@@ -136,3 +137,11 @@ def test_the_checker_uses_only_the_seam_binding():
         if n.startswith("eagle.check"):
             above = [m for m in edges if not m.startswith("eagle.check") and _floor(m) not in (0, None)]
             assert not above, f"{n} imports {above}"
+
+
+def test_the_solver_floor_uses_only_the_public_api():
+    """eagle/ode/ reaches the core through `import eagle` (public names) and eagle.errors alone."""
+    graph = import_graph()
+    leaks = sorted(f"{n} imports {m}" for n, edges in graph.items() if n.startswith("eagle.ode")
+                   for m in edges if not (m.startswith("eagle.ode") or m in ("eagle", "eagle.errors")))
+    assert not leaks, "\n".join(leaks)

@@ -12,9 +12,15 @@
 
 namespace eagle {
 
+// The floating-point mode module_desc.flags asks for: 0 bit-exact, FAST_MATH, or (minor 8)
+// CONTRACT -- multiply-adds fused as the kind's compiler does by default, IEEE division and square
+// root, denormals kept.
+enum class FpMode { exact, contract, fast };
+
 // A module desc's inputs as owned strings. Counts outside 0..256 or a NULL entry are INVALID_ARGUMENT.
 struct ModuleInputs {
     uint32_t flags = 0;
+    FpMode fp = FpMode::exact;
     int32_t device = -1;
     std::string name;
     std::vector<std::string> include_dirs;
@@ -37,9 +43,15 @@ inline std::vector<std::string> read_string_list(const char* const* items, int64
 
 inline ModuleInputs read_module_desc(const struct eagle_backend_module_desc* desc, const char* default_name) {
     auto d = read_desc(desc, "desc");
-    check_flags(d.flags, EAGLE_BACKEND_MODULE_FAST_MATH, "desc->flags");
+    check_flags(d.flags, EAGLE_BACKEND_MODULE_FAST_MATH | EAGLE_BACKEND_MODULE_CONTRACT, "desc->flags");
+    if ((d.flags & EAGLE_BACKEND_MODULE_FAST_MATH) && (d.flags & EAGLE_BACKEND_MODULE_CONTRACT))
+        fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+             "desc->flags sets both FAST_MATH and CONTRACT; a module has one floating-point mode");
     ModuleInputs in;
     in.flags = d.flags;
+    in.fp = (d.flags & EAGLE_BACKEND_MODULE_FAST_MATH) ? FpMode::fast
+            : (d.flags & EAGLE_BACKEND_MODULE_CONTRACT) ? FpMode::contract
+                                                        : FpMode::exact;
     in.device = d.device;
     in.cancel = reinterpret_cast<const volatile uint32_t*>(static_cast<uintptr_t>(d.cancel));
     in.name = d.name && *d.name ? d.name : default_name;

@@ -207,6 +207,19 @@ int run_compiler(const std::vector<std::string>& argv, const std::string& log_pa
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+// Whether the compile should add -mfma: on x86 the baseline ISA has no fused multiply-add, so a
+// contracting compile (the default mode, and fast math) asks for it where this host's CPU has it
+// (the module runs on this host, so the instructions are there).
+// Other architectures the backend builds for (aarch64, ppc64le, riscv64 with D) have FMA in their
+// baseline and contract at -ffp-contract=fast with no flag.
+bool host_has_fma_flag() {
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
 // The option that caps the errors a compiler reports: clang's spelling or gcc's (cc is gcc-like).
 std::string error_limit_option(const std::string& cc) {
     const std::string base = cc.substr(cc.find_last_of('/') + 1);
@@ -264,13 +277,21 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         const std::string src = dir.file(base), so = dir.file("module.so"), log_path = dir.file("log.txt");
         write_file(src, source, source_bytes);
         std::vector<std::string> argv = {cc, "-shared", "-fPIC", "-std=gnu11"};
-        if (in.flags & EAGLE_BACKEND_MODULE_FAST_MATH) {
-            argv.insert(argv.end(), {"-O3", "-ffast-math", "-ffp-contract=fast"});
-        } else {
-            argv.insert(argv.end(), {"-O3", "-fno-fast-math", "-ffp-contract=off"});
+        switch (in.fp) {
+            case FpMode::fast:
+                argv.insert(argv.end(), {"-O3", "-ffast-math", "-ffp-contract=fast"});
+                if (host_has_fma_flag()) argv.push_back("-mfma");
+                break;
+            case FpMode::contract:
+                argv.insert(argv.end(), {"-O3", "-fno-fast-math", "-ffp-contract=fast"});
+                if (host_has_fma_flag()) argv.push_back("-mfma");
+                break;
+            case FpMode::exact:
+                argv.insert(argv.end(), {"-O3", "-fno-fast-math", "-ffp-contract=off"});
 #if defined(__x86_64__) || defined(__i386__)
-            argv.push_back("-mfpmath=sse");
+                argv.push_back("-mfpmath=sse");
 #endif
+                break;
         }
         argv.push_back(error_limit_option(cc));
         for (const auto& d : in.include_dirs) argv.push_back("-I" + d);

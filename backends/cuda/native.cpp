@@ -184,16 +184,20 @@ const RtcNames& rtc() {
     return n;
 }
 
-std::vector<std::string> rtc_options(int device, bool fast) {
+std::vector<std::string> rtc_options(int device, FpMode mode) {
     int major = 0, minor = 0;
     check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "deviceGetAttribute");
     check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "deviceGetAttribute");
     std::vector<std::string> o = {"--gpu-architecture=sm_" + std::to_string(major) + std::to_string(minor),
                                   "-std=c++17"};
-    if (fast) {
-        o.emplace_back("--use_fast_math");
-    } else {
-        o.insert(o.end(), {"--fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false"});
+    switch (mode) {
+        case FpMode::fast: o.emplace_back("--use_fast_math"); break;
+        case FpMode::contract:  // NVRTC's own default, spelled out
+            o.insert(o.end(), {"--fmad=true", "--prec-div=true", "--prec-sqrt=true", "--ftz=false"});
+            break;
+        case FpMode::exact:
+            o.insert(o.end(), {"--fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false"});
+            break;
     }
     return o;
 }

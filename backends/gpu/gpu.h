@@ -17,6 +17,7 @@
 
 #include "guarded.h"
 #include "handle_registry.h"
+#include "module_common.h"
 #include "runtime.h"
 
 namespace eagle::gpu {
@@ -290,8 +291,9 @@ struct RtcNames {
 };
 const RtcNames& rtc();
 // The compiler options for `device` (its architecture) and the floating-point mode: bit-exact
-// (no contraction) or fast.
-std::vector<std::string> rtc_options(int device, bool fast);
+// (no contraction), contract (fused multiply-adds, IEEE division and square root, no flush to
+// zero) or fast.
+std::vector<std::string> rtc_options(int device, FpMode mode);
 // Loads an image (cubin, fatbin, NUL-terminated PTX; a code object on hip) into the current device's
 // context; nullptr on failure with the loader's message in `log`.
 void* module_load(const void* image, size_t bytes, std::string& log);

@@ -179,7 +179,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         const Rtc& rtc = find_rtc(in);
         const int dev = resolve_device(in.device, 0, false);  // checks for a device
         DeviceGuard guard(dev);
-        std::vector<std::string> opts = native::rtc_options(dev, (in.flags & EAGLE_BACKEND_MODULE_FAST_MATH) != 0);
+        std::vector<std::string> opts = native::rtc_options(dev, in.fp);
         for (const auto& d : in.include_dirs) opts.push_back("-I" + d);
         for (const auto& o : in.options) opts.push_back(o);
         std::vector<const char*> argv;

@@ -60,15 +60,17 @@ const RtcNames& rtc() {
     return n;
 }
 
-std::vector<std::string> rtc_options(int device, bool fast) {
+std::vector<std::string> rtc_options(int device, FpMode mode) {
     hipDeviceProp_t p{};
     check(hipGetDeviceProperties(&p, device), "hipGetDeviceProperties");
     std::string arch = p.gcnArchName;
     std::vector<std::string> o = {"--offload-arch=" + arch.substr(0, arch.find(':')), "-std=c++17", "-O3"};
-    if (fast) {
-        o.emplace_back("-ffast-math");
-    } else {
-        o.insert(o.end(), {"-ffp-contract=off", "-fno-fast-math"});
+    switch (mode) {
+        case FpMode::fast: o.emplace_back("-ffast-math"); break;
+        case FpMode::contract:  // hipcc's default for device code
+            o.insert(o.end(), {"-ffp-contract=fast", "-fno-fast-math"});
+            break;
+        case FpMode::exact: o.insert(o.end(), {"-ffp-contract=off", "-fno-fast-math"}); break;
     }
     return o;
 }

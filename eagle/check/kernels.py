@@ -197,6 +197,48 @@ def source_refusals(s):
              why="NULL out")
 
 
+_CONTRACT, _FAST_MATH = 2, 1  # EAGLE_BACKEND_MODULE_CONTRACT (minor 8), EAGLE_BACKEND_MODULE_FAST_MATH
+
+
+@bcheck("module_from_source.fp_modes", needs=("module_release",))
+def source_fp_modes(s):
+    """Since minor 8: CONTRACT compiles a module whose kernels run and compute what the exact one
+    does (integer arithmetic: no rounding to differ); CONTRACT together with FAST_MATH is
+    INVALID_ARGUMENT (one floating-point mode per module)."""
+    minor = int(s.raw("version")) & 0xFFFF
+    if minor < 8:
+        raise Skip(f"the backend is minor {minor}; CONTRACT is since minor 8 (flags 0 mean bit-exact for it)")
+    d, keep = _desc(_CONTRACT | _FAST_MATH)
+    out = ffi.new("eagle_backend_module*")
+    s.expect("module_from_source", "INVALID_ARGUMENT", d, _SOURCE, len(_SOURCE), out, ffi.NULL,
+             why="FAST_MATH | CONTRACT")
+    s.need_device()
+    for flags in (_CONTRACT, _FAST_MATH):
+        st, mod, log = _compile(s, flags=flags)
+        if st != 0:
+            raise CheckFailure(f"module_from_source with flags {flags} failed: {s.last_error()!r}\n{log}")
+        try:
+            fn = ffi.new("uint64_t*")
+            s.ok("module_function", mod, b"eagle_check_axpb", fn)
+            n = 64
+            with _Memory(s) as mem:
+                x = mem.alloc(n * 8)
+                host = np.arange(n, dtype=np.int64)
+                stream, raw = _stream(s)
+                try:
+                    s.ok("memcpy", x, host.ctypes.data, n * 8, 1, raw)  # H2D
+                    _launch(s, int(fn[0]), raw, [x, 3, 5], n)
+                    s.ok("memcpy", host.ctypes.data, x, n * 8, 2, raw)  # D2H
+                    s.ok("stream_synchronize", stream)
+                finally:
+                    s.raw("stream_release", stream)
+            want = 3 * np.arange(n) + 5 + np.arange(n)
+            if not np.array_equal(host, want):
+                raise CheckFailure(f"the kernel compiled with flags {flags} computed wrong values: {host[:4]}...")
+        finally:
+            s.raw("module_release", mod)
+
+
 @bcheck("module_from_image.garbage")
 def image_garbage(s):
     """Bytes that are no image are COMPILE_FAILED (not a crash); an empty image is INVALID_ARGUMENT."""

@@ -6,7 +6,8 @@
  * Random numbers are counter-based: the 12 uniforms of path i at step t are a hash of
  * (seed, i, t, k), so every kind draws the same numbers for the same path, whatever the order in
  * which lanes run. Z is their Irwin-Hall sum minus 6 (mean 0, variance 1), which needs no math
- * library, so the result is the same bit for bit on every kind in bit-exact mode. */
+ * library, so the result is the same bit for bit on every kind compiled bit-exact
+ * (eagle.compile(..., exact=True), as barrier.py does). */
 #include <eagle/kernel.h>
 
 /* splitmix64's finaliser: a bijective 64-bit mix. */

@@ -1,6 +1,7 @@
 /* The oscillator card, written once for every kind: N damped harmonic oscillators
  * x'' = -2 zeta omega x' - omega^2 x, classic RK4 with dt = 1e-3 in FP64, sample i stopping after its
- * own target[i] steps. Compiled bit-exact (eagle's default), cpu and cuda give the same bits. */
+ * own target[i] steps. Compiled bit-exact (eagle.compile(..., exact=True), as oscillator.py does),
+ * cpu and cuda give the same bits; eagle's default mode fuses the multiply-adds instead. */
 #include <eagle/kernel.h>
 
 #define DT 1e-3

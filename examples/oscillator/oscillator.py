@@ -50,11 +50,14 @@ def numpy_reference(omega, zeta, steps):
     return x, v
 
 
-def run(backend, n, K=32, reorder=None, loop="drain"):
+def run(backend, n, K=32, reorder=None, loop="drain", exact=True):
     """Integrate n oscillators on ``backend``; returns (x, v) as numpy arrays. ``loop``: 'drain'
-    (one drained launch) or 'while' (a WHILE of K steps + compaction; reorder= needs it)."""
+    (one drained launch) or 'while' (a WHILE of K steps + compaction; reorder= needs it).
+    ``exact``: compile bit-exact (the card's promise: every kind, and numpy_reference, give the
+    same bits); False: eagle's default mode, which fuses multiply-adds (faster, and within
+    rounding of the exact result)."""
     b = eagle.backend(backend)
-    mod = b.compile(os.path.join(HERE, "oscillator.c"))
+    mod = b.compile(os.path.join(HERE, "oscillator.c"), exact=exact)
     omega, zeta, steps = workload(n)
     x, v = b.empty(n), b.empty(n)
     done, mask = b.empty(n, "int32"), b.empty(n, "uint8")

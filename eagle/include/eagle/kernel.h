@@ -22,7 +22,10 @@
  *                  const uint32_t* live_count, const uint8_t* drop_mask, uint32_t* queue,
  *                  int64_t rounds, int64_t workers). Every live sample i (index_map[p] for
  *                  p < *live_count, each exactly once) has its body called again and again
- *                  until drop_mask[i] != 0 or it was called `rounds` times. That is what
+ *                  until drop_mask[i] != 0 or it was called `rounds` times. With index_map and
+ *                  live_count both NULL every sample 0..n-1 is visited (map position p is sample
+ *                  p) and those whose drop_mask byte is set are skipped: a drain straight after a
+ *                  reset then needs no compaction before it (ActiveSet.drain(compacted=False)). That is what
  *                  `rounds` iterations of (drift_active; compact) give each sample, with no
  *                  synchronisation between the rounds: valid when sample i's body touches only
  *                  sample i. A lane that finishes its sample takes the next live one, so the
@@ -39,6 +42,10 @@
  * with a lane loop; on cuda and hip each is an extern "C" __global__ function taking the declared
  * arguments, then eagle's partition triple (int64 base, count, n_samples), one lane per thread.
  * The partition triple and the lane loop are eagle's, never the user's.
+ *
+ * Numerics: this header includes <eagle/numerics.h>, so every kind has C's numeric vocabulary
+ * (INFINITY, NAN, M_PI, DBL_EPSILON, FLT_MAX, isnan, fmin, nextafter, fma, ..., int64_t,
+ * INT64_MAX, bool, size_t, NULL) with C's meaning, and a source needs no other include.
  *
  * Rules: 1 to 24 arguments; each type is one token sequence without commas or parentheses (a
  * pointer, double, int32_t, ...). The names i and n are the body's own. Helper functions the body
@@ -67,34 +74,26 @@
  * a Python int or float, or the bytes given. A kernel loaded from an image or from a source
  * without EAGLE_KERNEL has no declaration: its launches are not checked.
  *
- * Floating point. Compiled bit-exact (eagle's default) every kind keeps each operation the source
- * spells, with no contraction into fused multiply-adds, IEEE division and square root: + - * /
- * and sqrt then give the same bits on every kind. Library functions (exp, sin, log, ...) come from
- * each kind's own math library and may differ in the last place. fast_math=True lets every
- * compiler contract and reassociate.
+ * Floating point: eagle.compile has three modes. The default contracts multiply-adds into fused
+ * multiply-adds as each kind's compiler does by default (cpu: -ffp-contract=fast, with FMA
+ * instructions where the host CPU has them; cuda: NVRTC's --fmad=true), with IEEE division and
+ * square root and no flush to zero: results may differ between kinds in the last place of a
+ * multiply-add. exact=True is bit-exact: every kind keeps each operation the source spells, with
+ * no contraction, IEEE division and square root, so + - * / and sqrt (and the exactly rounded
+ * functions of eagle/numerics.h) give the same bits on every kind. Library functions (exp, sin,
+ * log, ...) come from each kind's own math library and may differ in the last place in every
+ * mode. fast_math=True lets every compiler also reassociate, approximate and flush denormals.
  */
 #ifndef EAGLE_KERNEL_H
 #define EAGLE_KERNEL_H
 
-#if defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)
-/* A runtime compiler (NVRTC, hiprtc) has no C library headers: the fixed-width types are ours. */
-#if !defined(EAGLE_HAVE_STDINT)
-typedef signed char int8_t;
-typedef unsigned char uint8_t;
-typedef short int16_t;
-typedef unsigned short uint16_t;
-typedef int int32_t;
-typedef unsigned int uint32_t;
-typedef long long int64_t;
-typedef unsigned long long uint64_t;
-#endif
-#define EAGLE_KIND_GPU 1
-#elif defined(__CUDACC__) || defined(__HIPCC__)
-#include <stdint.h>
+/* The C numerics vocabulary (INFINITY, M_PI, DBL_EPSILON, int64_t, INT64_MAX, bool, size_t, ...),
+ * the same on every kind: see eagle/numerics.h. */
+#include "numerics.h"
+
+#if defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__) || defined(__CUDACC__) || defined(__HIPCC__)
 #define EAGLE_KIND_GPU 1
 #else
-#include <math.h>
-#include <stdint.h>
 #define EAGLE_KIND_GPU 0
 #endif
 
@@ -155,10 +154,13 @@ typedef struct {
     int exhausted;               /* the queue has nothing more below live */
 } eagle_drain_lane;
 
-EAGLE_FN eagle_drain_lane eagle_drain_begin(const uint32_t* live, int64_t workers) {
+/* Map position p's sample: index_map[p], or p itself when there is no map (every sample 0..n-1). */
+#define EAGLE_DRAIN_SAMPLE(map, p) ((map) ? (int64_t)(map)[p] : (int64_t)(p))
+
+EAGLE_FN eagle_drain_lane eagle_drain_begin(const uint32_t* live, int64_t n, int64_t workers) {
     eagle_drain_lane d;
     const int64_t w = (int64_t)blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    d.live = (int64_t)*live;
+    d.live = live ? (int64_t)*live : n;
     d.first_dynamic = workers;
     d.p = -1;
     d.i = 0;
@@ -173,13 +175,17 @@ EAGLE_FN eagle_drain_lane eagle_drain_begin(const uint32_t* live, int64_t worker
  * the warp has a sample to step (then d->p >= 0 marks the lanes that do, d->i their sample). */
 EAGLE_FN bool eagle_drain_next(eagle_drain_lane* d, const int32_t* map, const uint8_t* mask, uint32_t* queue,
                                int64_t rounds) {
-    if (d->p >= 0 && d->r == 0) d->i = map[d->p];
+    if (d->p >= 0 && d->r == 0) d->i = EAGLE_DRAIN_SAMPLE(map, d->p);
     if (d->p >= 0 && (d->r >= rounds || mask[d->i] != 0)) d->p = -1;
 #if defined(__HIPCC_RTC__) || defined(__HIPCC__)
     /* hip: each lane claims alone (wavefront-width ballots are not used here). */
     if (d->p < 0 && !d->exhausted) {
         const int64_t q = d->first_dynamic + (int64_t)atomicAdd(queue, 1u);
-        if (q < d->live) { d->p = q; d->i = map[q]; d->r = 0; if (mask[d->i] != 0) d->p = -1; } else { d->exhausted = 1; }
+        if (q < d->live) {
+            d->p = q; d->i = EAGLE_DRAIN_SAMPLE(map, q); d->r = 0; if (mask[d->i] != 0) d->p = -1;
+        } else {
+            d->exhausted = 1;
+        }
     }
     if (d->p >= 0) d->r++;
     return d->p >= 0 || !d->exhausted;
@@ -206,7 +212,7 @@ EAGLE_FN bool eagle_drain_next(eagle_drain_lane* d, const int32_t* map, const ui
         }
         if (d->p < 0 && mine >= 0 && mine < d->live) {
             d->p = mine;
-            d->i = map[mine];
+            d->i = EAGLE_DRAIN_SAMPLE(map, mine);
             d->r = 0;
             if (mask[d->i] != 0) d->p = -1;  /* dropped before this launch: take another next time */
         }
@@ -320,7 +326,7 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
                                             int64_t eagle_rounds, int64_t eagle_workers,             \
                                             int64_t eagle_base, int64_t eagle_count, int64_t eagle_n) { \
         (void)eagle_base; (void)eagle_count;                                                         \
-        eagle_drain_lane eagle_d = eagle_drain_begin(eagle_live, eagle_workers);                     \
+        eagle_drain_lane eagle_d = eagle_drain_begin(eagle_live, eagle_n, eagle_workers);            \
         while (eagle_drain_next(&eagle_d, eagle_map, eagle_mask, eagle_queue, eagle_rounds))          \
             if (eagle_d.p >= 0)                                                                      \
                 eagle_body_##name(eagle_d.i, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));       \
@@ -359,14 +365,14 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
                                        int64_t eagle_count, int64_t eagle_n) {                       \
         EAGLE_PP_MAP(EAGLE_PP_UNPACK, __VA_ARGS__)                                                    \
         const int32_t* eagle_map = *(const int32_t* const*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__)]; \
-        const int64_t eagle_live =                                                                   \
-            (int64_t)**(const uint32_t* const*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 1];         \
+        const uint32_t* eagle_live_p = *(const uint32_t* const*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 1]; \
+        const int64_t eagle_live = eagle_live_p ? (int64_t)*eagle_live_p : eagle_n; /* NULL: all n */  \
         const uint8_t* eagle_mask = *(const uint8_t* const*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 2]; \
         const int64_t eagle_rounds = *(const int64_t*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 4];  \
         const int64_t eagle_workers = *(const int64_t*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 5]; \
         for (int64_t eagle_w = eagle_base; eagle_w < eagle_base + eagle_count; ++eagle_w)            \
             for (int64_t eagle_p = eagle_w; eagle_p < eagle_live; eagle_p += eagle_workers) {         \
-                const int64_t eagle_i = eagle_map[eagle_p];                                          \
+                const int64_t eagle_i = eagle_map ? (int64_t)eagle_map[eagle_p] : eagle_p;           \
                 for (int64_t eagle_r = 0; eagle_r < eagle_rounds && eagle_mask[eagle_i] == 0; ++eagle_r) \
                     eagle_body_##name(eagle_i, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));     \
             }                                                                                        \
