@@ -50,7 +50,8 @@ _BASE = {
     "void": None,
 }
 #: Words that qualify a type without changing what it holds.
-_QUALIFIERS = frozenset({"const", "volatile", "restrict", "__restrict", "__restrict__", "EAGLE_BUFFER"})
+_QUALIFIERS = frozenset({"const", "volatile", "restrict", "__restrict", "__restrict__", "EAGLE_BUFFER",
+                         "EAGLE_NULLABLE"})
 #: struct formats of a scalar of each element kind, at its declared width.
 _SCALAR_FORMAT = {"f8": "d", "f4": "f", "i1": "b", "u1": "B", "i2": "h", "u2": "H", "i4": "i", "u4": "I",
                   "i8": "q", "u8": "Q", "b1": "?"}
@@ -61,12 +62,14 @@ _TOKEN = re.compile(r"[A-Za-z_]\w*|\*|\S")
 class CType:
     """One declared parameter type. ``kind``: 'pointer', 'scalar' or 'unknown' (passed
     unchecked); ``element``: numpy dtype character of the element or scalar (None: any);
-    ``const``: the pointed-to data is const; ``buffer``: EAGLE_BUFFER (no length check)."""
+    ``const``: the pointed-to data is const; ``buffer``: EAGLE_BUFFER (no length check);
+    ``nullable``: 0 is taken as NULL (only eagle's own appended arguments are so declared)."""
 
-    __slots__ = ("text", "kind", "element", "const", "buffer")
+    __slots__ = ("text", "kind", "element", "const", "buffer", "nullable")
 
-    def __init__(self, text, kind, element=None, const=False, buffer=False):
+    def __init__(self, text, kind, element=None, const=False, buffer=False, nullable=False):
         self.text, self.kind, self.element, self.const, self.buffer = text, kind, element, const, buffer
+        self.nullable = nullable
 
     def __repr__(self):
         return f"CType({self.text!r}, {self.kind}, {self.element}, const={self.const}, buffer={self.buffer})"
@@ -86,7 +89,7 @@ def parse_type(text):
         # const before the first '*' qualifies the element; after it, the pointer itself
         const = "const" in tokens[:stars[0]]
         element = _BASE[base] if known and len(stars) == 1 else None  # T**: an array of addresses
-        return CType(text, "pointer", element, const, buffer)
+        return CType(text, "pointer", element, const, buffer, "EAGLE_NULLABLE" in words)
     if known and _BASE[base] is not None:
         return CType(text, "scalar", _BASE[base])
     return CType(text, "unknown")
@@ -197,7 +200,11 @@ class Signature:
 
         exact = None if want is None else np.dtype(want)  # numpy's dtypes of native types are singletons
 
+        nullable = t.nullable
+
         def check(value, need):
+            if nullable and type(value) is int and value == 0:
+                return 0  # NULL, which the entry takes (eagle's own appended arguments only)
             info = fast_info(value)
             if info is not None:
                 dtype, shape = value.dtype, value.shape

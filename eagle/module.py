@@ -55,7 +55,8 @@ def _take_log(backend, logp):
 _ENTRY_EXTRAS = {
     "": (),
     "_active": (("const int32_t*", "index_map"), ("EAGLE_BUFFER const uint32_t*", "live_count")),
-    "_drain": (("const int32_t*", "index_map"), ("EAGLE_BUFFER const uint32_t*", "live_count"),
+    # the drain's index map and count may be NULL (0): ActiveSet.drain(compacted=False) visits every sample
+    "_drain": (("EAGLE_NULLABLE const int32_t*", "index_map"), ("EAGLE_NULLABLE EAGLE_BUFFER const uint32_t*", "live_count"),
                ("const uint8_t*", "drop_mask"), ("EAGLE_BUFFER uint32_t*", "queue"), ("int64_t", "rounds"),
                ("int64_t", "workers")),
 }
