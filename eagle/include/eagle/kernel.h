@@ -69,9 +69,10 @@
  *   EAGLE_BUFFER T*       as T*, of any length: a table, a counter word, a buffer that is not
  *                         one sample per lane. Written before the type: (EAGLE_BUFFER const
  *                         double*, table). It expands to nothing on every kind.
- * Scalars are passed at their declared width (a float as 4 bytes, an int32_t as 4). A type eagle
- * does not know (a typedef, a struct, a vector type) is passed unchecked, as an 8-byte value for
- * a Python int or float, or the bytes given. A kernel loaded from an image or from a source
+ * Scalars are passed at their declared width (a float as 4 bytes, an int32_t as 4). A simple
+ * typedef of the source (typedef float real;) is checked as the type it names. A type eagle does
+ * not know (a struct, a vector type, a macro) is passed unchecked, as an 8-byte value for a Python
+ * int or float, or the bytes given. A kernel loaded from an image or from a source
  * without EAGLE_KERNEL has no declaration: its launches are not checked.
  *
  * Floating point: eagle.compile has three modes. The default contracts multiply-adds into fused
