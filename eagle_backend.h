@@ -348,6 +348,14 @@ struct eagle_backend_module_desc {
                                       * libhiprtc, on GPU kinds); NULL or "": the default search only
                                       * (cpu: $CC, then cc, gcc, clang on PATH; cuda: libnvrtc.so.13,
                                       * .12 by the system loader, then the toolkit's lib64) */
+    /* since minor 8: stopping a compile */
+    uint64_t cancel;                 /* 0, or the host address of a uint32_t word that another
+                                      * thread may set nonzero while module_from_source runs. A
+                                      * kind whose compiler is a process of its own (cpu) polls it
+                                      * at least every 20 ms, then kills the compiler and its
+                                      * children and returns ERROR with "cancelled" in the message;
+                                      * a kind whose compiler runs in-process (NVRTC, hiprtc) may
+                                      * finish first. Ignored by module_from_image. */
 };
 
 /* ======================================================================== required ======= */

@@ -196,7 +196,7 @@ def main():
     # The same loop with its body compiled from EAGLE_KERNEL: the cuda backend folds eagle's setter
     # into the kernel's `eagle_while_end_<N>_<name>` entry (backends/cuda/kernel_fold.cpp), one node an iteration.
     dec_module = eagle.compile("#include <eagle/kernel.h>\n"
-                               "EAGLE_KERNEL(bench_decrement, (uint32_t*, c)) { (void)n; if (i == 0) c[0] -= 1u; }\n",
+                               "EAGLE_KERNEL(bench_decrement, (EAGLE_BUFFER uint32_t*, c)) { (void)n; if (i == 0) c[0] -= 1u; }\n",
                                backend=b, name="bench_decrement.c")
 
     def fresh_folded_launcher():

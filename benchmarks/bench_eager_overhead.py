@@ -1,8 +1,10 @@
 """Issues 17 and 33: eager ``eagle.compact()``, ``eagle.copy()`` and ``eagle.run()`` (and their
-``Backend`` twins) against their raw seam calls, on any backend.
+``Backend`` twins) against their raw seam calls, on any backend; issue 28: eager ``eagle.run()`` of a
+declared kernel (``--what run``), whose arguments are checked against the kernel's declared C types.
 
     python benchmarks/bench_eager_overhead.py [--backend cpu|cuda] [--n 1048576] [--calls 200] [--rounds 21]
         [--no-foreign] [--only-compact]
+    python benchmarks/bench_eager_overhead.py --what run [--n 1024]
 
 Each case is a pair doing the same work on the same arrays, on the same stream (eagle's own stream
 of this thread, the one an eager call with no ``stream=`` runs on), timed on the host (wall):
@@ -24,7 +26,12 @@ keeps half the samples. Rounds interleave the cases (the order rotates, raw and 
 which goes first); the figures are medians over rounds of the per-call mean of ``calls`` calls,
 and the best round of each (less disturbed by other load on a shared machine).
 ``eager - raw`` is eagle's Python cost per call; the ratio is issue 17's figure (goal <= 1.3x at
-2^20 on the H200)."""
+2^20 on the H200).
+
+``--what run``: ``eagle.run(axpy, [y, x, 0.5, 3], n)`` of ``EAGLE_KERNEL(axpy, (double*, y),
+(const double*, x), (double, a), (int64_t, k))`` against a launch desc prepared once, passed to
+``run_device``, then ``stream_synchronize``, on the same stream and arrays (eagle's own arrays,
+and numpy's on a host kind)."""
 import argparse
 import os
 import statistics
@@ -158,7 +165,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--no-foreign", action="store_true", help="only eagle's own arrays")
     ap.add_argument("--only-compact", action="store_true", help="only the eagle.compact cases (issue 17's table)")
+    ap.add_argument("--what", choices=("compact", "run"), default="compact", help="the eager call to time")
     args = ap.parse_args()
+    if args.what == "run":
+        return main_run(args)
     n, calls = args.n, args.calls
 
     b = eagle.backend(args.backend)
@@ -247,6 +257,83 @@ def main():
         for k in names:
             e, raw = (pick(v) for v in samples[k])
             print(f"{k + ', ' + how:<44}{e:>10.2f}{raw:>13.2f}{e - raw:>14.2f}{e / raw:>7.2f}x")
+
+
+_AXPY = r"""
+#include <eagle/kernel.h>
+EAGLE_KERNEL(axpy, (double*, y), (const double*, x), (double, a), (int64_t, k)) {
+    y[i] = a * x[i] + (double)k;
+}
+"""
+
+
+def main_run(args):
+    """Eager eagle.run of a declared kernel against its raw run_device + stream_synchronize."""
+    n, calls = args.n, args.calls
+    b = eagle.backend(args.backend)
+    s = own_stream(b)
+    h, raw_s = s._h, s.handle
+    f = b._f
+    sync, run_device = f.stream_synchronize, f.run_device
+    axpy = eagle.compile(_AXPY, backend=b, kernels=["axpy"]).axpy
+    x_host = np.arange(n, dtype=np.float64)
+    want = 0.5 * x_host + 3.0
+    sets = {"eagle arrays": (b.zeros(n, "float64"), b.asarray(x_host))}
+    if 1 in b.device_types and not args.no_foreign:
+        sets["numpy arrays"] = (np.zeros(n), x_host.copy())
+    run = eagle.run
+    pairs = {}
+    keep = []
+    for name, (y, x) in sets.items():
+        storage = ffi.new("uint64_t[8]")
+        storage[0], storage[2] = _arrays.address_of(y).ptr, _arrays.address_of(x).ptr
+        ffi.cast("double*", storage + 4)[0] = 0.5
+        storage[6] = 3
+        params = ffi.new("uint64_t[]", [int(ffi.cast("uintptr_t", storage + 2 * k)) for k in range(4)])
+        sizes = ffi.new("uint64_t[]", [8, 8, 8, 8])
+        desc = ffi.new("struct eagle_backend_launch_desc*", {
+            "struct_size": ffi.sizeof("struct eagle_backend_launch_desc"), "device": -1,
+            "function": axpy.handle, "params": params, "param_sizes": sizes, "nparams": 4, "base": 0,
+            "count": n, "n_samples": n, "stream": raw_s})
+        launched = ffi.new("int32_t*")
+        keep.append((storage, params, sizes, desc, launched))
+        for way in ("eager", "raw"):
+            if way == "eager":
+                run(axpy, [y, x, 0.5, 3], n)
+            else:
+                _check(run_device(desc, launched), "run_device", b)
+                _check(sync(h), "stream_synchronize", b)
+            if not np.array_equal(host_copy(y), want):
+                raise RuntimeError(f"{name}: {way} axpy differs from numpy")
+
+        def eager_loop(y=y, x=x):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                run(axpy, [y, x, 0.5, 3], n)
+            return (time.perf_counter() - t0) / calls * 1e6
+
+        def raw_loop(desc=desc, launched=launched):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                run_device(desc, launched)
+                sync(h)
+            return (time.perf_counter() - t0) / calls * 1e6
+
+        pairs[name] = (eager_loop, raw_loop)
+    names = list(pairs)
+    for k in names:
+        pairs[k][0]()
+        pairs[k][1]()
+    samples = interleave_pairs(pairs, args.rounds)
+    header()
+    print(f"backend: {b.kind} '{b.path}'; eagle.run of a declared 4-argument kernel, n = {n}, {calls} calls "
+          f"per case, {args.rounds} interleaved rounds; median over rounds of the per-call wall time")
+    print()
+    print(f"{'eager eagle.run() of':<26}{'eager us':>10}{'raw+sync us':>13}{'eager-raw us':>14}{'ratio':>8}")
+    for how, pick in (("median", statistics.median), ("best round", min)):
+        for k in names:
+            e, raw = (pick(v) for v in samples[k])
+            print(f"{k + ', ' + how:<26}{e:>10.2f}{raw:>13.2f}{e - raw:>14.2f}{e / raw:>7.2f}x")
 
 
 if __name__ == "__main__":

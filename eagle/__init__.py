@@ -7,9 +7,9 @@ in eagle/README.md.
 
 Importing eagle loads nothing but this module and its exceptions; the rest is imported on
 first use."""
-from .errors import (BackendLoadError, BackendUnavailable, CompileError, EagleBufferError, EagleError,
-                     EagleIndexError, EagleKeyError, EagleMemoryError, EagleTypeError, EagleValueError, HandleError,
-                     InteropError, Unsupported)
+from .errors import (BackendLoadError, BackendUnavailable, CompileError, CompileTimeout, EagleBufferError,
+                     EagleError, EagleIndexError, EagleKeyError, EagleMemoryError, EagleTypeError, EagleValueError,
+                     HandleError, InteropError, RanOutWarning, Unsupported)
 
 __version__ = "0.1.0"
 
@@ -76,9 +76,9 @@ _LAZY = {
     "mean_var": ".reduce", "MeanVar": ".reduce",
 }
 
-__all__ = ["BackendLoadError", "BackendUnavailable", "CompileError", "EagleBufferError", "EagleError",
-           "EagleIndexError", "EagleKeyError", "EagleMemoryError", "EagleTypeError", "EagleValueError",
-           "HandleError", "InteropError", "Unsupported", *_LAZY]
+__all__ = ["BackendLoadError", "BackendUnavailable", "CompileError", "CompileTimeout", "EagleBufferError",
+           "EagleError", "EagleIndexError", "EagleKeyError", "EagleMemoryError", "EagleTypeError", "EagleValueError",
+           "HandleError", "InteropError", "RanOutWarning", "Unsupported", *_LAZY]
 
 
 def __getattr__(name):

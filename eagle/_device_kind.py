@@ -9,7 +9,7 @@ works with kinds."""
 import operator
 
 from ._validate import INT32_MAX
-from .errors import EagleTypeError, EagleValueError
+from .errors import EagleError, EagleTypeError, EagleValueError
 
 #: DLPack's codes that eagle's readers name by themselves: host memory, and CUDA device memory
 #: (what ``__cuda_array_interface__`` describes when an array says nothing else).
@@ -86,9 +86,11 @@ def device_pair(obj, method):
                              "method returning (device_type, device_id)")
     try:
         dev = method()
-    except (TypeError, ValueError) as e:
+    except EagleError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the object's own defect, named and chained
         raise EagleTypeError(f"eagle: {name}.__dlpack_device__() failed ({type(e).__name__}: {e}); it must be "
-                             "a method returning (device_type, device_id)") from None
+                             "a method returning (device_type, device_id)") from e
     if isinstance(dev, tuple) and len(dev) == 2 and not any(isinstance(v, bool) for v in dev):
         try:
             pair = operator.index(dev[0]), operator.index(dev[1])

@@ -37,8 +37,8 @@ def devices_of(arrays, what, noun="argument"):
             continue
         try:
             out.append((i, dlpack_device(a)))
-        except EagleTypeError as e:
-            raise EagleTypeError(f"{what}: {noun} {i}: {e}") from None
+        except EagleTypeError as e:  # keeps what the object itself raised, if anything
+            raise EagleTypeError(f"{what}: {noun} {i}: {e}") from e.__cause__
     return out
 
 

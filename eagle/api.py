@@ -6,7 +6,7 @@ Each decides its backend with the one resolver (eagle/_resolve.py) from where it
 (and the eagle stream it is given), overridden by ``backend=``; none defaults to a kind. Then it
 hands the :class:`eagle.Backend` to the seam object that does the work; a call that enqueues work
 does so through :func:`eagle._inflight.submit`, the one meaning of ``stream=``."""
-from . import _arrays, _validate
+from . import _arrays, _recording, _validate
 from . import _eager_memo
 from . import array as _array
 from . import exec as _exec
@@ -88,6 +88,8 @@ def copy(dst, src, nbytes=None, *, stream=None, backend=None, direction=None):
 
     The copy keeps ``dst`` and ``src`` alive until it has run.
     """
+    if stream is None:
+        _recording.refuse_eager("eagle.copy")
     b, _ = resolve((dst, src), backend=backend, streams=(stream,), what="eagle.copy", host_ok=True)
     return submit(b, stream, _memory.enqueue_copy, dst, src, nbytes, direction=direction)
 
@@ -100,13 +102,17 @@ def run(kernel, args, n, *, backend=None, stream=None, **kw):
     ``n_samples``, ``block``, ``device``. With ``stream`` the launch is enqueued there; with no
     stream eagle launches on a stream of its own and returns when the kernel is done. Returns True
     when a launch was made, False for an empty partition."""
+    if stream is None:
+        _recording.refuse_eager("eagle.run")
     owner = getattr(kernel, "backend", None)
     if owner is None:  # an eagle Kernel: its module's backend
         owner = getattr(getattr(kernel, "module", None), "backend", None)
     if backend is None and owner is not None and not isinstance(owner, str):
         backend = owner
-    b, _ = resolve(list(args) if isinstance(args, (list, tuple)) else [], backend=backend,
-                   streams=(stream,), what="eagle.run")
+    signature = getattr(kernel, "signature", None)
+    arrays = [] if not isinstance(args, (list, tuple)) else (
+        list(args) if signature is None else signature.arrays(args))  # a declared kernel's scalars name no device
+    b, _ = resolve(arrays, backend=backend, streams=(stream,), what="eagle.run")
     return submit(b, stream, _exec.enqueue_run, kernel, args, n, **kw)
 
 

@@ -24,7 +24,7 @@ Graph.build records a rank's program like any other: the steps call ``job.run`` 
 kernels and ``stream.run`` for lane kernels, and the graph is replayed with ``launch()``."""
 import numpy as np
 
-from ..extend import address_of
+from ..extend import ArrayInfo, address_of
 from ..errors import EagleValueError
 from .failure import agree as _agree
 from .failure import check as _check
@@ -43,6 +43,16 @@ class GlobalPlane(int):
 
     def __repr__(self):
         return f"<eagle.distributed.GlobalPlane 0x{int(self):x} samples [{self.part.base}, {self.part.stop})>"
+
+    def __eagle_array__(self):
+        """(ArrayInfo, dtype, shape) for a kernel's typed pointer parameter: the plane's dtype, and
+        its shape with the sample axis counted from global sample 0 (base + the plane's own), as
+        the biased address reaches it."""
+        info = address_of(self.plane)
+        shape = tuple(self.plane.shape)
+        virtual = shape[:-1] + (self.part.base + shape[-1],) if shape else shape
+        return (ArrayInfo(int(self), info.nbytes, info.device_type, info.device_id, self.plane, info.readonly),
+                self.plane.dtype, virtual)
 
 
 class Job:
