@@ -7,8 +7,9 @@ Brownian motion W_k, independent of the others (Kloeden & Platen's diagonal nois
 on y through y_k alone where Milstein's order 1 is wanted). The increments are
 dW_k = sqrt(h) z_k with z_k the standard normals of <eagle/random.h> (Philox4x32-10, Box-Muller),
 keyed by (seed, sample, draw): step s of sample i draws the blocks s * ceil(d / 2) + j
-(j < ceil(d / 2); block j gives z_{2j} and z_{2j+1}), so a path's numbers depend on neither the
-lane that runs it, nor the launch, nor the kind.
+(j < ceil(d / 2); block j gives z_{2j} and z_{2j+1}: eagle_rng_normal2) in float64, the blocks
+s * ceil(d / 4) + j (block j gives z_{4j} .. z_{4j+3}: eagle_rng_normal4f) in float32, so a path's
+numbers depend on neither the lane that runs it, nor the launch, nor the kind.
 
 Methods (fixed steps h = dt; the last step is shortened to land on t1):
   EulerMaruyama  y + a h + b dW                                   strong order 1/2, weak order 1
@@ -463,7 +464,8 @@ class _SdeGen:
             f"#define ODE_FAIL_MAX_STEPS {FAIL_MAX_STEPS}\n#define ODE_FAIL_NONFINITE {FAIL_NONFINITE}",
             f"#define SDE_STEPS_PER_CALL {self.spc}",
             f"#define SDE_NSTEP {sv.n_steps}     /* steps from t0 to t1; the last lands on t1 */",
-            f"#define SDE_BLOCKS {(d + 1) // 2}    /* Philox blocks (2 normals each) a step */",
+            (f"#define SDE_BLOCKS {(d + 1) // 2}    /* Philox blocks (2 double normals each) a step */"
+             if sv.real == "double" else f"#define SDE_BLOCKS {(d + 3) // 4}    /* Philox blocks (4 float normals each) a step */"),
             f"#define SDE_DT {L(sv.dt)}",
             f"#define SDE_SQRT_DT {L(math.sqrt(sv.dt))}",
             f"#define SDE_T0 {L(sv.t0)}\n#define SDE_T1 {L(sv.t1)}",
@@ -478,18 +480,31 @@ class _SdeGen:
 
     def helpers(self):
         sv = self.s
-        d = sv.n_state
-        out = ["/* The standard normals of step `step` of sample `sample`: Philox blocks step * SDE_BLOCKS + j,",
-               " * block j giving z[2j] and z[2j + 1] (<eagle/random.h>, Box-Muller in double). */",
-               "EAGLE_FN void sde_normals(const uint64_t seed, const uint64_t sample, const int64_t step, ode_real* z)",
-               "{",
-               "    for (int j = 0; j < SDE_BLOCKS; ++j) {",
-               "        const eagle_rng_double2 p = eagle_rng_normal2(seed, sample, (uint64_t)step * SDE_BLOCKS + j);",
-               "        z[2 * j] = (ode_real)p.x;",
-               "        if (2 * j + 1 < D) z[2 * j + 1] = (ode_real)p.y;" if d % 2 else
-               "        z[2 * j + 1] = (ode_real)p.y;",
-               "    }",
-               "}",
+        if sv.real == "double":
+            out = ["/* The standard normals of step `step` of sample `sample`: Philox blocks step * SDE_BLOCKS + j,",
+                   " * block j giving z[2j] and z[2j + 1] (<eagle/random.h>: eagle_rng_normal2, Box-Muller in double). */",
+                   "EAGLE_FN void sde_normals(const uint64_t seed, const uint64_t sample, const int64_t step, ode_real* z)",
+                   "{",
+                   "    for (int j = 0; j < SDE_BLOCKS; ++j) {",
+                   "        const eagle_rng_double2 p = eagle_rng_normal2(seed, sample, (uint64_t)step * SDE_BLOCKS + j);",
+                   "        z[2 * j] = p.x;",
+                   "        if (2 * j + 1 < D) z[2 * j + 1] = p.y;",
+                   "    }",
+                   "}"]
+        else:
+            out = ["/* The standard normals of step `step` of sample `sample`: Philox blocks step * SDE_BLOCKS + j,",
+                   " * block j giving z[4j .. 4j + 3] (<eagle/random.h>: eagle_rng_normal4f, Box-Muller in float). */",
+                   "EAGLE_FN void sde_normals(const uint64_t seed, const uint64_t sample, const int64_t step, ode_real* z)",
+                   "{",
+                   "    for (int j = 0; j < SDE_BLOCKS; ++j) {",
+                   "        const eagle_rng_float4 p = eagle_rng_normal4f(seed, sample, (uint64_t)step * SDE_BLOCKS + j);",
+                   "        z[4 * j] = p.x;",
+                   "        if (4 * j + 1 < D) z[4 * j + 1] = p.y;",
+                   "        if (4 * j + 2 < D) z[4 * j + 2] = p.z;",
+                   "        if (4 * j + 3 < D) z[4 * j + 3] = p.w;",
+                   "    }",
+                   "}"]
+        out += [
                "/* One step of the method from (t, y) over hh (sq = sqrt(hh)) with the normals z: ynew, and the",
                " * Brownian increments dw = sq z. */",
                "EAGLE_FN void sde_step_one(const ode_real t, const ode_real hh, const ode_real sq, const ode_real* y,",
