@@ -82,8 +82,9 @@ def test_euler_maruyama_weak_order_one():
 BM_KERNEL = r"""
 #include <eagle/kernel.h>
 #include <eagle/random.h>
-/* W_T of path i, component k: sum over steps s of sqrt(dt) z, z the normal the solver's step s takes
- * (block s * ceil(d / 2) + k / 2, its x for even k, its y for odd k). */
+/* W_T of path i, component k: sum over steps s of sqrt(dt) z, z the normal the solver's step s takes:
+ * float64, block s * ceil(d / 2) + k / 2 of eagle_rng_normal2 (x for even k, y for odd k);
+ * float32, block s * ceil(d / 4) + k / 4 of eagle_rng_normal4f (x, y, z, w for k % 4 = 0 .. 3). */
 EAGLE_KERNEL(bm_sum, (double*, w), (int64_t, steps), (int64_t, d), (double, sq), (int64_t, seed))
 {
     const int64_t blocks = (d + 1) / 2;
@@ -96,24 +97,42 @@ EAGLE_KERNEL(bm_sum, (double*, w), (int64_t, steps), (int64_t, d), (double, sq),
         w[k * n + i] = acc;
     }
 }
+EAGLE_KERNEL(bm_sum_f, (float*, w), (int64_t, steps), (int64_t, d), (float, sq), (int64_t, seed))
+{
+    const int64_t blocks = (d + 3) / 4;
+    for (int64_t k = 0; k < d; ++k) {
+        float acc = 0.0f;
+        for (int64_t s = 0; s < steps; ++s) {
+            const eagle_rng_float4 p = eagle_rng_normal4f((uint64_t)seed, (uint64_t)i, (uint64_t)(s * blocks + k / 4));
+            const float z = k % 4 == 0 ? p.x : k % 4 == 1 ? p.y : k % 4 == 2 ? p.z : p.w;
+            acc += sq * z;
+        }
+        w[k * n + i] = acc;
+    }
+}
 """
 
 
-def test_the_increments_are_random_h_normals_keyed_by_seed_path_and_step(cpu):
-    """Pure Brownian motion, d = 3 (two blocks a step, the second half used): the solver's y - y0 and
-    its noise are the sums that a kernel calling <eagle/random.h> itself computes, bit for bit."""
-    n, d, dt, steps, seed = 64, 3, 0.125, 8, 2**40 + 17
-    sol = eagle.ode.solve_sde(lambda t, y: (0.0, 0.0, 0.0), lambda t, y: (1.0, 1.0, 1.0), (0.0, 1.0),
-                              np.zeros((n, d)), dt=dt, seed=seed, return_noise=True, exact=True, backend=cpu)
+@pytest.mark.parametrize("dtype,d", [("float64", 3), ("float32", 5)])
+def test_the_increments_are_random_h_normals_keyed_by_seed_path_and_step(cpu, dtype, d):
+    """Pure Brownian motion (d = 3 in float64: two blocks a step, the second half used; d = 5 in
+    float32: two blocks, the second a quarter used): the solver's y - y0 and its noise are the sums
+    that a kernel calling <eagle/random.h> itself computes, bit for bit."""
+    n, dt, steps, seed = 64, 0.125, 8, 2**40 + 17
+    sol = eagle.ode.solve_sde(lambda t, y: (0.0,) * d, lambda t, y: (1.0,) * d, (0.0, 1.0),
+                              np.zeros((n, d), dtype), dt=dt, seed=seed, return_noise=True, exact=True, backend=cpu)
     mod = cpu.compile(BM_KERNEL.encode(), name="bm_sum.c", exact=True)
-    w = cpu.empty(d * n)
+    w = cpu.empty(d * n, dtype)
     s = cpu.stream()
-    s.run(mod.bm_sum, [w, steps, d, float(np.sqrt(dt)), seed], n)
+    kernel = mod.bm_sum if dtype == "float64" else mod.bm_sum_f
+    sq = np.dtype(dtype).type(np.sqrt(dt))  # a numpy scalar of the parameter's type (a Python float is a double)
+    s.run(kernel, [w, steps, d, sq, seed], n)
     s.synchronize()
     ref = w.numpy().reshape(d, n).T
+    assert sol.noise.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(sol.noise, ref)
     np.testing.assert_array_equal(sol.y, ref)
-    # and they are Brownian: W_1 ~ N(0, 1) in each component (loose: 192 draws)
+    # and they are Brownian: W_1 ~ N(0, 1) in each component (loose: a few hundred draws)
     assert abs(ref.mean()) < 4 / np.sqrt(ref.size) and 0.7 < ref.var() < 1.3
 
 
