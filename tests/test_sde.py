@@ -152,6 +152,25 @@ def test_paths_do_not_depend_on_lanes_calls_or_solver_reuse():
     np.testing.assert_array_equal(got.y, ref.y)  # the earlier solution kept its own planes
 
 
+def test_a_shared_y0_and_scalar_args_are_the_broadcast_arrays():
+    """y0 of shape (d,) and number args are sent once and read by every path: the paths are those of
+    the arrays broadcast to N."""
+    n = 257
+
+    def drift(t, y, m, s):
+        return (m * y[0], -y[1])
+
+    def diffusion(t, y, m, s):
+        return (s * y[0], 0.3)
+    sigma = np.linspace(0.1, 0.5, n)
+    kw = dict(dt=1 / 16, method="Milstein", seed=3, backend="cpu")
+    shared = eagle.ode.solve_sde(drift, diffusion, (0.0, 1.0), np.array([1.0, 2.0]), args=(0.7, sigma), **kw)
+    full = eagle.ode.solve_sde(drift, diffusion, (0.0, 1.0), np.tile([1.0, 2.0], (n, 1)),
+                               args=(np.full(n, 0.7), sigma), **kw)
+    np.testing.assert_array_equal(shared.y, full.y)
+    assert len(np.unique(shared.y[:, 0])) == n  # every path its own
+
+
 def test_up_and_out_barrier_against_the_bgk_closed_form():
     """examples/barrier's contract: X = s0 + drift t + vol W watched at 250 unit steps, knocked out
     at the first step at or above the barrier (a terminal event, direction +1). Euler-Maruyama is

@@ -36,7 +36,10 @@ The kernels (planes component-major, sample i at column i, n the run's samples):
   W (SDE_NW, n) reals: t, y (d), the events' last g, [the Brownian path's W_t - W_t0 (d)]
   I (SDE_NI, n) int32: status, steps taken, [next t_eval index], [each event's count]
   TE (SDE_NT,) int32: the step index of each t_eval point; YS (n, d, SDE_NT) reals: the states there
-  KEY (2,) uint32: the seed's low and high words (written by the host before each solve)
+  KEY (3 + SDE_NA,) uint32, written by the host before each solve: the seed's low and high words;
+      then 1 where y0 is shared by every path (Y0's first row holds it) and, for each argument, 1
+      where it is one number for every path (A's row k holds it first): a shared value costs one
+      copy to the device, not N
 """
 import math
 import numbers
@@ -359,7 +362,7 @@ class SdeSolver:
             EVT = b.empty((ne, n), dt) if ne else b.zeros(1, dt)
             EVY = b.empty((ne, d, n), dt) if ne else b.zeros(1, dt)
             DONE = b.zeros(1, "uint32")
-            KEY = b.zeros(2, "uint32")
+            KEY = b.zeros(3 + self.n_args, "uint32")
         except EagleMemoryError as e:
             need = (nw + max(self.n_args, 1) + d + d * nt) * n * dt.itemsize
             raise EagleMemoryError(f"eagle.ode.solve_sde: N = {n} paths need about {need / 2**30:.2f} GiB on "
@@ -403,9 +406,12 @@ class SdeSolver:
                     raise EagleValueError(f"eagle.ode.solve_sde: y0 on the device must be ({n}, {self.n_state}) of "
                                           f"{dt}, got {tuple(y0.shape)} of {np.dtype(y0.dtype)}")
                 s.copy(run["Y0"].address, y0, n * self.n_state * dt.itemsize, direction="d2d")
-            else:
-                host = np.ascontiguousarray(np.broadcast_to(np.asarray(y0, dtype=dt), (n, self.n_state)))
-                s.copy(run["Y0"], host)
+            shared = [0] * (1 + self.n_args)  # y0, args[k]: one value for every path
+            if not _on_device(y0):
+                host = np.asarray(y0, dtype=dt)
+                shared[0] = int(host.ndim == 1)
+                host = np.ascontiguousarray(host.reshape(-1) if shared[0] else host)
+                s.copy(run["Y0"].address, host, host.nbytes, direction="h2d")
                 keep.append(host)
             isz = dt.itemsize
             for k, a in enumerate(args):
@@ -413,11 +419,11 @@ class SdeSolver:
                 if _on_device(a):
                     s.copy(dst, a, n * isz, direction="d2d")
                 else:
-                    row = np.empty(n, dt)
-                    row[:] = a
-                    s.copy(dst, row, n * isz, direction="h2d")
+                    row = np.ascontiguousarray(np.asarray(a, dtype=dt).reshape(-1))
+                    shared[1 + k] = int(np.ndim(a) == 0)
+                    s.copy(dst, row, row.nbytes, direction="h2d")
                     keep.append(row)
-            key = np.array([seed & 0xFFFFFFFF, seed >> 32], np.uint32)
+            key = np.array([seed & 0xFFFFFFFF, seed >> 32, *shared], np.uint32)
             s.copy(run["KEY"], key)
             keep.append(key)
             if run["graph"] is None:
@@ -548,7 +554,7 @@ class _SdeGen:
         sig = ("(ode_real*, W), (int32_t*, I), (uint8_t*, M), (const ode_real*, A), (const int32_t*, TE), "
                "(ode_real*, YS), (ode_real*, EVT), (ode_real*, EVY), (uint32_t*, DONE), (const uint32_t*, KEY)")
         load = ["    ode_real a[SDE_NA > 0 ? SDE_NA : 1];",
-                "    for (int k = 0; k < SDE_NA; ++k) a[k] = A[(int64_t)k * n + i];",
+                "    for (int k = 0; k < SDE_NA; ++k) a[k] = A[(int64_t)k * n + (KEY[3 + k] ? 0 : i)];",
                 "    (void)TE; (void)YS; (void)EVT; (void)EVY; (void)KEY; (void)a;"]
         ev = []
         if ne:
@@ -559,7 +565,8 @@ class _SdeGen:
                 f"EAGLE_KERNEL(sde_init, {sig}, (const ode_real*, Y0))", "{", *load,
                 "    ode_real y[D];",
                 "    int ok = 1;",
-                "    for (int k = 0; k < D; ++k) { y[k] = Y0[i * D + k]; ok = ok && ode_finite(y[k]); }",
+                "    const int64_t r0 = KEY[2] ? 0 : i;  /* y0 shared by every path, or its own row */",
+                "    for (int k = 0; k < D; ++k) { y[k] = Y0[r0 * D + k]; ok = ok && ode_finite(y[k]); }",
                 f"    for (int k = 0; k < D; ++k) {W_('Y', 'k')} = y[k];",
                 f"    {W_('T')} = SDE_T0;",
                 f"    {I_('NACC')} = 0;"]
