@@ -82,29 +82,29 @@ def test_euler_maruyama_weak_order_one():
 BM_KERNEL = r"""
 #include <eagle/kernel.h>
 #include <eagle/random.h>
-/* W_T of path i, component k: sum over steps s of sqrt(dt) z, z the normal the solver's step s takes:
- * float64, block s * ceil(d / 2) + k / 2 of eagle_rng_normal2 (x for even k, y for odd k);
- * float32, block s * ceil(d / 4) + k / 4 of eagle_rng_normal4f (x, y, z, w for k % 4 = 0 .. 3). */
+/* W_T of path i, component k: sum over steps s of sqrt(dt) z, z the path's normal number m = s d + k:
+ * float64, half m % 2 of block m / 2 of eagle_rng_normal2; float32, number m % 4 of block m / 4 of
+ * eagle_rng_normal4f. Each normal recomputed from its block here (no cache). */
 EAGLE_KERNEL(bm_sum, (double*, w), (int64_t, steps), (int64_t, d), (double, sq), (int64_t, seed))
 {
-    const int64_t blocks = (d + 1) / 2;
     for (int64_t k = 0; k < d; ++k) {
         double acc = 0.0;
         for (int64_t s = 0; s < steps; ++s) {
-            const eagle_rng_double2 p = eagle_rng_normal2((uint64_t)seed, (uint64_t)i, (uint64_t)(s * blocks + k / 2));
-            acc += sq * (k % 2 ? p.y : p.x);
+            const int64_t m = s * d + k;
+            const eagle_rng_double2 p = eagle_rng_normal2((uint64_t)seed, (uint64_t)i, (uint64_t)(m / 2));
+            acc += sq * (m % 2 ? p.y : p.x);
         }
         w[k * n + i] = acc;
     }
 }
 EAGLE_KERNEL(bm_sum_f, (float*, w), (int64_t, steps), (int64_t, d), (float, sq), (int64_t, seed))
 {
-    const int64_t blocks = (d + 3) / 4;
     for (int64_t k = 0; k < d; ++k) {
         float acc = 0.0f;
         for (int64_t s = 0; s < steps; ++s) {
-            const eagle_rng_float4 p = eagle_rng_normal4f((uint64_t)seed, (uint64_t)i, (uint64_t)(s * blocks + k / 4));
-            const float z = k % 4 == 0 ? p.x : k % 4 == 1 ? p.y : k % 4 == 2 ? p.z : p.w;
+            const int64_t m = s * d + k;
+            const eagle_rng_float4 p = eagle_rng_normal4f((uint64_t)seed, (uint64_t)i, (uint64_t)(m / 4));
+            const float z = m % 4 == 0 ? p.x : m % 4 == 1 ? p.y : m % 4 == 2 ? p.z : p.w;
             acc += sq * z;
         }
         w[k * n + i] = acc;
@@ -113,14 +113,15 @@ EAGLE_KERNEL(bm_sum_f, (float*, w), (int64_t, steps), (int64_t, d), (float, sq),
 """
 
 
-@pytest.mark.parametrize("dtype,d", [("float64", 3), ("float32", 5)])
+@pytest.mark.parametrize("dtype,d", [("float64", 1), ("float64", 3), ("float32", 1), ("float32", 5)])
 def test_the_increments_are_random_h_normals_keyed_by_seed_path_and_step(cpu, dtype, d):
-    """Pure Brownian motion (d = 3 in float64: two blocks a step, the second half used; d = 5 in
-    float32: two blocks, the second a quarter used): the solver's y - y0 and its noise are the sums
-    that a kernel calling <eagle/random.h> itself computes, bit for bit."""
+    """Pure Brownian motion (d = 1: a block serves 2 or 4 steps; d = 3, 5: steps straddle blocks):
+    the solver's y - y0 and its noise are the sums that a kernel calling <eagle/random.h> itself
+    computes, bit for bit, whether or not a call of the step body ends mid-block."""
     n, dt, steps, seed = 64, 0.125, 8, 2**40 + 17
-    sol = eagle.ode.solve_sde(lambda t, y: (0.0,) * d, lambda t, y: (1.0,) * d, (0.0, 1.0),
-                              np.zeros((n, d), dtype), dt=dt, seed=seed, return_noise=True, exact=True, backend=cpu)
+    solver = eagle.ode.SdeSolver(lambda t, y: (0.0,) * d, lambda t, y: (1.0,) * d, t_span=(0.0, 1.0), dt=dt,
+                                 seed=seed, return_noise=True, exact=True, dtype=dtype, steps_per_call=3)
+    sol = solver.solve(np.zeros((n, d), dtype))
     mod = cpu.compile(BM_KERNEL.encode(), name="bm_sum.c", exact=True)
     w = cpu.empty(d * n, dtype)
     s = cpu.stream()

@@ -6,10 +6,11 @@ Noise is diagonal: ``diffusion`` returns d values b_k(t, y) and component k is d
 Brownian motion W_k, independent of the others (Kloeden & Platen's diagonal noise, b_k depending
 on y through y_k alone where Milstein's order 1 is wanted). The increments are
 dW_k = sqrt(h) z_k with z_k the standard normals of <eagle/random.h> (Philox4x32-10, Box-Muller),
-keyed by (seed, sample, draw): step s of sample i draws the blocks s * ceil(d / 2) + j
-(j < ceil(d / 2); block j gives z_{2j} and z_{2j+1}: eagle_rng_normal2) in float64, the blocks
-s * ceil(d / 4) + j (block j gives z_{4j} .. z_{4j+3}: eagle_rng_normal4f) in float32, so a path's
-numbers depend on neither the lane that runs it, nor the launch, nor the kind.
+keyed by (seed, sample, draw). A path's normals are one stream, step s taking its numbers
+s d .. s d + d - 1, number m being number m % 2 of block (draw) m / 2 of eagle_rng_normal2 in
+float64, number m % 4 of block m / 4 of eagle_rng_normal4f in float32 (every normal drawn is used:
+a one-component path draws a block every second step). So a path's numbers depend on neither the
+lane that runs it, nor the launch, nor the kind.
 
 Methods (fixed steps h = dt; the last step is shortened to land on t1):
   EulerMaruyama  y + a h + b dW                                   strong order 1/2, weak order 1
@@ -470,8 +471,6 @@ class _SdeGen:
             f"#define ODE_FAIL_MAX_STEPS {FAIL_MAX_STEPS}\n#define ODE_FAIL_NONFINITE {FAIL_NONFINITE}",
             f"#define SDE_STEPS_PER_CALL {self.spc}",
             f"#define SDE_NSTEP {sv.n_steps}     /* steps from t0 to t1; the last lands on t1 */",
-            (f"#define SDE_BLOCKS {(d + 1) // 2}    /* Philox blocks (2 double normals each) a step */"
-             if sv.real == "double" else f"#define SDE_BLOCKS {(d + 3) // 4}    /* Philox blocks (4 float normals each) a step */"),
             f"#define SDE_DT {L(sv.dt)}",
             f"#define SDE_SQRT_DT {L(math.sqrt(sv.dt))}",
             f"#define SDE_T0 {L(sv.t0)}\n#define SDE_T1 {L(sv.t1)}",
@@ -487,29 +486,25 @@ class _SdeGen:
     def helpers(self):
         sv = self.s
         if sv.real == "double":
-            out = ["/* The standard normals of step `step` of sample `sample`: Philox blocks step * SDE_BLOCKS + j,",
-                   " * block j giving z[2j] and z[2j + 1] (<eagle/random.h>: eagle_rng_normal2, Box-Muller in double). */",
-                   "EAGLE_FN void sde_normals(const uint64_t seed, const uint64_t sample, const int64_t step, ode_real* z)",
-                   "{",
-                   "    for (int j = 0; j < SDE_BLOCKS; ++j) {",
-                   "        const eagle_rng_double2 p = eagle_rng_normal2(seed, sample, (uint64_t)step * SDE_BLOCKS + j);",
-                   "        z[2 * j] = p.x;",
-                   "        if (2 * j + 1 < D) z[2 * j + 1] = p.y;",
-                   "    }",
-                   "}"]
+            block, per, gen, pick = "eagle_rng_double2", 2, "eagle_rng_normal2", "(m & 1) ? c->p.y : c->p.x"
         else:
-            out = ["/* The standard normals of step `step` of sample `sample`: Philox blocks step * SDE_BLOCKS + j,",
-                   " * block j giving z[4j .. 4j + 3] (<eagle/random.h>: eagle_rng_normal4f, Box-Muller in float). */",
-                   "EAGLE_FN void sde_normals(const uint64_t seed, const uint64_t sample, const int64_t step, ode_real* z)",
-                   "{",
-                   "    for (int j = 0; j < SDE_BLOCKS; ++j) {",
-                   "        const eagle_rng_float4 p = eagle_rng_normal4f(seed, sample, (uint64_t)step * SDE_BLOCKS + j);",
-                   "        z[4 * j] = p.x;",
-                   "        if (4 * j + 1 < D) z[4 * j + 1] = p.y;",
-                   "        if (4 * j + 2 < D) z[4 * j + 2] = p.z;",
-                   "        if (4 * j + 3 < D) z[4 * j + 3] = p.w;",
-                   "    }",
-                   "}"]
+            block, per, gen, pick = ("eagle_rng_float4", 4, "eagle_rng_normal4f",
+                                     "(m & 3) == 0 ? c->p.x : (m & 3) == 1 ? c->p.y : (m & 3) == 2 ? c->p.z : c->p.w")
+        out = [f"/* The path's normals are one stream: normal m is number m % {per} of Philox block m / {per} "
+               f"(<eagle/random.h>'s {gen}),",
+               " * and step `step` takes numbers step * D .. step * D + D - 1. The block last drawn is kept, so a",
+               f" * path with D < {per} draws one block every {per} / D steps (a call starts with none kept). */",
+               f"typedef struct {{ int64_t block; {block} p; }} sde_rng_cache;",
+               "EAGLE_FN void sde_normals(const uint64_t seed, const uint64_t sample, const int64_t step,",
+               "                          sde_rng_cache* c, ode_real* z)",
+               "{",
+               "    for (int k = 0; k < D; ++k) {",
+               "        const int64_t m = step * D + k;",
+               f"        const int64_t blk = m / {per};",
+               f"        if (blk != c->block) {{ c->p = {gen}(seed, sample, (uint64_t)blk); c->block = blk; }}",
+               f"        z[k] = {pick};",
+               "    }",
+               "}"]
         out += [
                "/* One step of the method from (t, y) over hh (sq = sqrt(hh)) with the normals z: ynew, and the",
                " * Brownian increments dw = sq z. */",
@@ -599,6 +594,8 @@ class _SdeGen:
                 "    const uint64_t seed = ((uint64_t)KEY[1] << 32) | (uint64_t)KEY[0];",
                 f"    ode_real t = {W_('T')};",
                 "    ode_real y[D], ynew[D], z[D], dw[D];",
+                "    sde_rng_cache rc;",
+                "    rc.block = -1;",
                 f"    for (int k = 0; k < D; ++k) y[k] = {W_('Y', 'k')};",
                 f"    int32_t status = {I_('STATUS')};",
                 f"    int32_t nacc = {I_('NACC')};"]
@@ -618,7 +615,7 @@ class _SdeGen:
                  "        const ode_real tn = last ? SDE_T1 : SDE_T0 + (ode_real)(nacc + 1) * SDE_DT;",
                  "        const ode_real hh = last ? SDE_T1 - t : SDE_DT;",
                  "        const ode_real sq = last ? ODE_SQRT(hh) : SDE_SQRT_DT;",
-                 "        sde_normals(seed, (uint64_t)i, nacc, z);",
+                 "        sde_normals(seed, (uint64_t)i, nacc, &rc, z);",
                  "        sde_step_one(t, hh, sq, y, z, a, ynew, dw);",
                  "        int ok = 1;",
                  "        for (int k = 0; k < D; ++k) { y[k] = ynew[k]; ok = ok && ode_finite(y[k]); }"]
