@@ -170,6 +170,11 @@ def test_a_shared_y0_and_scalar_args_are_the_broadcast_arrays():
                                args=(np.full(n, 0.7), sigma), **kw)
     np.testing.assert_array_equal(shared.y, full.y)
     assert len(np.unique(shared.y[:, 0])) == n  # every path its own
+    # nothing per path at all: n_paths says N
+    alone = eagle.ode.solve_sde(drift, diffusion, (0.0, 1.0), np.array([1.0, 2.0]), args=(0.7, 0.2), n_paths=n, **kw)
+    ref = eagle.ode.solve_sde(drift, diffusion, (0.0, 1.0), np.array([1.0, 2.0]), args=(0.7, np.full(n, 0.2)), **kw)
+    assert alone.y.shape == (n, 2)
+    np.testing.assert_array_equal(alone.y, ref.y)
 
 
 def test_up_and_out_barrier_against_the_bgk_closed_form():
@@ -286,6 +291,8 @@ REFUSED = [
     ("diffusion not callable", "eagle.ode.solve_sde(a, 0.3, (0.0, 1.0), y0, dt=0.1)", "TypeError", ["diffusion"]),
     ("t_eval off the step grid",
      "eagle.ode.solve_sde(a, b, (0.0, 1.0), y0, dt=0.1, t_eval=[0.15])", "ValueError", ["t_eval", "grid"]),
+    ("n_paths disagreeing with y0",
+     "eagle.ode.solve_sde(a, b, (0.0, 1.0), y0, dt=0.1, n_paths=5)", "ValueError", ["n_paths", "y0"]),
     ("a negative seed", "eagle.ode.solve_sde(a, b, (0.0, 1.0), y0, dt=0.1, seed=-1)", "ValueError", ["seed"]),
     ("per-path t1", "eagle.ode.solve_sde(a, b, (0.0, np.ones(4)), y0, dt=0.1)", "ValueError", ["t_span"]),
     ("a backwards span", "eagle.ode.solve_sde(a, b, (1.0, 0.0), y0, dt=0.1)", "ValueError", ["t_span"]),

@@ -296,7 +296,7 @@ class SdeSolver:
             return max(1, min(n, int(props.sm_count) * 2048))
         return max(1, n)
 
-    def _samples(self, y0, args):
+    def _samples(self, y0, args, n_paths=None):
         if isinstance(y0, (list, tuple)) or isinstance(y0, numbers.Number):
             y0 = np.asarray(y0)
         if not hasattr(y0, "shape") or not hasattr(y0, "dtype"):
@@ -316,6 +316,10 @@ class SdeSolver:
             raise EagleValueError(f"eagle.ode.solve_sde: drift and diffusion take {self.n_args} argument(s) after "
                                   f"(t, y), got {len(args)} in args")
         ns = {"y0": shape[0]} if len(shape) == 2 else {}
+        if n_paths is not None:
+            if isinstance(n_paths, bool) or not isinstance(n_paths, numbers.Integral):
+                raise EagleTypeError(f"eagle.ode.solve_sde: n_paths must be an int, got a {type(n_paths).__name__}")
+            ns["n_paths"] = int(n_paths)
         host = []
         for k, a in enumerate(args):
             if _on_device(a):
@@ -387,13 +391,14 @@ class SdeSolver:
         self._runs[key] = run
         return run
 
-    def solve(self, y0, args=(), *, seed=None, progress=None):
+    def solve(self, y0, args=(), *, seed=None, n_paths=None, progress=None):
         """Integrate every path from ``y0`` ((N, d) or (d,)) with ``args`` (numbers or (N,) arrays)
-        under ``seed`` (default: the solver's); returns an :class:`SdeSolution`."""
+        under ``seed`` (default: the solver's); ``n_paths`` = N where neither y0 nor args says it
+        (a shared y0 and number args: N paths from one start); returns an :class:`SdeSolution`."""
         seed = self.seed if seed is None else _seed(seed)
         with self._lock:
             b = self._backend(y0)
-            n, y0, args = self._samples(y0, args)
+            n, y0, args = self._samples(y0, args, n_paths)
             run = self._run(b, n)
             self._last_n = n
             s = run["stream"]
@@ -664,7 +669,8 @@ class _SdeGen:
 
 
 def solve_sde(drift, diffusion, t_span, y0, dt=None, method="EulerMaruyama", noise="diagonal", seed=0, t_eval=None,
-              events=None, args=(), backend=None, dtype=None, exact=False, progress=None, *, return_noise=False):
+              events=None, args=(), backend=None, dtype=None, exact=False, progress=None, *, n_paths=None,
+              return_noise=False):
     """Simulate N independent paths of the Ito SDE dy = drift(t, y) dt + diffusion(t, y) dW at once,
     one per lane of the arrays' device, with fixed steps.
 
@@ -689,6 +695,8 @@ def solve_sde(drift, diffusion, t_span, y0, dt=None, method="EulerMaruyama", noi
         event stops the path there (status 1). A barrier: ``g = lambda t, y: y[0] - B``.
     args : numbers or (N,) arrays passed after (t, y).
     backend, dtype, exact, progress : as :func:`eagle.ode.solve_ivp`'s.
+    n_paths : N, where y0 is (d,) and every argument a number (else the arrays say it; they must
+        agree). A shared y0 and number arguments are sent to the device once, not N times.
     return_noise : keep each path's Brownian motion W_t1 - W_t0 (``sol.noise``, (N, d)), e.g. to
         compare with an exact solution driven by the same path.
 
@@ -715,4 +723,4 @@ def solve_sde(drift, diffusion, t_span, y0, dt=None, method="EulerMaruyama", noi
     solver = SdeSolver(drift, diffusion, t_span=t_span, dt=dt, n_state=shape[-1], n_args=len(args), method=method,
                        noise=noise, seed=seed, t_eval=t_eval, events=events, dtype=dtype, backend=backend,
                        exact=exact, progress=progress, return_noise=return_noise)
-    return solver.solve(y0, args)
+    return solver.solve(y0, args, n_paths=n_paths)
