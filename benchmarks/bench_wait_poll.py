@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 import eagle
-from eagle import _hotcall
+from eagle import extend
 
 SRC = r"""
 #include <eagle/kernel.h>
@@ -31,7 +31,8 @@ EAGLE_KERNEL(busy, (double*, x), (int64_t, steps)) {
 
 def blocking(owner, name):
     """The wait as it was: the same bound call with no completion query (it blocks in C)."""
-    return _hotcall.hot(_hotcall.bind(owner, name, watch=owner._backend.host_errors_of(owner._thread)))
+    assert name in ("stream_synchronize", "launcher_synchronize"), name
+    return extend.blocking_synchronize(owner)
 
 
 def per_call(fn, calls):
@@ -72,7 +73,7 @@ def main():
     g = eagle.Graph.build([lambda st: st.run(mod.add1, [x], 64)], planes=[x], stream=s)
     launcher = g._launcher
     old_l = blocking(launcher, "launcher_synchronize")
-    assert _hotcall.is_compiled(s.synchronize), "built without eagle._hotcall: nothing to compare"
+    assert extend.hot_path_compiled(s.synchronize), "built without eagle._hotcall: nothing to compare"
 
     def run_then(wait):
         def f():

@@ -72,7 +72,7 @@ class Backend(_loader.Library):
         """Launch ``kernel`` over lanes on this backend; see :func:`eagle.run` (no stream: done
         on eagle's own stream before this returns)."""
         if stream is None:
-            _recording.refuse_eager("Backend.run")
+            _recording.refuse_eager("eagle.run (Backend.run)")
         return submit(self, stream, _exec.enqueue_run, kernel, args, n, **kw)
 
     def device_props(self, device=0):

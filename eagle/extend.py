@@ -58,6 +58,14 @@ def launch_releasing_gil(launcher):
     return _hotcall.hot(_hotcall.bind(launcher, "launcher_launch", None, True, _hotcall.GIL_RELEASE))
 
 
+def blocking_synchronize(owner):
+    """``owner``'s (a Stream's or Launcher's) synchronize as a bound call with no completion query:
+    the wait blocks in C, as before waits were interruptible (benchmarks/bench_wait_poll.py
+    compares the two)."""
+    name = "launcher_synchronize" if hasattr(owner, "launch") else "stream_synchronize"
+    return _hotcall.hot(_hotcall.bind(owner, name, watch=owner._backend.host_errors_of(owner._thread)))
+
+
 @contextlib.contextmanager
 def cffi_fallback():
     """Bound calls made inside take eagle's cffi fallback (eagle._hotcall.py_bound_call), as a
@@ -70,6 +78,6 @@ def cffi_fallback():
         _hotcall.CompiledBoundCall = compiled_type
 
 
-__all__ = ["ffi", "CONSTANTS", "ArrayInfo", "address_of", "is_host", "order_before", "resolve", "own_stream",
+__all__ = ["blocking_synchronize", "ffi", "CONSTANTS", "ArrayInfo", "address_of", "is_host", "order_before", "resolve", "own_stream",
            "HOST_DEVICE_TYPES", "VISIBILITY_ENV", "integer", "real", "INT32_MAX", "INT64_MIN", "UINT32_MAX",
            "hot_path_compiled", "python_host_calls_pending", "cffi_fallback", "launch_releasing_gil"]

@@ -169,7 +169,7 @@ class Kernel:
         """Launch over lanes on the module's backend, enqueued on ``stream=``; with no stream,
         on eagle's own stream, done before this returns (keywords as for :func:`eagle.run`)."""
         if stream is None:
-            _recording.refuse_eager("Kernel.run")
+            _recording.refuse_eager("eagle.run (Kernel.run)")
         return submit(self.module.backend, stream, _exec.enqueue_run, self, args, n, **kw)
 
     def __int__(self):

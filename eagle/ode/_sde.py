@@ -551,8 +551,11 @@ class _SdeGen:
         w, irow, _, _ = sv._rows
         W_ = lambda name, k="": f"W[(int64_t)({w[name]}{' + ' + k if k else ''}) * n + i]"
         I_ = lambda name, k="": f"I[(int64_t)({irow[name]}{' + ' + k if k else ''}) * n + i]"
-        sig = ("(ode_real*, W), (int32_t*, I), (uint8_t*, M), (const ode_real*, A), (const int32_t*, TE), "
-               "(ode_real*, YS), (ode_real*, EVT), (ode_real*, EVY), (uint32_t*, DONE), (const uint32_t*, KEY)")
+        # planes of n samples, and buffers of other lengths (EAGLE_BUFFER: the t_eval indices, the
+        # (n, d, T) outputs, the events' rows, the progress word, the key)
+        sig = ("(ode_real*, W), (int32_t*, I), (uint8_t*, M), (const ode_real*, A), (EAGLE_BUFFER const int32_t*, TE), "
+               "(EAGLE_BUFFER ode_real*, YS), (EAGLE_BUFFER ode_real*, EVT), (EAGLE_BUFFER ode_real*, EVY), "
+               "(EAGLE_BUFFER uint32_t*, DONE), (EAGLE_BUFFER const uint32_t*, KEY)")
         load = ["    ode_real a[SDE_NA > 0 ? SDE_NA : 1];",
                 "    for (int k = 0; k < SDE_NA; ++k) a[k] = A[(int64_t)k * n + (KEY[3 + k] ? 0 : i)];",
                 "    (void)TE; (void)YS; (void)EVT; (void)EVY; (void)KEY; (void)a;"]
@@ -562,7 +565,7 @@ class _SdeGen:
                   "    const int ode_dir[SDE_NE] = {" + ", ".join(str(int(x)) for _, _, x in sv.events) + "};",
                   "    (void)ode_terminal; (void)ode_dir;"]
         init = ["/* Every sample: y0 from Y0 (n, D), the outputs at t0, the events' first values. */",
-                f"EAGLE_KERNEL(sde_init, {sig}, (const ode_real*, Y0))", "{", *load,
+                f"EAGLE_KERNEL(sde_init, {sig}, (EAGLE_BUFFER const ode_real*, Y0))", "{", *load,
                 "    ode_real y[D];",
                 "    int ok = 1;",
                 "    const int64_t r0 = KEY[2] ? 0 : i;  /* y0 shared by every path, or its own row */",
