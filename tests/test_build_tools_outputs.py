@@ -74,7 +74,7 @@ def test_meta_defines_exactly_the_contract(generated, model):
     namespace.pop("__builtins__")
     assert set(namespace) == META_NAMES
     m = namespace
-    assert (m["VERSION_MAJOR"], m["VERSION_MINOR"], m["VERSION"]) == (1, 7, 0x10007)
+    assert (m["VERSION_MAJOR"], m["VERSION_MINOR"], m["VERSION"]) == (1, 8, 0x10008)
     # which per-symbol entry needs which group comes from the header's extends= markers
     assert m["EXTENDS"] == {"eagle_backend_conditional_begin_case": "conditional",
                             "eagle_backend_reorder_device": "filtering"}

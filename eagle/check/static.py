@@ -160,10 +160,12 @@ def exports_promised(s):
     return f"{len(promised)} promised symbols exported"
 
 
-@check("static.exports_pinned", kind="static")
+@check("static.exports_pinned", kind="static", advice=True)
 def exports_pinned(s):
     """Nothing outside the pinned seam (eagle._seam_meta.SYMBOLS, i.e.
-    tests/expected_backend_symbols.txt) is exported; experimental eagle_backend_x_* names aside."""
+    tests/expected_backend_symbols.txt) is exported; experimental eagle_backend_x_* names aside.
+    Advice: the header does not forbid other exports (linking with the generated version script
+    is how eagle's own backends avoid them)."""
     exports, _ = _elf(s.path)
     extra = sorted(name for name, entry in exports.items()
                    if _exported(entry) and name not in meta.SYMBOLS and name not in LINKER_SYMBOLS
@@ -175,9 +177,11 @@ def exports_pinned(s):
     return f"{sum(1 for e in exports.values() if _exported(e))} exports, all in the pin"
 
 
-@check("static.needed", kind="static")
+@check("static.needed", kind="static", advice=True)
 def needed(s):
-    """Every DT_NEEDED entry is on the allow-list of the library's kind."""
+    """Every DT_NEEDED entry is on the allow-list of the library's kind. Advice: the header asks
+    only that the library load and probe() say why when the driver is absent; depending on the
+    driver alone (never a toolkit's runtime library) is what makes that hold."""
     _, libs = _elf(s.path)
     kind = s.kind
     allowed = NEEDED_BASE + NEEDED_EXTRA.get(kind, ())
