@@ -261,6 +261,8 @@ CITES = {
     "module_from_source.options": _c("struct module_desc", "option_count extra options passed to the compiler "
                                                            "as they are"),
     "module_from_source.source_bytes": COMPILE,
+    # advice: the header says the source need not be NUL-terminated, not that a NUL inside it is kept
+    "module_from_source.embedded_nul": COMPILE,
     "module_from_source.bit_exact": _c("EAGLE_BACKEND_MODULE_FAST_MATH", "Without FAST_MATH a module is compiled "
                                        "bit-exact: no floating-point contraction"),
     "module_from_source.refusals": _c("module_from_source", "UNSUPPORTED for an unknown flag.") + BAD_ARG,
@@ -277,6 +279,7 @@ CITES = {
     "mem_free.zero_and_foreign": _c("mem_free", "0 is a no-op; an address mem_alloc did not return is ignored, "
                                                 "never freed."),
     "mem_free.frees": _c("mem_free", "Frees memory from mem_alloc at once."),
+    "mem_free.not_ours_kept": _c("mem_free", "an address mem_alloc did not return is ignored, never freed."),
 }
 
 
