@@ -13,15 +13,19 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(REPO, "tests", "check_corpus", "minimal_1_0.c")
 
 
-@pytest.fixture(scope="module")
-def minimal(tmp_path_factory):
+def _build(tmp_path_factory, *defines):
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler (cc) to build the minimal backend")
     lib = tmp_path_factory.mktemp("minimal") / "libeagle_minimal.so"
     subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-fvisibility=hidden",
-                    f"-I{REPO}", SOURCE, "-o", str(lib)], check=True, capture_output=True)
+                    *defines, f"-I{REPO}", SOURCE, "-o", str(lib)], check=True, capture_output=True)
     return str(lib)
+
+
+@pytest.fixture(scope="module")
+def minimal(tmp_path_factory):
+    return _build(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +74,32 @@ def test_eagle_loads_it(minimal):
                           timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("minimal")
+
+
+def test_a_backend_that_trusts_its_handles_gets_advice_and_passes(tmp_path_factory, tmp_path):
+    """The variant that trusts every non-NULL handle (a released or foreign one is the caller's
+    error, as in Vulkan) is told so as advice: in the table, in --json, and in --junit as a passed
+    test case with an advice property; the exit status stays 0."""
+    lib = _build(tmp_path_factory, "-DMINIMAL_TRUST_HANDLES")
+    junit = tmp_path / "advice.xml"
+    proc = subprocess.run([sys.executable, "-m", "eagle.check", lib, "--group", "stream", "--json",
+                           "--junit", str(junit)], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)[0]
+    r = {x["id"]: x for x in doc["results"]}["stream.bad_handle"]
+    assert r["result"] == "advice", r
+    assert "BAD_HANDLE" in r["message"] and r["message"].startswith("advice (not required by the header)")
+    assert doc["summary"]["advice"] >= 1 and doc["summary"]["fail"] == 0
+    assert any(c["where"] == "EAGLE_BACKEND_BAD_HANDLE" for c in r["cites"])
+    import xml.etree.ElementTree as ET
+    case = next(c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name") == "stream.bad_handle")
+    assert case.find("failure") is None and case.find("error") is None and case.find("skipped") is None
+    assert case.find("properties/property").get("name") == "advice"
+    assert "BAD_HANDLE" in case.find("system-out").text
+    table = subprocess.run([sys.executable, "-m", "eagle.check", lib, "--group", "stream"], capture_output=True,
+                           text=True, timeout=600, cwd=REPO)
+    assert table.returncode == 0
+    line = next(ln for ln in table.stdout.splitlines() if ln.split()[:1] == ["stream"])
+    assert line.rstrip().endswith("ok")
+    assert any(ln.strip().startswith("ADVICE   stream.bad_handle") for ln in table.stdout.splitlines())
+    assert "1 advice" in table.stdout

@@ -51,14 +51,16 @@ def run(path, ids):
                 raise Skip("not run: the library exports no seam symbol (see static.exports_seam)")
             if chk.kind == "behaviour":
                 session.require(chk.group, own=True)
-                for need in chk.needs:
-                    session.require(need)
+            # A rule the header added after the minor the backend declares is not imposed on it.
             if chk.since:
                 if declared is None:
                     declared = int(session.raw("version")) & 0xFFFF if session.has("version") else 0
                 if declared < chk.since:
                     raise Skip(f"the rule it checks applies from seam minor {chk.since}; the backend "
                                f"declares eagle-backend/1.{declared}")
+            if chk.kind == "behaviour":
+                for need in chk.needs:
+                    session.require(need)
             message = chk.fn(session) or ""
         except CheckFailure as e:
             result, message = ("advice", f"advice (not required by the header): {e}") if chk.advice \

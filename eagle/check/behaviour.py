@@ -1531,20 +1531,20 @@ def _drain_default(s, keep):
         raise CheckFailure("the default stream did not finish its work within 30 s")
 
 
-def _small_work(s, raw, keep):
-    """Enqueue one small piece of work that is not a host function (so it needs no host-callback
-    thread that a blocked host function could hold): a copy, else a kernel."""
+def _small_work(s, keep):
+    """Prepares one small piece of work that is not a host function (so it needs no host-callback
+    thread that a blocked host function could hold): a kernel, else a copy. Everything it needs
+    (device memory, the checker's kernels) is made now, before the default stream is held, since
+    making it may synchronise with the default stream. Returns (how, enqueue(raw))."""
+    if s.provides("exec") and s.provides("mem_alloc"):
+        x = s.device().zeros(4, np.int64)
+        keep.append(x)
+        return "exec", lambda raw: s.launch("affine", raw, [x.addr, 1, 1, 0], 4)
     if s.provides("memcpy"):
         a, b = np.arange(4, dtype=np.int64), np.zeros(4, np.int64)
         keep += [a, b]
-        s.ok("memcpy", b.ctypes.data, a.ctypes.data, a.nbytes, 4, raw)
-        return "memcpy"
-    if s.provides("exec"):
-        x = s.device().zeros(4, np.int64)
-        keep.append(x)
-        s.launch("affine", raw, [x.addr, 1, 1, 0], 4)
-        return "exec"
-    raise Skip("needs memcpy or exec to enqueue work that is not a host function")
+        return "memcpy", lambda raw: s.ok("memcpy", b.ctypes.data, a.ctypes.data, a.nbytes, 4, raw)
+    raise Skip("needs exec or memcpy to enqueue work that is not a host function")
 
 
 @bcheck("stream.non_blocking", needs=("host_func",))
@@ -1557,10 +1557,11 @@ def stream_non_blocking(s):
     keep = []
     with Objects(s) as o:
         h, raw = o.stream(flags=1)
+        how, work = _small_work(s, keep)
         ev, k = _hold_default_stream(s, hold)
         keep.append(k)
         try:
-            how = _small_work(s, raw, keep)
+            work(raw)
             t0 = time.monotonic()
             s.sync(h)
             waited = time.monotonic() - t0
@@ -1586,10 +1587,11 @@ def stream_default_stream_order(s):
     keep = []
     with Objects(s) as o:
         h, raw = o.stream()
+        how, work = _small_work(s, keep)
         ev, k = _hold_default_stream(s, hold)
         keep.append(k)
         try:
-            how = _small_work(s, raw, keep)
+            work(raw)
             s.sync(h)
             released = ev.is_set()
         finally:
