@@ -1003,8 +1003,9 @@ def exec_bad_arguments(s):
 # ------------------------------------------------------------------------------ device
 @bcheck("device.props_sane")
 def device_props_sane(s):
-    """device_props(0) describes device 0 with a name, at least one multiprocessor/core and one
-    lane per warp, non-negative figures and a consistent fp64 ratio; an absent device is INDEX."""
+    """device_props(0) describes device 0 with non-negative figures (0 where the kind cannot know
+    them; on the cpu kind its cores and warp_size 1) and a consistent fp64 ratio; an absent
+    device is INDEX."""
     s.need_device()
     p = ffi.new("struct eagle_backend_device_props*")
     p.struct_size = ffi.sizeof(p[0])
@@ -1013,12 +1014,15 @@ def device_props_sane(s):
     problems = []
     if p.device != 0:
         problems.append(f"device = {p.device}")
-    if not name:
-        problems.append("empty name")
-    if p.sm_count < 1:
-        problems.append(f"sm_count = {p.sm_count}")
-    if p.warp_size < 1:
-        problems.append(f"warp_size = {p.warp_size}")
+    # "Figures the kind cannot know are 0": only the cpu kind's are stated ("CPU cores on the cpu
+    # kind", "1 on the cpu kind"); for any kind a figure is never negative (below).
+    if s.kind == "cpu" and p.sm_count < 1:
+        problems.append(f"sm_count = {p.sm_count} (CPU cores on the cpu kind)")
+    if s.kind == "cpu" and p.warp_size != 1:
+        problems.append(f"warp_size = {p.warp_size} (1 on the cpu kind)")
+    for f in ("sm_count", "warp_size"):
+        if getattr(p, f) < 0:
+            problems.append(f"{f} = {getattr(p, f)}")
     for f in ("cc_major", "cc_minor", "clock_rate_khz", "memory_clock_rate_khz", "memory_bus_width_bits",
               "regs_per_block", "regs_per_sm", "shared_mem_per_block", "shared_mem_per_sm",
               "peak_bytes_per_s", "peak_flops_sp", "peak_flops_dp", "fp64_ratio",
@@ -1033,7 +1037,7 @@ def device_props_sane(s):
     if problems:
         raise CheckFailure("device_props(0): " + ", ".join(problems))
     s.expect("device_props", "INDEX", 1 << 20, p, why="device 1048576")
-    return f"{name}: {p.sm_count} SMs/cores, warp {p.warp_size}"
+    return f"{name or '(no name)'}: {p.sm_count} SMs/cores, warp {p.warp_size}"
 
 
 @bcheck("device.props_struct_size")

@@ -272,7 +272,7 @@ CITES = {
     "module_from_image.log_on_ok": _c("module_from_image", "*log as for module_from_source")
                                    + _c("module_from_source", "(NULL when the compiler said nothing)"),
     "module_function.unknown_name": _c("module_function", "INVALID_ARGUMENT when the module holds no kernel of "
-                                                          "that name (the message names it)."),
+                                                          "that name (the message names it).") + MESSAGE,
     "module_release.null_safe": _c("module_release", "NULL-safe."),
     "module_release.unloads": _c("module_release", "Unloads the module"),
     "mem_alloc.refusals": _c("mem_alloc", "Allocates `bytes` (> 0)", "No flags are defined.") + FLAGS + BAD_ARG,
