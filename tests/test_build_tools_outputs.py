@@ -126,5 +126,5 @@ def test_version_script_exports_the_seam_and_hides_the_rest(generated, model, tm
         assert hasattr(handle, name), name
     assert not hasattr(handle, "eagle_private_helper")
     seam = _load_ffi(generated).dlopen(str(lib))
-    assert seam.eagle_backend_version() == 0x10007
+    assert seam.eagle_backend_version() == 0x10008
     assert seam.EAGLE_BACKEND_STREAM_NONE == -(2**63)
