@@ -103,7 +103,10 @@ typedef int32_t eagle_backend_status;
 
 /* ======================================================================== flags and codes  */
 
-/* stream_desc.flags: the stream does not synchronise with the kind's default stream. */
+/* stream_desc.flags: the stream does not synchronise with the kind's default stream.
+ * Without it, where the kind has a default stream (raw value 0), work enqueued on the stream waits
+ * for the default stream's earlier work, and work enqueued on the default stream waits for the
+ * stream's earlier work (since minor 8). */
 #define EAGLE_BACKEND_STREAM_NON_BLOCKING 1u
 /* compact_desc.flags and reorder_desc.flags: a nonzero mask byte means DROP the sample
  * (without this flag a nonzero byte means KEEP it). */

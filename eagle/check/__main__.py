@@ -3,6 +3,8 @@
 The conformance run for a backend library: static checks of the file and its handshake, then
 behavioural checks per group where probe() says a device is usable. Each check runs in a child
 process, so a crash or a hang is reported (crash with the signal, timeout) and the rest runs.
+Every check cites the header sentences it enforces; advice (good practice the header does not
+require) is reported beside pass and fail and never fails the run.
 Exit status: 0 when nothing failed, crashed or timed out; 1 when something did; 2 when a
 library or kind named cannot be found or loaded, or an option is refused (a --timeout that is
 not a positive number, an output file that cannot be written): nothing is checked then (an

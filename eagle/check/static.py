@@ -155,10 +155,12 @@ def exports_promised(s):
     return f"{len(promised)} promised symbols exported"
 
 
-@check("static.exports_pinned", kind="static")
+@check("static.exports_pinned", kind="static", advice=True)
 def exports_pinned(s):
     """Nothing outside the pinned seam (eagle._seam_meta.SYMBOLS, i.e.
-    tests/expected_backend_symbols.txt) is exported; experimental eagle_backend_x_* names aside."""
+    tests/expected_backend_symbols.txt) is exported; experimental eagle_backend_x_* names aside.
+    Advice: the header does not forbid other exports (linking with the generated version script
+    is how eagle's own backends avoid them)."""
     exports, _ = _elf(s.path)
     extra = sorted(name for name, entry in exports.items()
                    if _exported(entry) and name not in meta.SYMBOLS and name not in LINKER_SYMBOLS
@@ -170,9 +172,11 @@ def exports_pinned(s):
     return f"{sum(1 for e in exports.values() if _exported(e))} exports, all in the pin"
 
 
-@check("static.needed", kind="static")
+@check("static.needed", kind="static", advice=True)
 def needed(s):
-    """Every DT_NEEDED entry is on the allow-list of the library's kind."""
+    """Every DT_NEEDED entry is on the allow-list of the library's kind. Advice: the header asks
+    only that the library load and probe() say why when the driver is absent; depending on the
+    driver alone (never a toolkit's runtime library) is what makes that hold."""
     _, libs = _elf(s.path)
     kind = s.kind
     allowed = NEEDED_BASE + NEEDED_OF_KIND.get(kind, ())
@@ -305,8 +309,8 @@ def device_types_cap(s):
     count = ffi.new("int32_t*", -1)
     s.ok("device_types", ffi.NULL, 0, count)
     total = int(count[0])
-    if total < 1:
-        raise CheckFailure(f"device_types reports {total} device types; a backend serves at least one")
+    if total < 0:
+        raise CheckFailure(f"device_types reports {total} device types (a count is never negative)")
     GUARD32 = 0x5A5A5A5A
     for cap in range(0, total + 2):
         buf = ffi.new("int32_t[]", [GUARD32] * (total + 8))
@@ -624,3 +628,61 @@ def left_out_reasons(s):
         raise CheckFailure("capabilities()'s why lines (last_error on OK, one `name: reason` line "
                            "per left-out group or entry): " + "; ".join(problems))
     return f"{len(named)} left-out group(s)/entries, each with a reason" if named else "nothing left out"
+
+
+# ------------------------------------------------------------------------------ issue 29: last_error
+@check("required.last_error_pointer_kept", kind="static")
+def last_error_pointer_kept(s):
+    """The string last_error returns stays as it is until the next seam call on the same thread:
+    another thread failing and reading its own message meanwhile does not change it (a backend
+    that returns one process-wide copy does)."""
+    count = ffi.new("int32_t*")
+    for _ in range(5):
+        if s.raw("capabilities", ffi.NULL) == 0:
+            raise CheckFailure(f"{PREFIX}capabilities(NULL) returned OK")
+        s.calls[PREFIX + "last_error"] += 1
+        p = s.lib.eagle_backend_last_error()   # held, not copied: no seam call on this thread now
+        if p == ffi.NULL:
+            raise CheckFailure("eagle_backend_last_error returned NULL (it must never be NULL)")
+        mine = ffi.string(p)
+        seen = {}
+
+        def other():
+            s.raw("device_types", ffi.NULL, -1, count)
+            seen["theirs"] = s.last_error()
+
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(30)
+        after = ffi.string(p)
+        if not mine:
+            raise CheckFailure("last_error is empty after capabilities(NULL) failed")
+        if seen.get("theirs", "").encode() == mine:
+            raise Skip("the two provoked failures leave the same message; cannot tell threads apart")
+        if after != mine:
+            raise CheckFailure(f"the string last_error returned to this thread ({mine.decode(errors='replace')!r}) "
+                               f"changed to {after.decode(errors='replace')!r} when another thread failed and "
+                               "read its own message, with no seam call on this thread in between; it must "
+                               "stay valid until the next seam call on this thread (one copy per thread)")
+    return "5 rounds: the held string kept this thread's message"
+
+
+@check("required.capabilities_note_on_ok", kind="static")
+def capabilities_note_on_ok(s):
+    """capabilities() on OK sets last_error to its note (the why lines, or ""), whatever a failed
+    call left there before: the note read after a failure is the note read before it."""
+    groups = ffi.new("uint64_t*")
+    s.ok("capabilities", groups)
+    before = s.last_error()
+    for name, args in (("build_info", (ffi.NULL,)), ("capabilities", (ffi.NULL,))):
+        st = s.raw(name, *args)
+        if st == 0:
+            raise CheckFailure(f"{PREFIX}{name}(NULL) returned OK")
+        failed = s.last_error()
+        s.ok("capabilities", groups)
+        after = s.last_error()
+        if after != before:
+            raise CheckFailure(f"after {PREFIX}{name}(NULL) failed with {failed!r}, capabilities() returned OK "
+                               f"but left last_error {after!r}; its note is {before!r} (on OK it sets "
+                               "last_error to the note, or to \"\" when nothing is left out)")
+    return "the note is set on every OK" + (f": {before.splitlines()[0]!r}..." if before else " (\"\")")
