@@ -335,7 +335,7 @@ struct eagle_backend_reorder_desc {
 struct eagle_backend_module_desc {
     uint32_t struct_size;
     uint32_t flags;                  /* 0 (bit-exact), EAGLE_BACKEND_MODULE_FAST_MATH or
-                                      * EAGLE_BACKEND_MODULE_CONTRACT (since minor 8) */
+                                      * EAGLE_BACKEND_MODULE_CONTRACT (since minor 8). */
     int32_t device;                  /* -1: the calling thread's current device; the module's
                                       * kernels run on this device only */
     uint32_t reserved0;

@@ -85,12 +85,15 @@ class Session:
         return st
 
     def expect(self, short, want, *args, why=""):
-        """Call and require status ``want`` (a name like 'INDEX'); returns last_error's text."""
+        """Call and require status ``want`` (a name like 'INDEX', or a tuple of names: any of
+        them); returns last_error's text."""
+        wants = (want,) if isinstance(want, str) else tuple(want)
         st = self.raw(short, *args)
-        if st != STATUS[want]:
+        if st not in [STATUS[w] for w in wants]:
             extra = f": {self.last_error()!r}" if st else ""
-            raise CheckFailure(f"{PREFIX}{short} returned {status_name(st)}{extra}, expected {want}"
+            raise CheckFailure(f"{PREFIX}{short} returned {status_name(st)}{extra}, expected {' or '.join(wants)}"
                                + (f" ({why})" if why else ""))
+        want = status_name(st)
         msg = self.last_error()
         if st != OK and not msg.strip():
             raise CheckFailure(f"{PREFIX}{short} returned {want}"

@@ -263,8 +263,15 @@ CITES = {
     "module_from_source.source_bytes": COMPILE,
     # advice: the header says the source need not be NUL-terminated, not that a NUL inside it is kept
     "module_from_source.embedded_nul": COMPILE,
-    "module_from_source.bit_exact": _c("EAGLE_BACKEND_MODULE_FAST_MATH", "Without FAST_MATH a module is compiled "
+    "module_from_source.bit_exact": _c("EAGLE_BACKEND_MODULE_FAST_MATH", "With no flag (0) a module is compiled "
                                        "bit-exact: no floating-point contraction"),
+    "module_from_source.fp_modes": _c("EAGLE_BACKEND_MODULE_FAST_MATH", "With no flag (0) a module is compiled "
+                                      "bit-exact: no floating-point contraction")
+                                   + _c("EAGLE_BACKEND_MODULE_CONTRACT", "CONTRACT together with FAST_MATH is "
+                                        "INVALID_ARGUMENT."),
+    "stream_query.without_waiting": _c("stream_query", "Otherwise writes 0 to *done and returns OK, and nothing "
+                                       "else changes.", "INVALID_ARGUMENT for a NULL done."),
+    "launcher_query.without_waiting": _c("launcher_query", "Never waits; INVALID_ARGUMENT for a NULL done."),
     "module_from_source.refusals": _c("module_from_source", "UNSUPPORTED for an unknown flag.") + BAD_ARG,
     "module_from_source.while_body": COMPILE + _c("struct conditional_desc", "before each iteration it re-reads "
                                                                              "the guard"),
