@@ -260,15 +260,8 @@ class Solver:
         if got is None:
             spc = self.steps_per_call or self._default_steps_per_call(b)
             src = self._source(spc)
-            kw = {}
-            import inspect
-            params = inspect.signature(b.compile).parameters
-            if "exact" in params:
-                kw["exact"] = self.exact
-            elif self.exact:
-                pass  # eagle.compile of this eagle is bit-exact by default
             got = self._compiled[b.path] = (b.compile(src.encode(), name="eagle_ode.c", fast_math=self.fast_math,
-                                                      kernels=["ode_init", "ode_step_drain"], **kw), spc)
+                                                      kernels=["ode_init", "ode_step_drain"], exact=self.exact), spc)
         return got
 
     # -- the run ----------------------------------------------------------------------------------
