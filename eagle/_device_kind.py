@@ -15,6 +15,7 @@ KIND_OF_DEVICE_TYPE = {
     2: "cuda",   # kDLCUDA
     3: "cuda",   # kDLCUDAHost (page-locked host memory, served by the cuda kind)
     13: "cuda",  # kDLCUDAManaged
+    4: "opencl",  # kDLOpenCL (SVM addresses on the OpenCL device; no other framework consumes them today)
     8: "metal",  # kDLMetal
     10: "hip",   # kDLROCM
     11: "hip",   # kDLROCMHost

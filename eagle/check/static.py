@@ -19,6 +19,7 @@ NEEDED_EXTRA = {
     "cpu": (),
     "cuda": ("libcuda.so.1",),
     "hip": ("libamdhip64.so*", "libhsa-runtime64*"),
+    "opencl": ("libOpenCL.so.1",),  # the Khronos ICD loader, which finds the platform's driver
 }
 NEEDED_FORBIDDEN_HINT = {"libcudart": "link the CUDA runtime statically (cudart_static); "
                                       "at run time a cuda backend may need the driver libcuda.so.1 only"}

@@ -18,6 +18,9 @@
  *   from <stdbool.h> bool true false;   from <stddef.h> size_t ptrdiff_t NULL
  *
  * Where they come from, per kind:
+ *   opencl (OpenCL C, __OPENCL_VERSION__): the language's own built-ins (its math functions are
+ *       overloaded for float and double as C++'s are, so the double-converting macros below apply);
+ *       the fixed-width types are typedefs here, FP64 is enabled by cl_khr_fp64.
  *   cpu (the system C compiler): the C library's own headers. A strict -std=c11 hides the M_
  *       constants in glibc's <math.h>; they are then defined here, with the same values.
  *   cuda by NVRTC (__CUDACC_RTC__) and hip by hiprtc (__HIPCC_RTC__): a runtime compiler has no C
@@ -46,7 +49,39 @@
 #ifndef EAGLE_NUMERICS_H
 #define EAGLE_NUMERICS_H
 
-#if defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)
+#if defined(__OPENCL_VERSION__) || defined(__OPENCL_C_VERSION__)
+/* ---- OpenCL C (the opencl kind, by the platform's clBuildProgram): no C library headers. size_t,
+ * ptrdiff_t, intptr_t, uintptr_t, bool/true/false, NULL, INFINITY, NAN, HUGE_VAL(F), the FLT_ and
+ * DBL_ limits, M_PI & co. and the math functions are the language's own; the fixed-width types
+ * are ours (long is 64 bits in OpenCL C), and FP64 is switched on (cl_khr_fp64). */
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#if !defined(EAGLE_HAVE_STDINT)
+typedef char int8_t;
+typedef uchar uint8_t;
+typedef short int16_t;
+typedef ushort uint16_t;
+typedef int int32_t;
+typedef uint uint32_t;
+typedef long int64_t;
+typedef ulong uint64_t;
+typedef long intmax_t;
+typedef ulong uintmax_t;
+#endif
+/* OpenCL C has no long long: the 64-bit limits and constant macros use long. */
+#define INT64_MAX 9223372036854775807l
+#define INT64_MIN (-9223372036854775807l - 1)
+#define UINT64_MAX 18446744073709551615ul
+#define INT8_C(c) c
+#define INT16_C(c) c
+#define INT32_C(c) c
+#define INT64_C(c) c##l
+#define UINT8_C(c) c
+#define UINT16_C(c) c
+#define UINT32_C(c) c##u
+#define UINT64_C(c) c##ul
+#define INTMAX_C(c) c##l
+#define UINTMAX_C(c) c##ul
+#elif defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)
 /* ---- a runtime compiler: no C library headers; the types are ours */
 #if !defined(EAGLE_HAVE_STDINT)
 typedef signed char int8_t;
@@ -99,8 +134,8 @@ typedef unsigned long long uintmax_t;
  * signbit) are type-generic in C too: they are the compiler's own. Define EAGLE_CXX_MATH before
  * the include to keep C++'s overloads (then a source that includes <cmath> after this header
  * compiles too; with the macros it must include <cmath> first). */
-#if (defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__) || defined(__CUDACC__) || defined(__HIPCC__)) && \
-    !defined(EAGLE_CXX_MATH)
+#if (defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__) || defined(__CUDACC__) || defined(__HIPCC__) || \
+     defined(__OPENCL_VERSION__)) && !defined(EAGLE_CXX_MATH)
 #define EAGLE_NUMERICS_D1(x) ((double)(x))
 #define acos(x) acos(EAGLE_NUMERICS_D1(x))
 #define asin(x) asin(EAGLE_NUMERICS_D1(x))

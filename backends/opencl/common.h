@@ -1,0 +1,79 @@
+// State shared by the files of the opencl backend (one concept per file: required.cpp the seven
+// required symbols, runtime.cpp the platform, device and context, stream.cpp the stream group,
+// memory.cpp device and host memory and copies, host_func.cpp host functions, module.cpp
+// kernels from source, exec.cpp run_device, device.cpp device_props, interop.cpp fences).
+//
+// Device memory is coarse-grained SVM (clSVMAlloc): eagle hands device addresses to kernels as
+// uint64 values and does arithmetic on them (plane offsets, eagle.copy with int addresses), and an
+// SVM address is one number that means the same on the host and the device, where a cl_mem buffer
+// is an opaque object that no integer can name. Every kernel is told the live allocations
+// (CL_KERNEL_EXEC_INFO_SVM_PTRS), since it receives them as integers, not as SVM arguments.
+#pragma once
+
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "eagle/backend_kit.h"
+
+namespace eagle_opencl {
+
+// "what: CL_ERROR_NAME (code)".
+std::string cl_error(cl_int err, const char* what);
+// Throws eagle::Error(status, cl_error(err, what)) unless err is CL_SUCCESS.
+void cl_check(cl_int err, const char* what, eagle_backend_status status = EAGLE_BACKEND_ERROR);
+
+// The one device this backend drives: the first device of the first platform with one, or of the
+// first platform whose name contains $EAGLE_OPENCL_PLATFORM. Made once, on first use.
+struct Runtime {
+    cl_platform_id platform = nullptr;
+    cl_device_id device = nullptr;
+    cl_context context = nullptr;
+    std::string platform_name, device_name;
+    bool svm_coarse = false;         // CL_DEVICE_SVM_COARSE_GRAIN_BUFFER
+    bool fp32_correct_div = false;   // CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT for float
+};
+// The runtime, or UNAVAILABLE with the reason (no ICD, no platform, no device, no SVM).
+Runtime& runtime();
+// OK, or the reason runtime() would fail (never throws).
+bool runtime_usable(std::string* why) noexcept;
+// Device 0 or -1, else INDEX naming `name`.
+void check_device(int32_t device, const char* name);
+
+// A stream: one in-order command queue. `failure` is set by work that failed after it was
+// enqueued (an event that completed with an error) and reported by the next synchronize.
+struct Stream {
+    cl_command_queue queue = nullptr;
+    std::mutex mu;
+    std::string failure;
+};
+Stream* register_stream(bool blocking);
+Stream* lookup_stream(eagle_backend_stream handle, const char* name);
+// The stream of a raw value: a live stream's, or the default stream's for 0; BAD_HANDLE otherwise.
+Stream& stream_of_raw(uint64_t raw, const char* name);
+bool unregister_stream(eagle_backend_stream handle) noexcept;
+// Blocks until the stream's work is done; ERROR with the failure of its work.
+void finish(Stream& s, const char* what);
+
+// Live SVM allocations: the base address eagle got and the pointer clSVMAlloc gave.
+std::vector<void*> live_allocations();
+}  // namespace eagle_opencl
+
+namespace eagle_opencl {
+struct Module;
+// A kernel of a module: the handle module_function writes is this object's address. Setting the
+// arguments and enqueueing is one step under `mu` (a cl_kernel holds its arguments).
+struct Kernel {
+    cl_kernel kernel = nullptr;
+    cl_uint nargs = 0;
+    std::vector<char> svm_arg;  // 1: a __global/__constant pointer argument (clSetKernelArgSVMPointer)
+    std::mutex mu;
+    Module* module = nullptr;
+};
+// The live kernel of a raw handle, else INVALID_ARGUMENT naming `name`.
+Kernel& kernel_of(uint64_t function, const char* name);
+}  // namespace eagle_opencl
