@@ -16,9 +16,8 @@ constexpr const char* kLeftOut =
     "attribution: no capture (see capturer)\n"
     "graph: no capture to build graphs from (see capturer)\n"
     "launcher: no graphs (see graph)\n"
-    "filtering: compaction in OpenCL C is not implemented yet by the opencl backend\n"
     "conditional_begin_case: no conditional group (see conditional)\n"
-    "reorder_device: no filtering group (see filtering)";
+    "reorder_device: the stable in-place reorder of planes is not implemented yet by the opencl backend";
 }  // namespace
 
 EAGLE_EXPORT uint32_t eagle_backend_version(void) { return EAGLE_BACKEND_VERSION; }
@@ -52,7 +51,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_capabilities(uint64_t* groups) {
     return eagle::guarded("eagle_backend_capabilities", [&] {
         eagle::require(groups, "groups");
         *groups = EAGLE_BACKEND_CAP_STREAM | EAGLE_BACKEND_CAP_EXEC | EAGLE_BACKEND_CAP_DEVICE |
-                  EAGLE_BACKEND_CAP_INTEROP;
+                  EAGLE_BACKEND_CAP_INTEROP | EAGLE_BACKEND_CAP_FILTERING;
         eagle::set_last_error(kLeftOut);
     });
 }
