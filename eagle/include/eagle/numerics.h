@@ -19,8 +19,10 @@
  *
  * Where they come from, per kind:
  *   opencl (OpenCL C, __OPENCL_VERSION__): the language's own built-ins (its math functions are
- *       overloaded for float and double as C++'s are, so the double-converting macros below apply);
- *       the fixed-width types are typedefs here, FP64 is enabled by cl_khr_fp64.
+ *       overloaded for float and double as C++'s are, and some platforms (PoCL) define them as
+ *       macros already, so the double-converting macros below are NOT applied: a call that mixes
+ *       float and double arguments (nextafter(t, INFINITY)) may be ambiguous there -- write
+ *       (double)INFINITY); the fixed-width types are typedefs here, FP64 is enabled by cl_khr_fp64.
  *   cpu (the system C compiler): the C library's own headers. A strict -std=c11 hides the M_
  *       constants in glibc's <math.h>; they are then defined here, with the same values.
  *   cuda by NVRTC (__CUDACC_RTC__) and hip by hiprtc (__HIPCC_RTC__): a runtime compiler has no C
@@ -134,8 +136,8 @@ typedef unsigned long long uintmax_t;
  * signbit) are type-generic in C too: they are the compiler's own. Define EAGLE_CXX_MATH before
  * the include to keep C++'s overloads (then a source that includes <cmath> after this header
  * compiles too; with the macros it must include <cmath> first). */
-#if (defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__) || defined(__CUDACC__) || defined(__HIPCC__) || \
-     defined(__OPENCL_VERSION__)) && !defined(EAGLE_CXX_MATH)
+#if (defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__) || defined(__CUDACC__) || defined(__HIPCC__)) && \
+    !defined(EAGLE_CXX_MATH)
 #define EAGLE_NUMERICS_D1(x) ((double)(x))
 #define acos(x) acos(EAGLE_NUMERICS_D1(x))
 #define asin(x) asin(EAGLE_NUMERICS_D1(x))
