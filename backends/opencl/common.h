@@ -1,7 +1,8 @@
 // State shared by the files of the opencl backend (one concept per file: required.cpp the seven
 // required symbols, runtime.cpp the platform, device and context, stream.cpp the stream group,
 // memory.cpp device and host memory and copies, host_func.cpp host functions, module.cpp
-// kernels from source, exec.cpp run_device, device.cpp device_props, interop.cpp fences).
+// kernels from source, exec.cpp run_device, device.cpp device_props, interop.cpp fences,
+// filtering.cpp compaction, fork.cpp branch streams).
 //
 // Device memory is coarse-grained SVM (clSVMAlloc): eagle hands device addresses to kernels as
 // uint64 values and does arithmetic on them (plane offsets, eagle.copy with int addresses), and an
@@ -76,4 +77,10 @@ struct Kernel {
 };
 // The live kernel of a raw handle, else INVALID_ARGUMENT naming `name`.
 Kernel& kernel_of(uint64_t function, const char* name);
+}  // namespace eagle_opencl
+
+namespace eagle_opencl {
+// Work enqueued on `waiter` from now on starts after the work enqueued on `producer` so far (a
+// marker on producer, a barrier waiting for it on waiter); counts the event for event_pool_created.
+void order_after(Stream& waiter, Stream& producer);
 }  // namespace eagle_opencl

@@ -9,6 +9,18 @@ namespace {
 std::atomic<int64_t> g_events{0};
 }
 
+namespace eagle_opencl {
+void order_after(Stream& waiter, Stream& producer) {
+    if (&waiter == &producer) return;  // one in-order queue: already ordered
+    cl_event ev = nullptr;
+    cl_check(clEnqueueMarkerWithWaitList(producer.queue, 0, nullptr, &ev), "clEnqueueMarkerWithWaitList");
+    ++g_events;
+    const cl_int err = clEnqueueBarrierWithWaitList(waiter.queue, 1, &ev, nullptr);
+    clReleaseEvent(ev);
+    cl_check(err, "clEnqueueBarrierWithWaitList");
+}
+}  // namespace eagle_opencl
+
 using namespace eagle_opencl;
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_fence(int32_t dl_device_type, int32_t device_id, int64_t producer,
@@ -28,13 +40,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fence(int32_t dl_device_type, in
         } catch (const eagle::Error& e) {
             eagle::fail(EAGLE_BACKEND_INTEROP, e.what());
         }
-        if (p == c) return;  // one in-order queue: already ordered
-        cl_event ev = nullptr;
-        cl_check(clEnqueueMarkerWithWaitList(p->queue, 0, nullptr, &ev), "clEnqueueMarkerWithWaitList");
-        ++g_events;
-        const cl_int err = clEnqueueBarrierWithWaitList(c->queue, 1, &ev, nullptr);
-        clReleaseEvent(ev);
-        cl_check(err, "clEnqueueBarrierWithWaitList");
+        order_after(*c, *p);
     });
 }
 

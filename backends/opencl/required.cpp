@@ -11,7 +11,6 @@ namespace {
 constexpr const char* kLeftOut =
     "capturer: OpenCL has no stream capture; cl_khr_command_buffer (optional, 0.9 on PoCL 3.1) is not used yet\n"
     "captured: no capture (see capturer)\n"
-    "fork: branch streams join through events on queues; not implemented yet by the opencl backend\n"
     "conditional: OpenCL has no device-decided graph nodes; eagle decides conditionals on the host\n"
     "attribution: no capture (see capturer)\n"
     "graph: no capture to build graphs from (see capturer)\n"
@@ -51,7 +50,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_capabilities(uint64_t* groups) {
     return eagle::guarded("eagle_backend_capabilities", [&] {
         eagle::require(groups, "groups");
         *groups = EAGLE_BACKEND_CAP_STREAM | EAGLE_BACKEND_CAP_EXEC | EAGLE_BACKEND_CAP_DEVICE |
-                  EAGLE_BACKEND_CAP_INTEROP | EAGLE_BACKEND_CAP_FILTERING;
+                  EAGLE_BACKEND_CAP_INTEROP | EAGLE_BACKEND_CAP_FILTERING | EAGLE_BACKEND_CAP_FORK;
         eagle::set_last_error(kLeftOut);
     });
 }
