@@ -84,3 +84,14 @@ namespace eagle_opencl {
 // marker on producer, a barrier waiting for it on waiter); counts the event for event_pool_created.
 void order_after(Stream& waiter, Stream& producer);
 }  // namespace eagle_opencl
+
+#include <functional>
+namespace eagle_opencl {
+// Enqueues fn on s in stream order (see host_func.cpp): work after it, and clFinish, wait for it.
+void enqueue_host_call(Stream& s, std::function<void()> fn);
+// Builds an OpenCL C source of the backend's own (compaction, reorder) once; its kernel `name`.
+cl_kernel own_kernel(const char* source, const char* name);
+// Sets 8-byte arguments (and 4-byte ones where sizes[i] is 4), the live SVM allocations, and
+// enqueues `global` work-items of k on s; the caller holds the lock that serialises k.
+void launch_own(Stream& s, cl_kernel k, const std::vector<std::pair<const void*, size_t>>& args, size_t global);
+}  // namespace eagle_opencl

@@ -2,7 +2,7 @@
 // desc->count work-items (rounded up to whole work-groups of desc->block when one is asked for;
 // kernel.h's entries guard their lane). The kernel receives its nparams arguments, then
 // (long base, long count, long n_samples). An argument is set as its bytes (param_sizes, 8 when
-// NULL), or with clSetKernelArgSVMPointer where the kernel declares it a __global or __constant
+// NULL; a narrower value for an 8-byte argument is zero-extended), or with clSetKernelArgSVMPointer where the kernel declares it a __global or __constant
 // pointer. Device addresses that arrive as integers are made known to the kernel through
 // CL_KERNEL_EXEC_INFO_SVM_PTRS (every live allocation).
 #include "common.h"
@@ -46,10 +46,20 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_run_device(const struct eagle_ba
                 std::memcpy(&addr, storage, 8);
                 err = clSetKernelArgSVMPointer(k.kernel, static_cast<cl_uint>(a), reinterpret_cast<void*>(addr));
             } else {
-                err = clSetKernelArg(k.kernel, static_cast<cl_uint>(a), d.param_sizes ? d.param_sizes[a] : 8, storage);
+                const size_t size = d.param_sizes ? d.param_sizes[a] : 8;
+                err = clSetKernelArg(k.kernel, static_cast<cl_uint>(a), size, storage);
+                if (err == CL_INVALID_ARG_SIZE && size < 8) {
+                    // a narrower value (a numpy scalar) for an 8-byte argument (kernel.h takes every
+                    // argument as ulong): zero-extended, as the cpu kind reads it from its slot
+                    uint64_t wide = 0;
+                    std::memcpy(&wide, storage, size);
+                    err = clSetKernelArg(k.kernel, static_cast<cl_uint>(a), 8, &wide);
+                }
             }
             if (err != CL_SUCCESS)
-                eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, cl_error(err, ("clSetKernelArg " + std::to_string(a)).c_str()));
+                eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+                            cl_error(err, ("clSetKernelArg " + std::to_string(a) + " (" +
+                                           std::to_string(d.param_sizes ? d.param_sizes[a] : 8) + " bytes)").c_str()));
         }
         const cl_long triple[3] = {d.base, d.count, d.n_samples};
         for (int t = 0; t < 3; ++t)

@@ -15,8 +15,7 @@ constexpr const char* kLeftOut =
     "attribution: no capture (see capturer)\n"
     "graph: no capture to build graphs from (see capturer)\n"
     "launcher: no graphs (see graph)\n"
-    "conditional_begin_case: no conditional group (see conditional)\n"
-    "reorder_device: the stable in-place reorder of planes is not implemented yet by the opencl backend";
+    "conditional_begin_case: no conditional group (see conditional)";
 }  // namespace
 
 EAGLE_EXPORT uint32_t eagle_backend_version(void) { return EAGLE_BACKEND_VERSION; }
