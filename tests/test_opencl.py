@@ -18,6 +18,7 @@ from _subproc import run_snippet
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE_DIR = os.path.join(ROOT, "backends", "opencl")
 CARD = os.path.join(ROOT, "examples", "oscillator")
+BARRIER = os.path.join(ROOT, "examples", "barrier")
 # What the backend provides; every other group and entry is left out with its why line.
 PROVIDED = ("static", "required", "stream", "fork", "exec", "device", "interop", "filtering", "memcpy", "host_alloc",
             "host_free", "host_func", "module_from_source", "module_from_image", "module_function",
@@ -79,8 +80,9 @@ def test_check_passes_every_provided_group(library):
         assert outcomes.get(group, set()) <= {"not_supported"}, (group, outcomes.get(group))
 
 
-def test_oscillator_card_bit_exact_against_cpu_and_numpy(library):
-    """The card's two loops on opencl give the cpu kind's bits; its single kernel numpy's."""
+def test_examples_bit_exact_against_cpu_and_numpy(library):
+    """The card's loops and the barrier example on opencl give the cpu kind's bits; the card's
+    single kernel numpy's."""
     out = run_snippet("""
         import sys
         import numpy as np
@@ -116,10 +118,20 @@ def test_oscillator_card_bit_exact_against_cpu_and_numpy(library):
         aset.compact(s)
         s.synchronize()
         eager = bool(np.array_equal(x.numpy(), xc) and np.array_equal(v.numpy(), vc))
-        result = [single, card, eager, int(aset.live), bool(np.array_equal(done.numpy(), steps))]
-    """, env={"EAGLE_BACKEND_OPENCL": library}, globals={"CARD": CARD}, timeout=300)
-    single, card, eager, live, all_done = out.result
+        # the barrier example (Philox normals, exp, a WHILE over an ActiveSet) against cpu
+        sys.path.insert(0, BARRIER)
+        import barrier
+        pc, tc = barrier.run("cpu", 2000)
+        po, to = barrier.run("opencl", 2000)
+        barrier_same = bool(np.array_equal(pc, po) and np.array_equal(tc, to))
+        # eagle's arrays on opencl are DLPack device type 4 (kDLOpenCL)
+        dl = list(x.__dlpack_device__())
+        result = [single, card, eager, int(aset.live), bool(np.array_equal(done.numpy(), steps)), barrier_same, dl]
+    """, env={"EAGLE_BACKEND_OPENCL": library}, globals={"CARD": CARD, "BARRIER": BARRIER}, timeout=300)
+    single, card, eager, live, all_done, barrier_same, dl = out.result
     assert single, "osc_single on opencl differs from the numpy RK4 reference"
     assert card and all(card.values()), f"the card on opencl differs from the cpu kind: {card}"
     assert eager, "the eagerly drained card on opencl differs from the cpu kind"
     assert live == 0 and all_done
+    assert barrier_same, "the barrier example on opencl differs from the cpu kind"
+    assert dl == [4, 0]

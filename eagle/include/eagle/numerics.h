@@ -83,6 +83,188 @@ typedef ulong uintmax_t;
 #define UINT64_C(c) c##ul
 #define INTMAX_C(c) c##l
 #define UINTMAX_C(c) c##ul
+/* C's float functions (sqrtf, ...) are OpenCL C's overloads at float; the C functions OpenCL C
+ * lacks are written with the ones it has (the same result in the default rounding mode). */
+#ifndef acosf
+#define acosf(x) acos((float)(x))
+#endif
+#ifndef asinf
+#define asinf(x) asin((float)(x))
+#endif
+#ifndef atanf
+#define atanf(x) atan((float)(x))
+#endif
+#ifndef cosf
+#define cosf(x) cos((float)(x))
+#endif
+#ifndef sinf
+#define sinf(x) sin((float)(x))
+#endif
+#ifndef tanf
+#define tanf(x) tan((float)(x))
+#endif
+#ifndef acoshf
+#define acoshf(x) acosh((float)(x))
+#endif
+#ifndef asinhf
+#define asinhf(x) asinh((float)(x))
+#endif
+#ifndef atanhf
+#define atanhf(x) atanh((float)(x))
+#endif
+#ifndef coshf
+#define coshf(x) cosh((float)(x))
+#endif
+#ifndef sinhf
+#define sinhf(x) sinh((float)(x))
+#endif
+#ifndef tanhf
+#define tanhf(x) tanh((float)(x))
+#endif
+#ifndef expf
+#define expf(x) exp((float)(x))
+#endif
+#ifndef exp2f
+#define exp2f(x) exp2((float)(x))
+#endif
+#ifndef expm1f
+#define expm1f(x) expm1((float)(x))
+#endif
+#ifndef logf
+#define logf(x) log((float)(x))
+#endif
+#ifndef log10f
+#define log10f(x) log10((float)(x))
+#endif
+#ifndef log1pf
+#define log1pf(x) log1p((float)(x))
+#endif
+#ifndef log2f
+#define log2f(x) log2((float)(x))
+#endif
+#ifndef logbf
+#define logbf(x) logb((float)(x))
+#endif
+#ifndef cbrtf
+#define cbrtf(x) cbrt((float)(x))
+#endif
+#ifndef fabsf
+#define fabsf(x) fabs((float)(x))
+#endif
+#ifndef sqrtf
+#define sqrtf(x) sqrt((float)(x))
+#endif
+#ifndef erff
+#define erff(x) erf((float)(x))
+#endif
+#ifndef erfcf
+#define erfcf(x) erfc((float)(x))
+#endif
+#ifndef lgammaf
+#define lgammaf(x) lgamma((float)(x))
+#endif
+#ifndef tgammaf
+#define tgammaf(x) tgamma((float)(x))
+#endif
+#ifndef ceilf
+#define ceilf(x) ceil((float)(x))
+#endif
+#ifndef floorf
+#define floorf(x) floor((float)(x))
+#endif
+#ifndef rintf
+#define rintf(x) rint((float)(x))
+#endif
+#ifndef roundf
+#define roundf(x) round((float)(x))
+#endif
+#ifndef truncf
+#define truncf(x) trunc((float)(x))
+#endif
+#ifndef atan2f
+#define atan2f(x, y) atan2((float)(x), (float)(y))
+#endif
+#ifndef hypotf
+#define hypotf(x, y) hypot((float)(x), (float)(y))
+#endif
+#ifndef powf
+#define powf(x, y) pow((float)(x), (float)(y))
+#endif
+#ifndef fmodf
+#define fmodf(x, y) fmod((float)(x), (float)(y))
+#endif
+#ifndef remainderf
+#define remainderf(x, y) remainder((float)(x), (float)(y))
+#endif
+#ifndef copysignf
+#define copysignf(x, y) copysign((float)(x), (float)(y))
+#endif
+#ifndef nextafterf
+#define nextafterf(x, y) nextafter((float)(x), (float)(y))
+#endif
+#ifndef fdimf
+#define fdimf(x, y) fdim((float)(x), (float)(y))
+#endif
+#ifndef fmaxf
+#define fmaxf(x, y) fmax((float)(x), (float)(y))
+#endif
+#ifndef fminf
+#define fminf(x, y) fmin((float)(x), (float)(y))
+#endif
+#ifndef fmaf
+#define fmaf(x, y, z) fma((float)(x), (float)(y), (float)(z))
+#endif
+#ifndef ilogbf
+#define ilogbf(x) ilogb((float)(x))
+#endif
+#ifndef frexpf
+#define frexpf(x, e) frexp((float)(x), e)
+#endif
+#ifndef ldexpf
+#define ldexpf(x, e) ldexp((float)(x), (int)(e))
+#endif
+#ifndef modff
+#define modff(x, ip) modf((float)(x), ip)
+#endif
+#ifndef remquof
+#define remquof(x, y, q) remquo((float)(x), (float)(y), q)
+#endif
+#ifndef scalbnf
+#define scalbnf(x, e) ldexp((float)(x), (int)(e))
+#endif
+#ifndef scalbn
+#define scalbn(x, e) ldexp((double)(x), (int)(e))
+#endif
+#ifndef nearbyintf
+#define nearbyintf(x) rint((float)(x))
+#endif
+#ifndef nearbyint
+#define nearbyint(x) rint((double)(x))
+#endif
+#ifndef lrintf
+#define lrintf(x) ((long)rint((float)(x)))
+#endif
+#ifndef lrint
+#define lrint(x) ((long)rint((double)(x)))
+#endif
+#ifndef llrintf
+#define llrintf(x) ((long)rint((float)(x)))
+#endif
+#ifndef llrint
+#define llrint(x) ((long)rint((double)(x)))
+#endif
+#ifndef lroundf
+#define lroundf(x) ((long)round((float)(x)))
+#endif
+#ifndef lround
+#define lround(x) ((long)round((double)(x)))
+#endif
+#ifndef llroundf
+#define llroundf(x) ((long)round((float)(x)))
+#endif
+#ifndef llround
+#define llround(x) ((long)round((double)(x)))
+#endif
 #elif defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)
 /* ---- a runtime compiler: no C library headers; the types are ours */
 #if !defined(EAGLE_HAVE_STDINT)
