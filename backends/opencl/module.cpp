@@ -153,8 +153,9 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         for (char c : name) line_name += (c == '"' || c == '\\') ? '_' : c;
         text += "#line 1 \"" + line_name + "\"\n";
         text.append(source ? source : "", static_cast<size_t>(source_bytes));
-        // OpenCL C 2.0: pointers the user writes without an address space are generic (kernel.h).
-        std::string options = "-cl-std=CL2.0 -cl-kernel-arg-info";
+        // OpenCL C 2.0 or 3.0 with the generic address space: pointers the user writes without an
+        // address space are generic (kernel.h).
+        std::string options = rt.cl_std + " -cl-kernel-arg-info";
         if (fast)
             options += " -cl-fast-relaxed-math";
         else if (rt.fp32_correct_div)

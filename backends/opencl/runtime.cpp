@@ -92,6 +92,13 @@ Made make() {
     cl_device_fp_config fp = 0;
     clGetDeviceInfo(m.rt.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr);
     m.rt.fp32_correct_div = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+    size_t nf = 0;
+    if (clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_FEATURES, 0, nullptr, &nf) == CL_SUCCESS && nf > 0) {
+        std::vector<cl_name_version> feats(nf / sizeof(cl_name_version));
+        clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_FEATURES, nf, feats.data(), nullptr);
+        for (const auto& f : feats)
+            if (std::strcmp(f.name, "__opencl_c_generic_address_space") == 0) m.rt.cl_std = "-cl-std=CL3.0";
+    }
     m.rt.context = clCreateContext(nullptr, 1, &m.rt.device, nullptr, nullptr, &err);
     if (err != CL_SUCCESS) m.why = cl_error(err, "clCreateContext");
     return m;

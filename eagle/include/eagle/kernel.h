@@ -318,7 +318,8 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
     EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
 
 #elif EAGLE_KIND_OPENCL
-/* ---- the opencl kind: OpenCL C 2.0 (the backend builds with -cl-std=CL2.0), so a pointer the
+/* ---- the opencl kind: OpenCL C 2.0, or 3.0 with the generic address space (the backend picks
+ * the -cl-std the device offers), so a pointer the
  * user writes without an address space (double*) is a generic pointer, in the body and in the
  * helpers alike. Every kernel entry takes each declared argument as the 8-byte value eagle passes
  * (ulong: a scalar's bits, or an array's device address -- a coarse-grained SVM address, the same
