@@ -135,3 +135,24 @@ def test_examples_bit_exact_against_cpu_and_numpy(library):
     assert live == 0 and all_done
     assert barrier_same, "the barrier example on opencl differs from the cpu kind"
     assert dl == [4, 0]
+
+
+def test_no_matching_platform_is_unavailable_naming_the_variable(library):
+    """$EAGLE_OPENCL_PLATFORM naming no platform: the library loads, its use is BackendUnavailable."""
+    out = run_snippet("""
+        import eagle
+        b = eagle.backend("opencl")
+        b.stream()
+    """, env={"EAGLE_BACKEND_OPENCL": library, "EAGLE_OPENCL_PLATFORM": "NoSuchVendor"}, timeout=60)
+    out.expect_raises("BackendUnavailable", match="EAGLE_OPENCL_PLATFORM='NoSuchVendor'")
+
+
+def test_broken_source_is_compile_error_with_the_line(library):
+    """A source that does not compile: CompileError naming the source and its line (the user's
+    numbering, though the backend prepends its floating-point pragma)."""
+    out = run_snippet("""
+        import eagle
+        src = b"#include <eagle/kernel.h>\\nEAGLE_KERNEL(k, (double*, x))\\n{\\n    x[i] = = 1.0;\\n}\\n"
+        eagle.backend("opencl").compile(src, name="broken.c", exact=True)
+    """, env={"EAGLE_BACKEND_OPENCL": library}, timeout=120)
+    out.expect_raises("CompileError", match="broken.c:4:")
