@@ -103,7 +103,10 @@ typedef int32_t eagle_backend_status;
 
 /* ======================================================================== flags and codes  */
 
-/* stream_desc.flags: the stream does not synchronise with the kind's default stream. */
+/* stream_desc.flags: the stream does not synchronise with the kind's default stream.
+ * Without it, where the kind has a default stream (raw value 0), work enqueued on the stream waits
+ * for the default stream's earlier work, and work enqueued on the default stream waits for the
+ * stream's earlier work (since minor 8). */
 #define EAGLE_BACKEND_STREAM_NON_BLOCKING 1u
 /* compact_desc.flags and reorder_desc.flags: a nonzero mask byte means DROP the sample
  * (without this flag a nonzero byte means KEEP it). */
@@ -348,6 +351,14 @@ struct eagle_backend_module_desc {
                                       * libhiprtc, on GPU kinds); NULL or "": the default search only
                                       * (cpu: $CC, then cc, gcc, clang on PATH; cuda: libnvrtc.so.13,
                                       * .12 by the system loader, then the toolkit's lib64) */
+    /* since minor 8: stopping a compile */
+    uint64_t cancel;                 /* 0, or the host address of a uint32_t word that another
+                                      * thread may set nonzero while module_from_source runs. A
+                                      * kind whose compiler is a process of its own (cpu) polls it
+                                      * at least every 20 ms, then kills the compiler and its
+                                      * children and returns ERROR with "cancelled" in the message;
+                                      * a kind whose compiler runs in-process (NVRTC, hiprtc) may
+                                      * finish first. Ignored by module_from_image. */
 };
 
 /* ======================================================================== required ======= */
@@ -718,6 +729,32 @@ eagle_backend_status eagle_backend_mem_alloc(int32_t device, uint64_t bytes, uin
  * stream, and no graph that may still be replayed, uses it (e.g. by synchronizing). 0 is a no-op;
  * an address mem_alloc did not return is ignored, never freed. */
 void eagle_backend_mem_free(uint64_t address);
+
+/* ======================================================================== minor 8: completion queries */
+
+/* Waits that can be interrupted. eagle_backend_stream_synchronize and
+ * eagle_backend_launcher_synchronize block in the backend until the work is done, so a caller
+ * cannot handle a signal (Ctrl-C, an alarm) meanwhile. A query is a synchronize that does not
+ * wait: a caller that wants to stay responsive queries, does what it must (handle signals,
+ * give up), sleeps a little and queries again. A backend without them still loads; its waits are
+ * then the blocking synchronizes. */
+
+/* @eagle group=per-symbol since=8 extends=stream
+ * When every piece of work enqueued on the stream so far has finished, writes 1 to *done and
+ * returns what eagle_backend_stream_synchronize would return now, with the same effects (ERROR,
+ * reported once, when that work failed; INVALID_ARGUMENT while the stream is being captured, which
+ * may break the capture as synchronize does). Otherwise writes 0 to *done and returns OK, and
+ * nothing else changes. Returns without waiting for the work: it may take the backend's own
+ * short-lived locks, never a wait for the device or for a host function. INVALID_ARGUMENT for a
+ * NULL done. Called from inside a host function, it answers for what a synchronize there would
+ * wait for (on its own stream: the work enqueued before it). */
+eagle_backend_status eagle_backend_stream_query(eagle_backend_stream stream, int32_t* done);
+
+/* @eagle group=per-symbol since=8 extends=launcher
+ * eagle_backend_stream_query for eagle_backend_launcher_synchronize: *done = 1 (and that
+ * synchronize's status and effects) when the launcher's stream has finished, else *done = 0
+ * and OK. Never waits; INVALID_ARGUMENT for a NULL done. */
+eagle_backend_status eagle_backend_launcher_query(eagle_backend_launcher launcher, int32_t* done);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,6 +1,5 @@
 """The machine line every benchmark prints beside its figures, the header it opens with, the
 switch onto eagle's cffi fallback, and the interleaving of paired cases."""
-import contextlib
 import datetime
 import os
 import platform
@@ -32,17 +31,11 @@ def header(*env, **env_unset):
           f"({', '.join(f'{k}={v}' for k, v in shown.items())})")
 
 
-@contextlib.contextmanager
 def cffi_fallback():
-    """Bound calls made inside take eagle's cffi fallback (eagle._hotcall.py_bound_call), as a
-    build without eagle._hotcall does; the compiled hot path is restored on leaving."""
-    from eagle import _hotcall
-    compiled_type = _hotcall.CompiledBoundCall
-    _hotcall.CompiledBoundCall = None
-    try:
-        yield
-    finally:
-        _hotcall.CompiledBoundCall = compiled_type
+    """Bound calls made inside take eagle's cffi fallback, as a build without eagle's compiled
+    hot path does (eagle.extend.cffi_fallback)."""
+    from eagle.extend import cffi_fallback as fallback
+    return fallback()
 
 
 def interleave_pairs(pairs, rounds):

@@ -59,9 +59,7 @@ def main():
 
     import cupy as cp
     import eagle
-    from eagle import _hotcall
-    from eagle._arrays import address_of
-    from eagle._seam_ffi import ffi
+    from eagle.extend import address_of, ffi, hot_path_compiled, launch_releasing_gil, python_host_calls_pending
     try:
         import torch
     except ImportError:  # torch is a peer, not a requirement
@@ -95,9 +93,9 @@ def main():
     with cffi_fallback():  # a second launcher on the cffi fallback (py_bound_call), as without eagle._hotcall
         launcher_ffi = graph.launcher()
     launcher_ffi.set_stream(s)
-    print(f"eagle._hotcall: {'built, used by Launcher.launch()' if _hotcall.is_compiled(launcher.launch) else 'NOT built'}")
+    print(f"eagle._hotcall: {'built, used by Launcher.launch()' if hot_path_compiled(launcher.launch) else 'NOT built'}")
     # the same launch bound to release the GIL around every call (as EAGLE_LAUNCH_RELEASES_GIL=1 does)
-    launch_releasing = _hotcall.hot(_hotcall.bind(launcher, "launcher_launch", None, True, _hotcall.GIL_RELEASE))
+    launch_releasing = launch_releasing_gil(launcher)
     seam_fn = int(ffi.cast("uintptr_t", b._f.launcher_launch))
     seam_launcher = int(ffi.cast("uintptr_t", launcher._h))
     ok(peers.peer_graph_make(ctypes.c_uint64(s.handle)), "peer_graph_make")
@@ -169,7 +167,7 @@ def main():
     if torch is not None:
         replay_cases["replay: torch CUDAGraph.replay"] = lambda: timed(torch_replay, torch.cuda.synchronize)
     names = list(replay_cases)
-    print(f"Python host functions pending at the replay rounds: {_hotcall.host_calls_pending()} "
+    print(f"Python host functions pending at the replay rounds: {python_host_calls_pending()} "
           "(Launcher.launch() keeps the GIL only at 0)")
     for r in range(2 * args.rounds + 1):  # rotating order: no case always follows the same one
         for name in names[r % len(names):] + names[:r % len(names)]:
@@ -198,7 +196,7 @@ def main():
     # The same loop with its body compiled from EAGLE_KERNEL: the cuda backend folds eagle's setter
     # into the kernel's `eagle_while_end_<N>_<name>` entry (backends/cuda/kernel_fold.cpp), one node an iteration.
     dec_module = eagle.compile("#include <eagle/kernel.h>\n"
-                               "EAGLE_KERNEL(bench_decrement, (uint32_t*, c)) { (void)n; if (i == 0) c[0] -= 1u; }\n",
+                               "EAGLE_KERNEL(bench_decrement, (EAGLE_BUFFER uint32_t*, c)) { (void)n; if (i == 0) c[0] -= 1u; }\n",
                                backend=b, name="bench_decrement.c")
 
     def fresh_folded_launcher():

@@ -30,8 +30,7 @@ import time
 import numpy as np
 
 import eagle
-from eagle import _hotcall
-from eagle._seam_ffi import ffi
+from eagle.extend import ffi, hot_path_compiled
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _machine import header, interleave_pairs  # noqa: E402
@@ -166,7 +165,7 @@ def main():
     assert float(x[0]) > 0 and np.array_equal(dst, src)
 
     header()
-    print(f"eagle._hotcall: {'built' if _hotcall.is_compiled(launcher.launch) else 'NOT built (cffi fallback)'}; "
+    print(f"eagle._hotcall: {'built' if hot_path_compiled(launcher.launch) else 'NOT built (cffi fallback)'}; "
           f"n = {n}, {calls} calls per case, {args.rounds} interleaved rounds; median ns per call\n")
     print(f"{'case':<44}{'eagle ns':>10}{'raw ns':>10}{'eagle-raw':>11}{'ratio':>8}")
     for k in names:

@@ -12,8 +12,7 @@ import statistics
 import timeit
 
 import eagle
-from eagle import _hotcall
-from eagle._seam_ffi import ffi
+from eagle.extend import ffi, hot_path_compiled
 
 from _machine import cffi_fallback, header
 
@@ -32,7 +31,7 @@ def main():
     b = eagle.backend("cpu")
     s = b.stream()
     s.synchronize()
-    compiled = _hotcall.is_compiled(s.synchronize)
+    compiled = hot_path_compiled(s.synchronize)
     with cffi_fallback():
         s_fallback = b.stream()  # the same wrapper on its cffi fallback (py_bound_call)
     s_fallback.synchronize()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels fpmodes sanitize check bench seam card cardblocks mc multigpu distributed distbench odetests odebench
+#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels fpmodes sanitize waits check bench seam card cardblocks mc multigpu distributed distbench odetests odebench
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there.
@@ -81,6 +81,14 @@ for stage in "$@"; do
           -k "${SANITIZE_K:-not torch and not jax and not keepalive_off and not dlpack_round_trips_pick_cuda and not threads_record_and_replay}" 2>&1 | tail -40 | tee -a "$OUT/sanitizer.log"
         st=${PIPESTATUS[0]}; echo "exit status $st" | tee -a "$OUT/sanitizer.log"; rc=$((rc | st))
       done ;;
+    waits)
+      # issue 28: Ctrl-C during a wait of a cuda kernel that never ends, cuda objects across fork,
+      # and the polled waits against the blocking synchronize, interleaved in one process
+      python3 -m pytest -q -p no:cacheprovider -rs tests/hostile/test_hostile_waits.py tests/hostile/test_hostile_fork.py \
+        2>&1 | tee "$OUT/pytest_waits_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]}))
+      python3 benchmarks/bench_wait_poll.py --backend cuda --rounds 15 2>&1 | tee "$OUT/bench_wait_poll_cuda_h200.log"
+      python3 benchmarks/bench_wait_poll.py --backend cpu --rounds 15 2>&1 | tee "$OUT/bench_wait_poll_cpu_h200host.log" ;;
     check)
       python3 -m eagle.check cuda cpu 2>&1 | tee "$OUT/check_cuda_h200.log"; rc=$((rc | ${PIPESTATUS[0]}))
       python3 -m eagle.check cuda --json > "$OUT/check_cuda_h200.json" 2>/dev/null ;;

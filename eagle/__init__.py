@@ -7,9 +7,9 @@ in eagle/README.md.
 
 Importing eagle loads nothing but this module and its exceptions; the rest is imported on
 first use."""
-from .errors import (BackendLoadError, BackendUnavailable, CompileError, EagleBufferError, EagleError,
-                     EagleIndexError, EagleKeyError, EagleMemoryError, EagleTypeError, EagleValueError, HandleError,
-                     InteropError, Unsupported)
+from .errors import (BackendLoadError, BackendUnavailable, CompileError, CompileTimeout, EagleBufferError,
+                     EagleError, EagleIndexError, EagleKeyError, EagleMemoryError, EagleTypeError, EagleValueError,
+                     HandleError, InteropError, RanOutWarning, Unsupported)
 
 __version__ = "0.1.0"
 
@@ -20,13 +20,15 @@ BORROWED_FROM = None
 
 def _find_generated_modules():
     """Running from a source checkout (its eagle/ first on sys.path), the generated modules and
-    backends live in an installed copy: add that directory to this package's path, and say so
-    (a warning naming it). The installed copy must have been generated from this checkout's
-    eagle_backend.h (compared by SHA-256), else the import fails naming both."""
+    backends live in an installed copy: add that directory to this package's path
+    (:data:`BORROWED_FROM` names it). The installed copy must have been generated from this
+    checkout's eagle_backend.h: the SHA-256 of the header recorded when it was built
+    (``_seam_meta.HEADER_SHA256``) must be the checkout's, else the import fails naming both. When
+    they match there is nothing to warn about: the generated modules are what this checkout
+    would generate."""
     import hashlib
     import os
     import sys
-    import warnings
     global BORROWED_FROM
     here = os.path.dirname(os.path.abspath(__file__))
     if os.path.exists(os.path.join(here, "_seam_ffi.py")):
@@ -48,8 +50,6 @@ def _find_generated_modules():
                                   "eagle_backend.h; reinstall it from this checkout (pip install .)")
         __path__.append(cand)
         BORROWED_FROM = cand
-        warnings.warn(f"eagle: running from the source checkout {here} with the generated modules and "
-                      f"backends of the installed eagle at {cand}", RuntimeWarning, stacklevel=3)
         return
 
 
@@ -76,9 +76,9 @@ _LAZY = {
     "mean_var": ".reduce", "MeanVar": ".reduce",
 }
 
-__all__ = ["BackendLoadError", "BackendUnavailable", "CompileError", "EagleBufferError", "EagleError",
-           "EagleIndexError", "EagleKeyError", "EagleMemoryError", "EagleTypeError", "EagleValueError",
-           "HandleError", "InteropError", "Unsupported", *_LAZY]
+__all__ = ["BackendLoadError", "BackendUnavailable", "CompileError", "CompileTimeout", "EagleBufferError",
+           "EagleError", "EagleIndexError", "EagleKeyError", "EagleMemoryError", "EagleTypeError", "EagleValueError",
+           "HandleError", "InteropError", "RanOutWarning", "Unsupported", *_LAZY]
 
 
 def __getattr__(name):

@@ -8,9 +8,9 @@ import sys
 from . import _hostmem
 from . import _validate
 from ._dlpack import DLTensor as _DLTensor
-from ._device_kind import HOST_DEVICE_TYPES, device_pair, kind_of_device_type
+from ._device_kind import HOST_DEVICE, HOST_DEVICE_TYPES, KDL_CPU, KDL_CUDA, device_pair, kind_of_device_type
 from ._seam_ffi import ffi
-from .errors import EagleTypeError, EagleValueError
+from .errors import EagleError, EagleTypeError, EagleValueError
 
 #: Per-type fast paths of :func:`address_of`, for exact types only (no subclasses): type ->
 #: ``fn(obj) -> ArrayInfo``, or None to take the general path (which then names what is wrong).
@@ -108,11 +108,11 @@ def _ndarray_info(a):
         ptr = int(_cast("uintptr_t", _from_buffer(a)))
     except (TypeError, ValueError, BufferError):
         return None
-    return ArrayInfo(ptr, a.nbytes, 1, 0, a, not flags.writeable)
+    return ArrayInfo(ptr, a.nbytes, KDL_CPU, 0, a, not flags.writeable)
 
 
 def _host_device(_obj):
-    return 1, 0
+    return HOST_DEVICE
 
 
 def _cupy_info(a):
@@ -149,9 +149,9 @@ def _torch_reader(strided):
 
 def _torch_cuda_info(t):
     device_type, device_id = t.__dlpack_device__()
-    if int(device_type) != 2:  # a ROCm build says 10: its interface is the general path's to read
+    if int(device_type) != KDL_CUDA:  # a ROCm build says 10: its interface is the general path's to read
         return None
-    return ArrayInfo(t.data_ptr(), t.numel() * t.element_size(), 2, int(device_id), t, False)
+    return ArrayInfo(t.data_ptr(), t.numel() * t.element_size(), KDL_CUDA, int(device_id), t, False)
 
 
 def _torch_device(t):
@@ -254,7 +254,7 @@ def host_interface(obj, iface):
     :func:`address_of` checks it (see :func:`_read_interface`): ``(ArrayInfo, dtype, shape)``. A
     reader shows numpy only these values, never ``obj``, whose interface may say something else
     when read again."""
-    return _read_interface(obj, iface, 1, 0)
+    return _read_interface(obj, iface, *HOST_DEVICE)
 
 
 # PyCapsule_GetPointer with its signature, made once: a private prototype, so neither another
@@ -264,13 +264,19 @@ _capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c
 
 
 def _from_dlpack(obj):
+    """(ArrayInfo, dtype or None, shape) of ``obj``'s DLPack export; what its ``__dlpack__``
+    raises, or a malformed export, is an EagleTypeError chained from the cause."""
     try:
         return _read_dlpack(obj)
     except EagleTypeError:
         raise
     except Exception as e:  # noqa: BLE001 - a malformed export is the array's defect, named
         raise EagleTypeError(f"eagle: cannot read the DLPack export of a {type(obj).__name__} "
-                             f"({type(e).__name__}: {e})") from None
+                             f"({type(e).__name__}: {e})") from e
+
+
+#: DLPack type codes -> numpy kind characters (kDLInt, kDLUInt, kDLFloat, kDLComplex, kDLBool).
+_DL_KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
 
 
 def _read_dlpack(obj):
@@ -281,8 +287,35 @@ def _read_dlpack(obj):
     itemsize = (t.dtype.bits * t.dtype.lanes + 7) // 8
     strides = None if not t.strides else [t.strides[i] * itemsize for i in range(t.ndim)]
     nbytes = _contiguous_nbytes(shape, strides, itemsize, type(obj).__name__)
-    return ArrayInfo((t.data or 0) + t.byte_offset, nbytes, t.device.device_type,
-                     t.device.device_id, (obj, capsule))
+    kind = _DL_KINDS.get(t.dtype.code)
+    dtype = None
+    if kind is not None and t.dtype.lanes == 1 and t.dtype.bits % 8 == 0:
+        import numpy as np
+        try:
+            dtype = np.dtype(f"{kind}{t.dtype.bits // 8}")
+        except TypeError:
+            dtype = None
+    info = ArrayInfo((t.data or 0) + t.byte_offset, nbytes, t.device.device_type, t.device.device_id,
+                     (obj, capsule))
+    return info, dtype, tuple(shape)
+
+
+def _interface(obj, name):
+    """``obj``'s attribute ``name`` (an array interface), None when it has none; an interface that
+    raises (other than eagle's own refusals) is an EagleTypeError naming it, chained from what
+    it raised."""
+    try:
+        return getattr(obj, name, None)
+    except EagleError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the object's own defect, named
+        raise EagleTypeError(f"eagle: the {name} of a {type(obj).__name__} raised "
+                             f"{type(e).__name__}: {e}") from e
+
+
+def _device_of(obj):
+    dev = _interface(obj, "__dlpack_device__")
+    return (KDL_CUDA, 0) if dev is None else device_pair(obj, dev)
 
 
 def address_of(obj) -> ArrayInfo:
@@ -300,20 +333,43 @@ def address_of(obj) -> ArrayInfo:
         if not 0 <= obj < _ADDRESS_END:
             raise EagleValueError(f"eagle: {obj} is no address (0 .. 2**64-1)")
         return ArrayInfo(obj, None, None, None)
-    iface = getattr(obj, "__array_interface__", None)
+    return _general(obj, "eagle")[0]
+
+
+def describe(obj, what="eagle"):
+    """``(ArrayInfo, dtype, shape)`` of the array ``obj`` (dtype a numpy dtype, or a framework's
+    own, or None where DLPack names a type numpy has not): what a kernel's typed parameter is
+    checked against. An int address, which says neither, is refused, naming ``what``."""
+    fast = _EXACT.get(type(obj))
+    if fast is not None:
+        info = fast(obj)
+        if info is not None:
+            return info, obj.dtype, tuple(obj.shape)
+    if isinstance(obj, (bool, int, ArrayInfo)):
+        raise EagleTypeError(f"{what}: a {type(obj).__name__} is no array")
+    return _general(obj, what)
+
+
+def _general(obj, what):
+    """(ArrayInfo, dtype, shape) of ``obj`` through its protocols: an object's own
+    ``__eagle_array__`` (eagle's OwnedPlane), ``__array_interface__``,
+    ``__cuda_array_interface__``, then DLPack."""
+    own = getattr(type(obj), "__eagle_array__", None)
+    if own is not None:
+        return own(obj)
+    iface = _interface(obj, "__array_interface__")
     if iface is not None:
-        return _read_interface(obj, iface, 1, 0)[0]
-    iface = getattr(obj, "__cuda_array_interface__", None)
+        return _read_interface(obj, iface, *HOST_DEVICE)
+    iface = _interface(obj, "__cuda_array_interface__")
     if iface is not None:
-        dev = getattr(obj, "__dlpack_device__", None)
-        device_type, device_id = (2, 0) if dev is None else device_pair(obj, dev)
-        info = _read_interface(obj, iface, device_type, device_id)[0]
+        device_type, device_id = _device_of(obj)
+        out = _read_interface(obj, iface, device_type, device_id)
         _learn_type(type(obj))
-        return info
-    if hasattr(obj, "__dlpack__"):
+        return out
+    if _interface(obj, "__dlpack__") is not None:
         return _from_dlpack(obj)
-    raise EagleTypeError(f"eagle: cannot take the address of a {type(obj).__name__}; pass an int "
-                    "address or an array with __array_interface__, __cuda_array_interface__ or DLPack")
+    raise EagleTypeError(f"{what}: cannot take the address of a {type(obj).__name__}; pass an int "
+                         "address or an array with __array_interface__, __cuda_array_interface__ or DLPack")
 
 
 def dlpack_device(obj):
@@ -321,9 +377,9 @@ def dlpack_device(obj):
     fast = _DEVICE_EXACT.get(type(obj))
     if fast is not None:
         return fast(obj)
-    dev = getattr(obj, "__dlpack_device__", None)
+    dev = _interface(obj, "__dlpack_device__")
     if dev is not None:
         return device_pair(obj, dev)
-    if hasattr(obj, "__array_interface__"):
-        return 1, 0
+    if _interface(obj, "__array_interface__") is not None:
+        return HOST_DEVICE
     raise EagleTypeError(f"eagle: {type(obj).__name__} does not say where it lives (no __dlpack_device__)")

@@ -3,7 +3,8 @@
 This module sits above the seam objects (it imports them; they never import it) and below the
 program layer. :func:`backend` opens a backend by kind, ``'gpu'`` or path; which backend a call
 on arrays uses is decided by :func:`eagle._resolve.resolve`, never by a default kind."""
-from . import _loader
+from . import _recording, _loader
+from ._inflight import submit
 from . import array as _array
 from . import capture as _capture
 from . import conditional as _conditional
@@ -26,11 +27,6 @@ class Backend(_loader.Library):
     def stream(self, device=-1, non_blocking=False):
         """A new :class:`eagle.Stream` on ``device`` (-1: the current device)."""
         return _stream.Stream(self, device, non_blocking)
-
-    def stream_ref(self, raw):
-        """Borrow a raw stream value of this kind, or any object ``stream=`` accepts (not
-        released by eagle)."""
-        return _stream.StreamRef.from_handle(self, raw)
 
     def capture(self, stream, device=-1):
         """A :class:`eagle.Capture` of ``stream``; use ``with`` to record."""
@@ -72,9 +68,12 @@ class Backend(_loader.Library):
         return _launcher.is_node_toggleable(self, node)
 
     # -- exec, device, interop --------------------------------------------------------------------
-    def run(self, kernel, args, n, **kw):
-        """Launch ``kernel`` over lanes on this backend; see :func:`eagle.run`."""
-        return _exec.run(self, kernel, args, n, **kw)
+    def run(self, kernel, args, n, *, stream=None, **kw):
+        """Launch ``kernel`` over lanes on this backend; see :func:`eagle.run` (no stream: done
+        on eagle's own stream before this returns)."""
+        if stream is None:
+            _recording.refuse_eager("eagle.run (Backend.run)")
+        return submit(self, stream, _exec.enqueue_run, kernel, args, n, **kw)
 
     def device_props(self, device=0):
         """:class:`eagle.DeviceProps` of ``device``."""
@@ -91,8 +90,9 @@ class Backend(_loader.Library):
 
     # -- memory -------------------------------------------------------------------------------------
     def copy(self, dst, src, nbytes=None, *, stream=None, direction=None):
-        """Copy in stream order on this backend; see :func:`eagle.copy`."""
-        return _memory.copy(self, dst, src, nbytes, stream=stream, direction=direction)
+        """Copy in stream order on this backend; see :func:`eagle.copy` (no stream: done on
+        eagle's own stream before this returns)."""
+        return submit(self, stream, _memory.enqueue_copy, dst, src, nbytes, direction=direction)
 
     def pinned(self, shape, dtype="float64"):
         """Page-locked host memory of this backend as a numpy array; see :func:`eagle.pinned`."""
@@ -128,17 +128,19 @@ class Backend(_loader.Library):
         """Scratch bytes :meth:`compact` of ``n`` samples needs."""
         return _filtering.compact_scratch_bytes(self, n, **kw)
 
-    def compact(self, mask, index_map, count, scratch, **kw):
-        """Enqueue a compaction; see :func:`eagle.filtering.compact`."""
-        return _filtering.compact(self, mask, index_map, count, scratch, **kw)
+    def compact(self, mask, index_map, count, scratch, *, stream=None, **kw):
+        """A compaction on ``stream``; see :func:`eagle.compact` (no stream: done on eagle's own
+        stream before this returns)."""
+        return submit(self, stream, _filtering.enqueue_compact, mask, index_map, count, scratch, **kw)
 
     def reorder_scratch_bytes(self, n, **kw):
         """Scratch bytes :meth:`reorder` of ``n`` samples needs."""
         return _filtering.reorder_scratch_bytes(self, n, **kw)
 
-    def reorder(self, planes, mask, perm, inv, span, scratch, **kw):
-        """Enqueue a reorder; see :func:`eagle.filtering.reorder`."""
-        return _filtering.reorder(self, planes, mask, perm, inv, span, scratch, **kw)
+    def reorder(self, planes, mask, perm, inv, span, scratch, *, stream=None, **kw):
+        """A reorder on ``stream``; see :func:`eagle.filtering.enqueue_reorder` (no stream: done
+        on eagle's own stream before this returns)."""
+        return submit(self, stream, _filtering.enqueue_reorder, planes, mask, perm, inv, span, scratch, **kw)
 
 
 def backend(name, *, trace=None):

@@ -1,14 +1,22 @@
-"""Where an array lives picks its backend: DLPack device type -> eagle kind.
+"""Facts about kinds: where an array lives picks its backend (DLPack device type -> eagle kind),
+which environment variables narrow a kind's devices, which shared libraries a kind's backend may
+need at run time.
 
-This table is the only place in eagle's core that names kinds.
-
-The codes are DLPack's ``DLDeviceType``. Only this table names device types; the rest of
-eagle works with kinds."""
+These tables are the only place in eagle (core, eagle.check, eagle.distributed) that names kinds.
+The codes are DLPack's ``DLDeviceType``. Only this module names device types; the rest of eagle
+works with kinds."""
 
 import operator
 
 from ._validate import INT32_MAX
-from .errors import EagleTypeError, EagleValueError
+from .errors import EagleError, EagleTypeError, EagleValueError
+
+#: DLPack's codes that eagle's readers name by themselves: host memory, and CUDA device memory
+#: (what ``__cuda_array_interface__`` describes when an array says nothing else).
+KDL_CPU = 1
+KDL_CUDA = 2
+#: The device of host memory: a numpy array's, or of arrays that name none.
+HOST_DEVICE = (KDL_CPU, 0)
 
 KIND_OF_DEVICE_TYPE = {
     1: "cpu",    # kDLCPU
@@ -32,6 +40,25 @@ HOST_DEVICE_TYPES = frozenset({1, 3, 11})
 
 #: Device types of backends whose streams speak the CUDA stream protocol (``__cuda_stream__``).
 CUDA_STREAM_PROTOCOL_TYPES = frozenset({2, 3, 13, 10, 11})
+
+#: The environment variables through which a kind's runtime narrows the devices a process sees.
+VISIBILITY_ENV = {
+    "cuda": ("CUDA_VISIBLE_DEVICES",),
+    "hip": ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"),
+}
+
+#: The shared libraries (glob patterns of DT_NEEDED entries) a backend of a kind may need beyond
+#: the C and C++ runtimes: its device's driver, never a runtime that could be linked statically.
+NEEDED_OF_KIND = {
+    "cpu": (),
+    "cuda": ("libcuda.so.1",),
+    "hip": ("libamdhip64.so*", "libhsa-runtime64*"),
+    "opencl": ("libOpenCL.so.1",),  # the Khronos ICD loader, which finds the platform's driver
+}
+
+#: A DT_NEEDED entry's prefix no backend may carry, and what to do instead.
+NEEDED_FORBIDDEN_HINT = {"libcudart": "link the CUDA runtime statically (cudart_static); "
+                                      "at run time a cuda backend may need the driver libcuda.so.1 only"}
 
 
 def describe_device(device) -> str:
@@ -61,9 +88,11 @@ def device_pair(obj, method):
                              "method returning (device_type, device_id)")
     try:
         dev = method()
-    except (TypeError, ValueError) as e:
+    except EagleError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the object's own defect, named and chained
         raise EagleTypeError(f"eagle: {name}.__dlpack_device__() failed ({type(e).__name__}: {e}); it must be "
-                             "a method returning (device_type, device_id)") from None
+                             "a method returning (device_type, device_id)") from e
     if isinstance(dev, tuple) and len(dev) == 2 and not any(isinstance(v, bool) for v in dev):
         try:
             pair = operator.index(dev[0]), operator.index(dev[1])

@@ -1,5 +1,6 @@
 """Ownership of one seam handle: close() idempotent, context manager, freed on garbage
 collection by a finalizer that keeps the backend library loaded, thread-affine use."""
+import time
 import weakref
 from _thread import get_ident
 
@@ -20,14 +21,65 @@ def abandon_releases():
     _releases_abandoned = True
 
 
-def _release(release_fn, handle, backend, after=None):
+#: Handles whose release waits for their work (streams, launchers) that were dropped while that
+#: work still ran: (release_fn, handle, backend, after, query), released once their query says
+#: done (retried by every new such owner and by the exit drain, eagle.memory), never while it
+#: runs (work that never ends would hang the garbage collector, and the process at exit).
+_parked = []
+#: A dropped owner's finalizer waits this long for the work before it parks the handle.
+_RELEASE_WAIT_S = 1.0
+
+#: Keepers (_Keeper) of live owners whose release waits for work, with a completion query.
+waiters = weakref.WeakSet()
+
+
+def query_done(query, handle):
+    """True when the completion query (seam minor 8) says the handle's work is done, or answers
+    anything but OK (a release then does what it always did); False while the work runs."""
+    done = ffi.new("int32_t*")
+    return query(handle, done) != 0 or bool(done[0])
+
+
+def wait_done(query, handle, timeout=None):
+    """Poll ``query`` until the handle's work is done (True) or ``timeout`` seconds have passed
+    (False). Sleeps in time.sleep, so Python's signal handlers run (their exception propagates,
+    the work stays enqueued)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pause = 1e-5
+    while not query_done(query, handle):
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 2e-3)
+    return True
+
+
+def _release(release_fn, handle, backend, after=None, query=None):
     # `backend` is held only so the library stays loaded until the handle is released. `after`,
-    # when given, runs once the release has returned (the handle's work is then done).
+    # when given, runs once the release has returned (the handle's work is then done). With a
+    # `query`, work that is still running after _RELEASE_WAIT_S parks the handle (see _parked).
     if _releases_abandoned:
+        return
+    if query is not None and not wait_done(query, handle, _RELEASE_WAIT_S):
+        _parked.append((release_fn, handle, backend, after, query))
         return
     release_fn(handle)
     if after is not None:
         after()
+
+
+def release_parked():
+    """Release the parked handles whose work has finished; the number still parked."""
+    if _releases_abandoned:
+        return len(_parked)
+    for entry in list(_parked):
+        release_fn, handle, backend, after, query = entry
+        if query_done(query, handle):
+            _parked.remove(entry)
+            release_fn(handle)
+            if after is not None:
+                after()
+    return len(_parked)
 
 
 class _Keeper:
@@ -36,10 +88,15 @@ class _Keeper:
     though the Stream object is gone at once. Bound calls report failures to it (calling it
     returns itself); it passes them to the owner while the owner lives."""
 
-    __slots__ = ("backend", "thread", "owner", "__weakref__")
+    __slots__ = ("backend", "thread", "owner", "query", "handle", "__weakref__")
 
     def __init__(self, owner):
         self.backend, self.thread, self.owner = owner._backend, owner._thread, weakref.ref(owner)
+        self.query, self.handle = None, owner._h
+
+    def done(self):
+        """True unless the owner's work is still running (its completion query says so)."""
+        return self.query is None or query_done(self.query, self.handle)
 
     def __call__(self):
         return self
@@ -72,25 +129,36 @@ class Owner:
     __slots__ = ("_h", "_backend", "_thread", "_finalizer", "_gone", "_bound", "_keeper", "__weakref__")
     _what = "handle"
 
-    def _own(self, backend, handle, release_name, after_release=None):
+    def _own(self, backend, handle, release_name, after_release=None, query=None):
+        """``query``: the short name of the completion query of the handle's work (seam minor 8,
+        ``"stream_query"``) for an owner whose release waits for that work: close() then waits
+        interruptibly, a dropped one never hangs the garbage collector (see _parked), and the exit
+        drain (eagle.memory) waits for it with a bound."""
         self._backend = backend
         self._h = handle
         self._thread = get_ident()
         self._gone = None
         self._bound = []  # bound calls made by _bind
         self._keeper = keeper = _Keeper(self)
+        query_fn = None
+        if query is not None and release_name is not None and backend.provides("eagle_backend_" + query):
+            query_fn = keeper.query = getattr(backend._f, query)
+            if _parked:
+                release_parked()
+            waiters.add(keeper)
         if release_name is None:
             self._finalizer = None  # borrowed: someone else releases it
         else:
             self._finalizer = weakref.finalize(keeper, _release, getattr(backend._f, release_name),
-                                               handle, backend, after_release)
+                                               handle, backend, after_release, query_fn)
 
-    def _bind(self, name, watch=None, counted=False, gil=_hotcall.GIL_RELEASE, partner=None):
+    def _bind(self, name, watch=None, counted=False, gil=_hotcall.GIL_RELEASE, partner=None, query=None):
         """A bound call (eagle._hotcall) of ``eagle_backend_<name>`` on this live handle; it is
         disarmed when the handle goes (closed, consumed or collected). ``partner``: the index in
-        ``self._bound`` of an earlier bound call (see eagle._hotcall.bind)."""
+        ``self._bound`` of an earlier bound call; ``query``: the wait's completion query (see
+        eagle._hotcall.bind)."""
         bound = _hotcall.bind(self, name, watch, counted, gil,
-                              None if partner is None else self._bound[partner])
+                              None if partner is None else self._bound[partner], query)
         self._bound.append(bound)
         return _hotcall.hot(bound)
 
@@ -141,6 +209,7 @@ class Owner:
         for bound in self._bound:
             bound.disarm()
         self._keeper.thread = None
+        waiters.discard(self._keeper)
 
     def close(self):
         """Release the handle now. Idempotent. Closing from another thread is refused."""
@@ -148,6 +217,9 @@ class Owner:
             return
         if self._thread != get_ident():
             self._refuse()
+        keeper = self._keeper
+        if keeper.query is not None and get_ident() == _hotcall.MAIN_THREAD:
+            wait_done(keeper.query, self._h)  # the release waits for the work: wait here, interruptibly
         self._disarm()
         fin = self._finalizer
         self._h = None

@@ -1,6 +1,7 @@
 """Recording a program on the device: the whole program becomes one graph whose decisions
 (IF, WHILE, SWITCH) the device takes. Used by :meth:`eagle.Graph.build`."""
-from .constructs import is_plain, walk
+from . import _recording
+from .constructs import is_plain, step_name, walk
 from .errors import EagleValueError
 
 
@@ -19,7 +20,8 @@ class Recorder:
 
     def record(self, step, stream):
         if is_plain(step):
-            step(stream)
+            with _recording.step(step_name(step), stream):
+                step(stream)
         else:
             step.record(self, stream)
 

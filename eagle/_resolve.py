@@ -16,13 +16,10 @@ cannot read the other's memory."""
 import numpy as np
 
 from ._arrays import dlpack_device, fast_infos
-from ._device_kind import HOST_DEVICE_TYPES, KIND_OF_DEVICE_TYPE, describe_device, kind_of_device_type
+from ._device_kind import HOST_DEVICE, HOST_DEVICE_TYPES, KIND_OF_DEVICE_TYPE, describe_device, kind_of_device_type
 from ._stream_arg import backend_of_stream
 from ._backend import backend as open_backend
 from .errors import EagleTypeError, EagleValueError
-
-_HOST = (1, 0)
-
 
 # Values passed by value (a kernel's scalar arguments) and raw addresses (ints): they say nothing
 # about where memory lives, so they name no device. A numpy scalar has __array_interface__ but is
@@ -40,8 +37,8 @@ def devices_of(arrays, what, noun="argument"):
             continue
         try:
             out.append((i, dlpack_device(a)))
-        except EagleTypeError as e:
-            raise EagleTypeError(f"{what}: {noun} {i}: {e}") from None
+        except EagleTypeError as e:  # keeps what the object itself raised, if anything
+            raise EagleTypeError(f"{what}: {noun} {i}: {e}") from e.__cause__
     return out
 
 
@@ -74,7 +71,7 @@ def resolve(arrays=(), *, backend=None, streams=(), what="eagle", host_ok=False,
     elif named:
         b = named[0]
     else:
-        b = open_backend(kind_of_device_type((where or _HOST)[0]))
+        b = open_backend(kind_of_device_type((where or HOST_DEVICE)[0]))
     for other in named:
         if other is not b:
             raise EagleValueError(f"{what}: the stream belongs to the {other.kind} backend '{other.path}', "

@@ -5,23 +5,26 @@ A failed seam call is turned into an exception here, with the backend's
 import threading
 
 from . import errors
+from ._seam_meta import CONSTANTS as _C
 from ._seam_meta import STATUS_NAMES as _NAMES
 
+_UNAVAILABLE = _C["EAGLE_BACKEND_UNAVAILABLE"]
+_CALLBACK_FAILED = _C["EAGLE_BACKEND_CALLBACK_FAILED"]
 _EXCEPTION_OF_STATUS = {
-    2: errors.EagleValueError,
-    3: errors.EagleIndexError,
-    4: errors.InteropError,
-    5: errors.BackendUnavailable,
-    8: errors.Unsupported,
-    9: errors.CompileError,
+    _C["EAGLE_BACKEND_INVALID_ARGUMENT"]: errors.EagleValueError,
+    _C["EAGLE_BACKEND_INDEX"]: errors.EagleIndexError,
+    _C["EAGLE_BACKEND_INTEROP"]: errors.InteropError,
+    _UNAVAILABLE: errors.BackendUnavailable,
+    _C["EAGLE_BACKEND_UNSUPPORTED"]: errors.Unsupported,
+    _C["EAGLE_BACKEND_COMPILE_FAILED"]: errors.CompileError,
 }
 
 # Where one call's status means something narrower than the status does in general: the
 # allocators answer UNAVAILABLE when the memory cannot be had (eagle_backend.h), which is an
 # out-of-memory error, not a missing backend.
 _EXCEPTION_OF_CALL_STATUS = {
-    ("eagle_backend_mem_alloc", 5): errors.EagleMemoryError,
-    ("eagle_backend_host_alloc", 5): errors.EagleMemoryError,
+    ("eagle_backend_mem_alloc", _UNAVAILABLE): errors.EagleMemoryError,
+    ("eagle_backend_host_alloc", _UNAVAILABLE): errors.EagleMemoryError,
 }
 
 _pending = threading.local()
@@ -38,7 +41,7 @@ def status_name(status: int) -> str:
 
 def exception_for(symbol: str, status: int, message: str) -> BaseException:
     """The exception a failed call of ``symbol`` raises; ``message`` is the copied last error."""
-    if status == 6:
+    if status == _CALLBACK_FAILED:
         exc = getattr(_pending, "exc", None)
         _pending.exc = None
         if exc is not None:

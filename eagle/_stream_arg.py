@@ -2,7 +2,9 @@
 
 Accepted, everywhere eagle takes ``stream=``:
 
-- ``None``: the kind's default stream (raw value 0);
+- ``None``: the kind's default stream (raw value 0), for the calls that only order work
+  (``host_func``, ``fence``) and for queries; a call that does work on arrays never gets here with
+  None: eagle/_inflight.py runs it on eagle's own stream;
 - an eagle stream (:class:`eagle.Stream`, :class:`eagle.StreamRef`) of the same backend;
 - a raw stream value as an int (a ``cudaStream_t`` as an integer, say);
 - any object that speaks the CUDA stream protocol, ``__cuda_stream__() -> (version, handle)``

@@ -6,15 +6,19 @@ owned planes are physically reordered (live samples first) whenever the live sam
 to ``theta`` of the live region (DESIGN.md §3): kernels then index the planes by *position*, the
 index map holds positions, and :meth:`ActiveSet.restore` puts the planes back in sample order."""
 import threading
+import warnings
 
 import numpy as np
 
 from . import _alloc, _validate
+from . import filtering as _filtering
+from . import memory as _memory
 from . import module as _module
+from ._inflight import submit
 from ._arrays import address_of, dlpack_device
 from ._resolve import resolve
 from ._stream_arg import backend_of_stream
-from .errors import BackendUnavailable, EagleError, EagleTypeError, EagleValueError
+from .errors import BackendUnavailable, EagleError, EagleTypeError, EagleValueError, RanOutWarning
 
 _THETA_RANGE = (0.25, 0.75)
 
@@ -30,7 +34,7 @@ _RESTORE_SOURCE = r"""
 /* dst[r, i] = src[r, inv[i]] for the `rows` rows of n elements of `words` words each; *done = step. */
 #define EAGLE_RESTORE_GATHER(name, T)                                                              \
     EAGLE_KERNEL(name, (T*, dst), (const T*, src), (const int32_t*, inv), (int64_t, rows),         \
-                 (int64_t, words), (uint32_t*, done), (uint32_t, step)) {                          \
+                 (int64_t, words), (EAGLE_BUFFER uint32_t*, done), (uint32_t, step)) {                          \
         const int64_t p = inv[i];                                                                  \
         for (int64_t r = 0; r < rows; ++r)                                                         \
             for (int64_t k = 0; k < words; ++k) dst[(r * n + i) * words + k] = src[(r * n + p) * words + k]; \
@@ -42,8 +46,8 @@ EAGLE_RESTORE_GATHER(eagle_restore_gather4, uint32_t)
 EAGLE_RESTORE_GATHER(eagle_restore_gather8, uint64_t)
 
 /* perm and inv back to the identity; the span to n, the trigger off, no plane restored. */
-EAGLE_KERNEL(eagle_restore_identity, (int32_t*, perm), (int32_t*, inv), (uint32_t*, span), (uint32_t*, fire),
-             (uint32_t*, done)) {
+EAGLE_KERNEL(eagle_restore_identity, (int32_t*, perm), (int32_t*, inv), (EAGLE_BUFFER uint32_t*, span),
+             (EAGLE_BUFFER uint32_t*, fire), (EAGLE_BUFFER uint32_t*, done)) {
     perm[i] = (int32_t)i;
     inv[i] = (int32_t)i;
     if (i == 0) {
@@ -95,7 +99,7 @@ class OwnedPlane:
         if self._aset.permuted:
             raise PermutedError(f"eagle: this plane of an ActiveSet is reordered (live samples first); "
                                 f"{what} would show positions, not samples. Call ActiveSet.restore() "
-                                "first, or pass plane.address to kernels")
+                                "first; kernels take the plane itself (or plane.address)")
         return self._array
 
     @property
@@ -120,6 +124,11 @@ class OwnedPlane:
 
     def __dlpack_device__(self):
         return dlpack_device(self._array)  # checked: two integers, or (1, 0) for host memory
+
+    def __eagle_array__(self):
+        """(ArrayInfo, dtype, shape) of the plane, for a kernel's typed pointer parameter: a
+        kernel indexes the planes by position, so it takes one in whatever order it is."""
+        return address_of(self._array), self.dtype, self.shape
 
     def __repr__(self):
         return f"<eagle.OwnedPlane shape={self.shape} dtype={self.dtype} permuted={self._aset.permuted}>"
@@ -173,6 +182,8 @@ class ActiveSet:
         self.theta = None
         self._queue = None    # the drain's queue words (allocated at the first drain)
         self._workers = None  # the drain's default lane count (from the device, at the first drain)
+        self._drained = None  # (kernel, rounds) of a drain the next compaction counts after
+        self._counted = None  # the same, once a compaction has counted after it (read by .live)
         self._planes = []
         if reorder is not None:
             theta = _validate.real(reorder, "eagle.ActiveSet: reorder (theta)")
@@ -236,16 +247,28 @@ class ActiveSet:
 
     # -- the work -----------------------------------------------------------------------------
     def compact(self, stream=None):
-        """Enqueue on ``stream``: (with reorder) the reorder the last compaction fired, then the
-        compaction of the mask into ``index_map``/``count`` and the next trigger. Capturable."""
-        b = self.backend
+        """On ``stream``: (with reorder) the reorder the last compaction fired, then the
+        compaction of the mask into ``index_map``/``count`` and the next trigger. Capturable. With
+        no stream both run on eagle's own stream, done before this returns (eagle/_inflight.py)."""
+        submit(self.backend, stream, self._enqueue_compact)
+
+    def _enqueue_compact(self, b, *, stream):
+        """:meth:`compact`'s one enqueue: ``(None, raw stream, refs)``."""
+        self._counted, self._drained = self._drained, None
         if self.theta is None:
-            b.compact(self.mask, self.index_map, self.count, self._scratch, n=self.n, drop=True, stream=stream)
-            return
-        b.reorder(self._planes, self.mask, self.perm, self.inv, self.span, self._rscratch, n=self.n,
-                  fire=self.fire, drop=True, stream=stream)
-        b.compact(self.mask, self.index_map, self.count, self._scratch, n=self.n, drop=True, stream=stream,
-                  span=self.span, fire=self.fire, theta=self.theta)
+            return _filtering.enqueue_compact(b, self.mask, self.index_map, self.count, self._scratch, n=self.n,
+                                              drop=True, stream=stream)
+        _, raw, reordered = _filtering.enqueue_reorder(b, self._planes, self.mask, self.perm, self.inv, self.span,
+                                                       self._rscratch, n=self.n, fire=self.fire, drop=True,
+                                                       stream=stream)
+        try:
+            _, raw, compacted = _filtering.enqueue_compact(b, self.mask, self.index_map, self.count, self._scratch,
+                                                           n=self.n, drop=True, stream=stream, span=self.span,
+                                                           fire=self.fire, theta=self.theta)
+        except BaseException:  # the reorder is enqueued: its stream keeps what it uses
+            _memory.hold_until_done(b, raw, reordered)
+            raise
+        return None, raw, (reordered, compacted)
 
     __call__ = compact  # an ActiveSet is itself a step: eagle.Graph.build([..., aset])
 
@@ -306,7 +329,9 @@ class ActiveSet:
         full = [*args, *index, self.mask, self._queue, rounds, workers]
         if self.n == 0:
             return False
-        return stream.run(kernel, full, workers, n_samples=self.n)
+        launched = stream.run(kernel, full, workers, n_samples=self.n)
+        self._drained = (name or "kernel", rounds)
+        return launched
 
     def _default_workers(self):
         if self._workers is None:
@@ -331,8 +356,20 @@ class ActiveSet:
 
     @property
     def live(self):
-        """Number of live samples (host read; synchronize the work that computed it first)."""
-        return int(self._read(self.count, np.uint32, 1)[0])
+        """Number of live samples (host read; synchronize the work that computed it first).
+
+        Read after a :meth:`drain` and the :meth:`compact` that followed it, a count above 0
+        means the drain ran out of ``rounds`` with those samples unfinished: an
+        :class:`eagle.RanOutWarning` says so, naming the kernel and how many were left (filter
+        it where draining in slices of rounds is the plan)."""
+        live = int(self._read(self.count, np.uint32, 1)[0])
+        if self._counted is not None:
+            (name, rounds), self._counted = self._counted, None
+            if live:
+                warnings.warn(f"eagle: ActiveSet.drain of {name} ran out of its rounds={rounds} with {live} "
+                              "samples still live: they are left unfinished where they stopped; drain again "
+                              "or raise rounds", RanOutWarning, stacklevel=2)
+        return live
 
     def indices(self):
         """The live samples' ids (sample order ids, even while permuted), ascending by position."""

@@ -4,8 +4,9 @@
 
 Each decides its backend with the one resolver (eagle/_resolve.py) from where its arrays live
 (and the eagle stream it is given), overridden by ``backend=``; none defaults to a kind. Then it
-hands the :class:`eagle.Backend` to the seam object that does the work."""
-from . import _arrays, _validate
+hands the :class:`eagle.Backend` to the seam object that does the work; a call that enqueues work
+does so through :func:`eagle._inflight.submit`, the one meaning of ``stream=``."""
+from . import _arrays, _recording, _validate
 from . import _eager_memo
 from . import array as _array
 from . import exec as _exec
@@ -13,9 +14,9 @@ from . import filtering as _filtering
 from . import interop as _interop
 from . import memory as _memory
 from . import module as _module
-import threading
 
 from ._backend import backend as open_backend
+from ._inflight import own_stream, submit, wait
 from ._device_kind import KIND_OF_DEVICE_TYPE, kind_of_device_type
 from ._resolve import resolve, resolve_exact
 from .errors import EagleValueError
@@ -23,62 +24,6 @@ from .errors import EagleValueError
 _STABLE = _arrays.STABLE
 _COMPACT_KEYWORDS = frozenset({"n", "drop", "live32", "span", "fire", "theta", "device", "flags"})
 _MEMO_KEYWORDS = frozenset({"n", "drop"})
-
-_own = threading.local()
-
-
-def own_stream(backend):
-    """eagle's own stream of ``backend`` for this thread: where a call given no stream runs its
-    work before it waits for it. A blocking stream, so on kinds with a legacy default stream it
-    is ordered after the work other libraries enqueued there."""
-    streams = getattr(_own, "streams", None)
-    if streams is None:
-        streams = _own.streams = {}
-    s = streams.get(id(backend))
-    if s is None:
-        s = streams[id(backend)] = backend.stream()
-    return s
-
-
-def eager(backend, stream, enqueue, *args, **kw):
-    """``enqueue(backend, *args, stream=..., **kw) -> (result, raw stream, refs)`` on ``stream``,
-    whose stream then holds ``refs`` until it has run the work (a release marker behind it,
-    eagle/memory.py). With no stream: on :func:`own_stream`, then wait for it. The work is done
-    when this returns and ``refs`` (the caller's arguments) were alive throughout, so nothing is
-    held and no marker is enqueued. Returns ``result``."""
-    if stream is not None:
-        out, raw, refs = enqueue(backend, *args, stream=stream, **kw)
-        if refs is not None:
-            _memory.hold_until_done(backend, raw, refs)
-        return out
-    s = own_stream(backend)
-    out, raw, refs = enqueue(backend, *args, stream=s, **kw)
-    wait(backend, s, raw, refs)
-    return out
-
-
-def wait(backend, s, raw, refs):
-    """Wait for ``s``, eagle's own stream (raw value ``raw``), after enqueuing work on it that
-    uses ``refs``: then nothing is held. Should the wait fail, the work may not have run, so the
-    stream keeps ``refs`` until a later wait."""
-    try:
-        s.synchronize()
-    except BaseException:
-        if refs is not None:
-            _memory.keep_until_sync(backend, raw, refs)
-        raise
-    _memory.released_by_sync(backend, raw)
-
-
-def _copy(backend, dst, src, nbytes, stream, direction):
-    raw, refs = _memory.enqueue_copy(backend, dst, src, nbytes, stream=stream, direction=direction)
-    return None, raw, refs
-
-
-def _compact(backend, mask, index_map, count, scratch, stream, **kw):
-    raw, refs = _filtering.enqueue_compact(backend, mask, index_map, count, scratch, stream=stream, **kw)
-    return None, raw, refs
-
 
 def _eager_compact(mask, index_map, count, scratch, kw):
     """Eager ``compact`` (no ``backend=``, no stream) when every array's exact type has a reader
@@ -143,8 +88,10 @@ def copy(dst, src, nbytes=None, *, stream=None, backend=None, direction=None):
 
     The copy keeps ``dst`` and ``src`` alive until it has run.
     """
+    if stream is None:
+        _recording.refuse_eager("eagle.copy")
     b, _ = resolve((dst, src), backend=backend, streams=(stream,), what="eagle.copy", host_ok=True)
-    return eager(b, stream, _copy, dst, src, nbytes, direction=direction)
+    return submit(b, stream, _memory.enqueue_copy, dst, src, nbytes, direction=direction)
 
 
 def run(kernel, args, n, *, backend=None, stream=None, **kw):
@@ -155,25 +102,29 @@ def run(kernel, args, n, *, backend=None, stream=None, **kw):
     ``n_samples``, ``block``, ``device``. With ``stream`` the launch is enqueued there; with no
     stream eagle launches on a stream of its own and returns when the kernel is done. Returns True
     when a launch was made, False for an empty partition."""
+    if stream is None:
+        _recording.refuse_eager("eagle.run")
     owner = getattr(kernel, "backend", None)
     if owner is None:  # an eagle Kernel: its module's backend
         owner = getattr(getattr(kernel, "module", None), "backend", None)
     if backend is None and owner is not None and not isinstance(owner, str):
         backend = owner
-    b, _ = resolve(list(args) if isinstance(args, (list, tuple)) else [], backend=backend,
-                   streams=(stream,), what="eagle.run")
-    return eager(b, stream, _exec.enqueue_run, kernel, args, n, **kw)
+    signature = getattr(kernel, "signature", None)
+    arrays = [] if not isinstance(args, (list, tuple)) else (
+        list(args) if signature is None else signature.arrays(args))  # a declared kernel's scalars name no device
+    b, _ = resolve(arrays, backend=backend, streams=(stream,), what="eagle.run")
+    return submit(b, stream, _exec.enqueue_run, kernel, args, n, **kw)
 
 
 def compact(mask, index_map, count, scratch, *, backend=None, stream=None, **kw):
     """``index_map[:count] = flatnonzero(mask)`` (``drop=True``: of ``mask == 0``) on the backend
-    the arrays live on; see :func:`eagle.filtering.compact`. Enqueued on ``stream``; with no
+    the arrays live on; see :func:`eagle.filtering.enqueue_compact`. Enqueued on ``stream``; with no
     stream, done on a stream of eagle's own before the call returns."""
     if backend is None and stream is None and _eager_compact(mask, index_map, count, scratch, kw) is None:
         return None
     b, _ = resolve((mask, index_map, count, scratch), backend=backend, streams=(stream,),
                    what="eagle.compact")
-    return eager(b, stream, _compact, mask, index_map, count, scratch, **kw)
+    return submit(b, stream, _filtering.enqueue_compact, mask, index_map, count, scratch, **kw)
 
 
 def pinned(shape, dtype="float64", *, backend=None):

@@ -120,30 +120,41 @@ class DeviceArray:
     ``dtype`` one DLPack names, in native byte order; ``what`` names the caller in refusals.
     """
 
-    __slots__ = ("backend", "shape", "dtype", "address", "nbytes", "device_type", "device_id", "_finalizer",
-                 "__weakref__")
+    # What an array exports (its memory's address, size, dtype, shape, device) is read-only: an
+    # assignment raises AttributeError, so no export (DLPack, the array interfaces, a kernel's
+    # argument) can describe memory the array does not hold.
+    __slots__ = ("_backend", "_shape", "_dtype", "_address", "_nbytes", "_device_type", "_device_id",
+                 "_finalizer", "__weakref__")
 
     def __init__(self, backend, shape, dtype, device=0, *, what="eagle.DeviceArray"):
         backend.require(_ALLOC)
-        self.backend = backend
-        self.shape = _validate.shape(shape, what)
-        self.dtype = _dtype(dtype, what)
+        self._backend = backend
+        self._shape = _validate.shape(shape, what)
+        self._dtype = _dtype(dtype, what)
         count = 1
-        for s in self.shape:
+        for s in self._shape:
             count *= s
-        self.nbytes = count * self.dtype.itemsize
-        if self.nbytes > _validate.INT64_MAX:  # mem_alloc takes a uint64_t: no memory is that large
-            raise EagleValueError(f"{what}: shape {self.shape} of {self.dtype} is {self.nbytes} bytes, more "
+        self._nbytes = count * self._dtype.itemsize
+        if self._nbytes > _validate.INT64_MAX:  # mem_alloc takes a uint64_t: no memory is that large
+            raise EagleValueError(f"{what}: shape {self._shape} of {self._dtype} is {self._nbytes} bytes, more "
                                   f"than {_validate.INT64_MAX}")
         device = 0 if device is None else _validate.integer(device, f"{what}: device", minimum=0,
                                                             maximum=_validate.INT32_MAX)  # an int32_t
         out = ffi.new("uint64_t*")
-        backend._check(_ALLOC, backend._f.mem_alloc(device, max(self.nbytes, 1), 0, out))
-        self.address = int(out[0])
-        self.device_type, self.device_id = backend.device_types[0], device
-        self._finalizer = weakref.finalize(self, _free, backend._f.mem_free, self.address, backend)
-        if self.device_type in HOST_DEVICE_TYPES:
-            _hostmem.own(self.address, self.nbytes)
+        backend._check(_ALLOC, backend._f.mem_alloc(device, max(self._nbytes, 1), 0, out))
+        self._address = int(out[0])
+        self._device_type, self._device_id = backend.device_types[0], device
+        self._finalizer = weakref.finalize(self, _free, backend._f.mem_free, self._address, backend)
+        if self._device_type in HOST_DEVICE_TYPES:
+            _hostmem.own(self._address, self._nbytes)
+
+    backend = property(lambda self: self._backend, doc="The Backend whose memory this is.")
+    shape = property(lambda self: self._shape, doc="The shape, a tuple of ints (read-only).")
+    dtype = property(lambda self: self._dtype, doc="The numpy dtype of an item (read-only).")
+    address = property(lambda self: self._address, doc="The device address kernels take (read-only).")
+    nbytes = property(lambda self: self._nbytes, doc="Bytes of memory (read-only).")
+    device_type = property(lambda self: self._device_type, doc="DLPack device type (read-only).")
+    device_id = property(lambda self: self._device_id, doc="DLPack device id (read-only).")
 
     @property
     def size(self):
@@ -164,7 +175,11 @@ class DeviceArray:
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
             raise _BufferError(f"eagle.DeviceArray: lives on DLPack device {self.__dlpack_device__()}, "
                                f"not {tuple(dl_device)}")
-        return _capsule(self, max_version is not None and int(max_version[0]) >= 1)
+        if max_version is not None and not (isinstance(max_version, tuple) and len(max_version) == 2
+                                            and all(type(v) is int for v in max_version)):
+            raise EagleTypeError(f"eagle.DeviceArray: __dlpack__(max_version=...) takes a (major, minor) tuple of "
+                                 f"ints, got {max_version!r:.40}")
+        return _capsule(self, max_version is not None and max_version[0] >= 1)
 
     @property
     def __array_interface__(self):
@@ -207,7 +222,7 @@ class DeviceArray:
 
 def _array_info(a):
     """eagle's own arrays need no protocol: their memory never moves and its size is known."""
-    return _arrays.ArrayInfo(a.address, a.nbytes, a.device_type, a.device_id, a)
+    return _arrays.ArrayInfo(a._address, a._nbytes, a._device_type, a._device_id, a)
 
 
 _arrays.register_exact(DeviceArray, _array_info, DeviceArray.__dlpack_device__, stable=True)
@@ -250,7 +265,12 @@ def _host_array(obj, dtype, what):
         except (BufferError, RuntimeError, TypeError, ValueError) as e:
             raise EagleTypeError(f"{what}: numpy cannot read the {type(obj).__name__} through DLPack "
                                  f"({type(e).__name__}: {e}); eagle.asarray copies host memory") from None
-    host = np.asarray(obj, dtype=dtype, order="C")
+    try:
+        host = np.asarray(obj, dtype=dtype, order="C")
+    except ValueError as e:  # a ragged sequence, a value the dtype cannot hold
+        raise EagleValueError(f"{what}: numpy cannot make an array of the {type(obj).__name__} ({e})") from e
+    except TypeError as e:
+        raise EagleTypeError(f"{what}: numpy cannot make an array of the {type(obj).__name__} ({e})") from e
     return host if host.dtype.isnative else host.astype(host.dtype.newbyteorder("="))
 
 

@@ -54,6 +54,15 @@ class CompileError(EagleError, RuntimeError):
         self.log = log
 
 
+class CompileTimeout(CompileError, TimeoutError):
+    """A compile ran past ``eagle.compile(timeout=...)``; the compiler was stopped."""
+
+
+class RanOutWarning(UserWarning):
+    """A loop or drain ran out of iterations with samples still live: those samples are left
+    unfinished (mask 0) where they stopped. The message names the loop and how many were left."""
+
+
 class EagleMemoryError(EagleError, MemoryError):
     """An allocation could not be had: the backend's ``mem_alloc`` or ``host_alloc`` answered
     UNAVAILABLE, which for those calls means the memory is not there (free some, or ask for less)."""

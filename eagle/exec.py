@@ -6,12 +6,11 @@ The kernel handle is the kind's own: a C function pointer on cpu
 the partition triple ``(base, count, n_samples)``."""
 import struct
 
-from . import _validate
+from . import _recording, _validate
 from ._arrays import address_of, fast_info
 from ._handle import raw_int
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
-from .memory import hold_until_done
 from .errors import EagleTypeError, EagleValueError
 
 _MAX_PARAMS = 64
@@ -76,23 +75,12 @@ def kernel_handle(kernel):
     return _validate.integer(value, "eagle.run: the kernel handle", minimum=0, maximum=(1 << 64) - 1)
 
 
-def run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=None, block=0, device=-1):
-    """Launch ``kernel`` once over lanes ``[base, base + count)`` of a run of ``n`` samples on
-    ``backend``.
-
-    Returns True when a launch was enqueued, False for an empty partition."""
-    launched, raw, refs = enqueue_run(backend, kernel, args, n, base=base, count=count, n_samples=n_samples,
-                                      stream=stream, block=block, device=device)
-    if refs is not None:
-        hold_until_done(backend, raw, refs)
-    return launched
-
-
 def enqueue_run(backend, kernel, args, n, *, base=0, count=None, n_samples=None, stream=None, block=0, device=-1):
-    """:func:`run` without the keepalive: ``(launched, raw stream, refs)``, where ``refs`` (the
+    """Enqueue one launch of ``kernel`` over lanes ``[base, base + count)`` of a run of ``n``
+    samples on ``backend``'s ``stream``: ``(launched, raw stream, refs)``, where ``refs`` (the
     arguments, their packed bytes and the kernel's loaded code) must stay alive until the stream
-    has run the launch (the caller holds them, or waits for the stream; a capture keeps them with
-    the recording); None when nothing was launched."""
+    has run the launch (eagle._inflight.submit decides who keeps them; a capture keeps them with
+    the recording); None when nothing was launched (``launched`` False: an empty partition)."""
     b = backend
     n = _validate.integer(n, "eagle.run: n", minimum=0)
     base = _validate.integer(base, "eagle.run: base", minimum=0)
@@ -106,22 +94,34 @@ def enqueue_run(backend, kernel, args, n, *, base=0, count=None, n_samples=None,
     args = list(args)
     if len(args) > _MAX_PARAMS:
         raise EagleValueError(f"eagle: a kernel takes at most {_MAX_PARAMS} arguments, got {len(args)}")
-    params = getattr(kernel, "params", None)
-    if params is not None and len(args) != len(params):
-        # the kernel would read arguments that are not there (or ignore some): refused here
-        raise EagleValueError(f"eagle.run: kernel {kernel.name} takes {len(params)} arguments "
-                              f"({', '.join(params)}), got {len(args)}")
-    blobs = [_arg_bytes(a) for a in args]
-    # every argument in one buffer, each in its own 16-byte-aligned slot of at least 8 bytes
-    slots = [bl.ljust((max(len(bl), 8) + 15) & ~15, b"\0") for bl in blobs]
-    storage = ffi.new("char[]", b"".join(slots) or b"\0" * 8)
-    at = raw_int(storage)
-    offsets = []
-    for sl in slots:
-        offsets.append(at)
-        at += len(sl)
-    params = ffi.new("uint64_t[]", offsets or [0])
-    sizes = ffi.new("uint64_t[]", [len(bl) for bl in blobs] or [0])
+    signature = getattr(kernel, "signature", None)
+    if signature is not None:
+        names = signature.names
+        if len(args) != len(names):
+            # the kernel would read arguments that are not there (or ignore some): refused here
+            raise EagleValueError(f"eagle.run: kernel {kernel.name} takes {len(names)} arguments "
+                                  f"({', '.join(names)}), got {len(args)}")
+        # each argument checked against its declared C type, written at its declared width; the
+        # planes must hold every sample the launch may index: its lanes' [base, base + count), or
+        # for an ActiveSet entry any of the run's n_samples
+        need = n_samples if signature.indexed else base + count
+        data, rel, sizes = signature.pack(args, need, _arg_bytes)
+        storage = ffi.new("char[]", data or b"\0" * 8)
+        at = raw_int(storage)
+        params = ffi.new("uint64_t[]", [at + o for o in rel] or [0])
+        sizes = ffi.new("uint64_t[]", sizes or [0])
+    else:
+        blobs = [_arg_bytes(a) for a in args]
+        # every argument in one buffer, each in its own 16-byte-aligned slot of at least 8 bytes
+        slots = [bl.ljust((max(len(bl), 8) + 15) & ~15, b"\0") for bl in blobs]
+        storage = ffi.new("char[]", b"".join(slots) or b"\0" * 8)
+        at = raw_int(storage)
+        offsets = []
+        for sl in slots:
+            offsets.append(at)
+            at += len(sl)
+        params = ffi.new("uint64_t[]", offsets or [0])
+        sizes = ffi.new("uint64_t[]", [len(bl) for bl in blobs] or [0])
     # An eagle Kernel's loaded code, read before its handle (which raises HandleError once the
     # module is closed): the launch's references keep it, so a close or a dropped module leaves
     # the code loaded until the launch has run, or as long as a recording of it lives.

@@ -1,14 +1,14 @@
 """Low-level compaction and reorder (the seam's filtering group).
 
 Both are enqueue-only and capturable: they take device addresses (or arrays) and a
-scratch buffer, never allocate, never synchronise. :class:`eagle.ActiveSet` builds on them."""
+scratch buffer, never allocate, never synchronise (the entry points decide what ``stream=None``
+means: eagle/_inflight.py). :class:`eagle.ActiveSet` builds on them."""
 from . import _seam_meta as meta
 from . import _validate
 from ._arrays import address_of
 from ._desc import Packer
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
-from .memory import hold_until_done
 from .errors import EagleTypeError, EagleValueError
 
 MASK_IS_DROP = meta.CONSTANTS["EAGLE_BACKEND_COMPACT_MASK_IS_DROP"]
@@ -52,22 +52,15 @@ def compact_scratch_bytes(backend, n, *, device=-1, stream=None):
     return int(desc.scratch_bytes)
 
 
-def compact(backend, mask, index_map, count, scratch, *, n=None, drop=False, stream=None,
-            live32=None, span=None, fire=None, theta=0.0, device=-1, flags=None):
-    """Enqueue: ``index_map[:count] = flatnonzero(mask)`` (or of ``mask == 0`` with ``drop``).
+def enqueue_compact(backend, mask, index_map, count, scratch, *, n=None, drop=False, stream=None,
+                    live32=None, span=None, fire=None, theta=0.0, device=-1, flags=None):
+    """Enqueue on ``stream``: ``index_map[:count] = flatnonzero(mask)`` (or of ``mask == 0`` with
+    ``drop``). ``(None, raw stream, refs)``, where ``refs`` (every buffer) must stay alive until
+    the stream has run the compaction (eagle._inflight.submit decides who keeps them).
 
     ``scratch`` holds :func:`compact_scratch_bytes` bytes, zero-filled before its first use; the
     backend may keep state in it between compactions, so give each stream its own and do not reuse
-    it for anything else. The stream holds every buffer until it has run the compaction."""
-    raw, refs = enqueue_compact(backend, mask, index_map, count, scratch, n=n, drop=drop, stream=stream,
-                                live32=live32, span=span, fire=fire, theta=theta, device=device, flags=flags)
-    hold_until_done(backend, raw, refs)
-
-
-def enqueue_compact(backend, mask, index_map, count, scratch, *, n=None, drop=False, stream=None,
-                    live32=None, span=None, fire=None, theta=0.0, device=-1, flags=None):
-    """:func:`compact` without the keepalive: ``(raw stream, refs)``, where ``refs`` must stay
-    alive until the stream has run the compaction (the caller holds them, or waits for the stream)."""
+    it for anything else."""
     if scratch is None:
         raise EagleValueError("eagle.compact: a scratch buffer is needed; size it with compact_scratch_bytes()")
     # Each array's address is looked up once: for device arrays every lookup builds their
@@ -76,7 +69,7 @@ def enqueue_compact(backend, mask, index_map, count, scratch, *, n=None, drop=Fa
                                    address_of(scratch), n=n, drop=drop, stream=stream, live32=live32, span=span,
                                    fire=fire, theta=theta, device=device, flags=flags)
     backend.call.compact_device(desc)
-    return raw, refs
+    return None, raw, refs
 
 
 def compact_desc(backend, m, im, c, sc, *, n=None, drop=False, stream=None, live32=None, span=None,
@@ -180,12 +173,13 @@ def reorder_scratch_bytes(backend, n, *, planes=(), device=-1, stream=None):
     return int(desc.scratch_bytes)
 
 
-def reorder(backend, planes, mask, perm, inv, span, scratch, *, n=None, fire=None, drop=False,
-            stream=None, device=-1, flags=None):
-    """Enqueue a stable in-place partition of ``planes`` over ``[0, *span)``, kept samples first.
+def enqueue_reorder(backend, planes, mask, perm, inv, span, scratch, *, n=None, fire=None, drop=False,
+                    stream=None, device=-1, flags=None):
+    """Enqueue a stable in-place partition of ``planes`` over ``[0, *span)``, kept samples first:
+    ``(None, raw stream, refs)``, where ``refs`` (every buffer the reorder moves or reads) must stay
+    alive until the stream has run it (eagle._inflight.submit decides who keeps them).
 
-    ``planes`` are arrays of shape (n,) or (w, n), or tuples (address, elem_size, width, pitch).
-    The stream holds every buffer until it has run the reorder."""
+    ``planes`` are arrays of shape (n,) or (w, n), or tuples (address, elem_size, width, pitch)."""
     backend.require("eagle_backend_reorder_device")
     n = _validate.size(n, address_of(mask), "eagle.reorder", "n", "the mask")
     if scratch is None:
@@ -194,5 +188,4 @@ def reorder(backend, planes, mask, perm, inv, span, scratch, *, n=None, fire=Non
     desc, _keep = _reorder_desc(backend, planes, mask, perm, inv, span, fire, scratch, n, drop,
                                 stream, device, flags, "eagle.reorder")
     backend.call.reorder_device(desc)
-    # as compact(): the stream holds every array the reorder moves or reads until it has run it
-    hold_until_done(backend, int(desc.stream), (planes, mask, perm, inv, span, fire, scratch))
+    return None, int(desc.stream), (planes, mask, perm, inv, span, fire, scratch)

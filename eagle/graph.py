@@ -13,6 +13,8 @@ the launcher ("node"); a construct member (or any member where the backend canno
 nodes) is wrapped at build time in an IF on a guard word the graph owns, which the host flips
 ("guard"; one IF node per replay, omitted with ``toggle=False``); on the host-decided path the
 host simply skips it ("host")."""
+import warnings
+
 import numpy as np
 
 from . import _alloc, _render
@@ -22,7 +24,7 @@ from ._resolve import resolve
 from ._validate import integer
 from .stream import StreamRef
 from .constructs import as_steps, guard_arrays, needs_of, step_name
-from .errors import EagleKeyError, EagleTypeError, EagleValueError, Unsupported
+from .errors import EagleKeyError, EagleTypeError, EagleValueError, RanOutWarning, Unsupported
 
 
 class Member:
@@ -114,6 +116,7 @@ class Graph:
         self.stream = stream if stream is not None else b.stream(device, non_blocking=True)
         self._owned = []     # words the graph owns (cells, toggles), kept alive with it
         self._cells = {}     # id(RepeatWhile) -> its [remaining, ran] cell
+        self._loops = []     # the RepeatWhile steps with a cell, in recording order
         self.members = [Member(self, i, st) for i, st in enumerate(steps)]
         self._toggle = toggle
         recorder = Recorder(self)
@@ -145,7 +148,26 @@ class Graph:
         cell = self._cells.get(id(loop))
         if cell is None:
             cell = self._cells[id(loop)] = self._word([0, 0])
+            self._loops.append(loop)
         return cell
+
+    def _warn_ran_out(self):
+        """Warn (:class:`eagle.RanOutWarning`) for each loop whose last run stopped at its
+        ``max_iters`` with its guard still holding: the samples it left are unfinished. Reads the
+        loop's [remaining, ran] cell, and its guard words only when it ran out."""
+        for loop in self._loops:
+            remaining, ran = (int(v) for v in self._read(self._cells[id(loop)], 2))
+            if remaining != 0 or ran < loop.max_iters:
+                continue
+            g = loop.guard
+            count = int(self._read(g.count)[0])
+            base = 0 if g.baseline is None else int(self._read(g.baseline)[0])
+            if count != base:
+                left = (f"{count} samples still live" if g.baseline is None else
+                        f"its guard still holding (count {count}, baseline {base})")
+                warnings.warn(f"eagle: repeat_while {step_name(loop)!r} ran out of its max_iters={loop.max_iters} "
+                              f"iterations with {left}: they are left unfinished where they stopped; raise "
+                              "max_iters or launch again", RanOutWarning, stacklevel=3)
 
     def ran(self, loop):
         """Iterations the WHILE ``loop`` (a repeat_while step of this graph) ran in the last launch.
@@ -174,11 +196,15 @@ class Graph:
         self.launch(1)
 
     def synchronize(self):
-        """Wait for every replay enqueued so far."""
+        """Wait for every replay enqueued so far. A loop whose last run stopped at its
+        ``max_iters`` with its guard still holding is then reported with an
+        :class:`eagle.RanOutWarning` naming it and how many samples it left."""
         if self._launcher is not None:
             self._launcher.synchronize()
         else:
             self.stream.synchronize()
+        if self._loops:
+            self._warn_ran_out()
 
     def __call__(self):
         """Launch once and wait."""

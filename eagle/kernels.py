@@ -22,6 +22,10 @@ def load(backend, source=None, names=(), *, image=None, **options):
         A sequence of anything but str is refused with EagleTypeError.
     image : bytes or path, optional
         A binary image instead of a source.
+
+    Kernels a source declares with ``EAGLE_KERNEL`` are launched checked against their declared
+    types; hand-written kernels and every kernel of an image are unchecked (see
+    :class:`eagle.Kernel`).
     """
     from . import api  # noqa: PLC0415 - kernels.load is a convenience front over eagle.compile
     from .module import _items  # noqa: PLC0415 - with api

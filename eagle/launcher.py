@@ -82,14 +82,14 @@ class Launcher(Owner):
     _what = "launcher"
 
     def __init__(self, backend, handle, keepalive):
-        self._own(backend, handle, "launcher_release")
+        self._own(backend, handle, "launcher_release", query="launcher_query")
         self.keepalive = list(keepalive)
         #: whether a replay runs Python: a host function recorded into the graph
         self.runs_python = holds_python_host_calls(self.keepalive)
         gil = _hotcall.GIL_COUNTED if self.runs_python else _hotcall.GIL_WHEN_QUIET
         self.launch = self._bind("launcher_launch", counted=True, gil=gil)
         self.synchronize = self._bind("launcher_synchronize", watch=backend.host_errors_of(get_ident()),
-                                      partner=0 if self.runs_python else None)
+                                      partner=0 if self.runs_python else None, query="launcher_query")
 
     def _hot_bad_args(self, symbol, args):
         """``launch(n)`` with an ``n`` that is no int >= 0; else as for every bound call."""

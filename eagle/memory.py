@@ -5,10 +5,14 @@ Seam objects: every function takes the :class:`eagle.Backend` to work on as its 
 import weakref
 
 import atexit
+import os
+import sys
 import threading
 import time
 from _thread import get_ident
 
+from . import _handle
+from . import _marker
 from . import _seam_meta as meta
 from . import _validate
 from ._arrays import address_of
@@ -27,19 +31,14 @@ _BY_NAME = {"h2d": H2D, "d2h": D2H, "d2d": D2D, "h2h": H2H}
 _BY_PLACE = {(True, True): H2H, (False, True): H2D, (True, False): D2H, (False, False): D2D}  # (dst, src) on host
 
 
-def copy(backend, dst, src, nbytes=None, *, stream=None, direction=None):
-    """Copy ``nbytes`` (default: the whole of ``src``) from ``src`` to ``dst`` in stream order.
+def enqueue_copy(backend, dst, src, nbytes=None, *, stream=None, direction=None):
+    """Enqueue a copy of ``nbytes`` (default: the whole of ``src``) from ``src`` to ``dst`` on
+    ``stream``: ``(None, raw stream, refs)``, where ``refs`` must stay alive until the stream has
+    run the copy (eagle._inflight.submit decides who keeps them).
 
     ``dst``/``src`` are arrays (their DLPack device gives the direction) or int addresses (then
     pass ``direction``: ``'h2d'``, ``'d2h'``, ``'d2d'``, ``'h2h'``). A size mismatch is refused:
     nothing is ever truncated silently."""
-    raw, refs = enqueue_copy(backend, dst, src, nbytes, stream=stream, direction=direction)
-    hold_until_done(backend, raw, refs)
-
-
-def enqueue_copy(backend, dst, src, nbytes=None, *, stream=None, direction=None):
-    """:func:`copy` without the keepalive: ``(raw stream, refs)``, where ``refs`` must stay alive
-    until the stream has run the copy (the caller holds them, or waits for the stream)."""
     b = backend
     b.require("eagle_backend_memcpy")
     d, s = address_of(dst), address_of(src)
@@ -57,7 +56,7 @@ def enqueue_copy(backend, dst, src, nbytes=None, *, stream=None, direction=None)
             raise EagleValueError(f"eagle.copy: direction must be h2d, d2h, d2d or h2h, got {direction!r}")
     raw = raw_stream(b, stream)
     b.call.memcpy(d.ptr, s.ptr, nbytes, code, raw)
-    return raw, (d.keepalive, s.keepalive)
+    return None, raw, (d.keepalive, s.keepalive)
 
 
 class PinnedMemory:
@@ -122,7 +121,12 @@ class _HostCall:
 #: cffi handle the backend will pass back) alive whatever happens to the Backend object.
 _PENDING = set()
 _PENDING_LOCK = threading.Lock()
+#: Backends that have held arrays for a stream's work (their ``_holds``): the exit drain's list.
+_HOLDING = weakref.WeakSet()
+#: How long the exit drain waits for work still running ($EAGLE_EXIT_WAIT_S, seconds).
 _DRAIN_AT_EXIT_S = 30.0
+#: After this long the exit drain says what it is waiting for.
+_DRAIN_TELL_AFTER_S = 2.0
 
 
 @ffi.callback("void(void*)")
@@ -141,16 +145,119 @@ def _trampoline(user_data):
             host_calls_add(-1)
 
 
-def _drain_at_exit():
-    """Before the interpreter finalizes, wait (GIL released while sleeping) until every queued
-    Python host function has run: one running after finalization would call into a dead
-    interpreter. (Release markers with the compiled half are C and need no wait.)"""
-    deadline = time.monotonic() + _DRAIN_AT_EXIT_S
-    while (_PENDING or python_markers_pending()) and time.monotonic() < deadline:
-        time.sleep(0.001)
+def _exit_wait_s():
+    try:
+        value = float(os.environ.get("EAGLE_EXIT_WAIT_S", _DRAIN_AT_EXIT_S))
+    except ValueError:
+        return _DRAIN_AT_EXIT_S
+    return value if value >= 0 else _DRAIN_AT_EXIT_S
+
+
+def _exit_markers():
+    """Release markers to wait for at exit, as (backend, raw stream, marker): each stream's marker
+    in flight, and a new one behind the work of every stream holding arrays that has none
+    (enqueued on the streams eagle knows are alive: the kind's default stream and eagle's own
+    live streams)."""
+    markers = []
+    for lib in list(_HOLDING):
+        if not lib._holds or not lib.provides("eagle_backend_host_func"):
+            continue
+        live = {getattr(k.owner(), "_raw", None) for k in list(_handle.waiters) if k.backend is lib}
+        for raw, holds in list(lib._holds.items()):
+            flying = holds.in_flight
+            if flying is not None and not flying.ran():
+                markers.append((lib, raw, flying))
+            if holds.waiting and (raw == 0 or raw in live):
+                m = Marker(None)
+                try:
+                    status = m.enqueue(lib, raw)
+                except Exception:  # noqa: BLE001 - at exit: that stream's arrays are kept instead
+                    continue
+                if status:
+                    m.abandon()
+                else:
+                    markers.append((lib, raw, m))
+    return markers
+
+
+def _running_at_exit(markers):
+    """What eagle's work still running at exit amounts to, in words ('' when nothing runs)."""
+    left = []
     if _PENDING or python_markers_pending():
-        # a host function that does not return: releasing its stream would wait for it forever
+        left.append(f"{len(_PENDING) + python_markers_pending()} Python host function(s)")
+    busy = {(id(lib), raw) for lib, raw, m in markers if not m.ran()}
+    for k in list(_handle.waiters):
+        if not k.done():
+            raw = getattr(k.owner(), "_raw", None)
+            busy.add((id(k.backend), raw) if raw is not None else id(k))
+    if busy:
+        left.append(f"work on {len(busy)} stream(s) or launcher(s)")
+    if _handle.release_parked():
+        left.append(f"{len(_handle._parked)} dropped stream(s) or launcher(s) still running")
+    return " and ".join(left)
+
+
+def _keep_forever():
+    """The exit drain gave up: what the unfinished work may still read or write (the arrays of
+    every stream's enqueued work, queued host functions, parked handles) is never freed, so that
+    finalizing the interpreter frees nothing under it; the process ends with it running."""
+    import ctypes
+    kept = [_PENDING, _handle._parked] + [lib._holds for lib in list(_HOLDING)]
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(kept))
+
+
+def _drain_at_exit():
+    """At interpreter exit, before anything is finalized: wait until eagle's work has finished --
+    queued Python host functions (one running after finalization would call into a dead
+    interpreter), the work of every stream holding arrays (finalization would free them under
+    it), every live eagle stream and launcher, and dropped ones whose work still runs. The wait
+    is bounded ($EAGLE_EXIT_WAIT_S, default 30 s) and Ctrl-C ends it; when it gives up, no handle
+    is released (a release would wait for the work) and what the work uses is kept (_keep_forever)."""
+    start = time.monotonic()
+    deadline = start + _exit_wait_s()
+    told, left = False, ""
+    try:
+        markers = _exit_markers()
+        while True:
+            left = _running_at_exit(markers)
+            now = time.monotonic()
+            if not left or now >= deadline:
+                break
+            if not told and now - start >= _DRAIN_TELL_AFTER_S:
+                told = True
+                print(f"eagle: at exit, waiting for {left} (at most {deadline - start:g} s, "
+                      "$EAGLE_EXIT_WAIT_S; Ctrl-C leaves it)", file=sys.stderr)
+            time.sleep(0.001)
+    except KeyboardInterrupt:
+        left = left or "work interrupted at exit"
+    if left:
+        # releasing a busy stream would wait for it for ever; finalization would free its arrays
         abandon_releases()
+        _keep_forever()
+        print(f"eagle: at exit, {left} had not finished; the process ends without waiting for it "
+              "(its arrays are kept until then)", file=sys.stderr)
+
+
+def _forget_the_parents_work():
+    """In a child made by fork(): the work the parent had enqueued never runs here (no backend
+    thread of the parent is in this process, and eagle's objects refuse there), so nothing waits
+    for it: its arrays, queued host functions and parked handles are let go (no work of this
+    process uses them) and the exit drain does not wait for markers that will never run."""
+    global _HOLDING, _PENDING_LOCK
+    _PENDING_LOCK = threading.Lock()  # another thread may have held it at the fork
+    for lib in list(_HOLDING):
+        lib._holds.clear()
+    _HOLDING = weakref.WeakSet()
+    if _PENDING:
+        host_calls_add(-len(_PENDING))
+        _PENDING.clear()
+    _handle._parked.clear()
+    _handle.waiters.clear()
+    _marker._python_lent.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_the_parents_work)
 
 
 # The drain must run before weakref.finalize's own exit hook, which calls the finalizers still
@@ -224,6 +331,7 @@ def hold_until_done(backend, raw, refs):
     holds = backend._holds.get(raw)
     if holds is None:
         holds = backend._holds[raw] = _StreamHolds()
+        _HOLDING.add(backend)
     holds.waiting.append(refs)
     if not backend.provides("eagle_backend_host_func"):
         return
@@ -251,6 +359,7 @@ def keep_until_sync(backend, raw, refs):
     holds = backend._holds.get(raw)
     if holds is None:
         holds = backend._holds[raw] = _StreamHolds()
+        _HOLDING.add(backend)
     holds.waiting.append(refs)
 
 

@@ -13,19 +13,22 @@ import hashlib
 import os
 import re
 import threading
+import time
 import weakref
 
 import numpy as np
 
-from . import _validate
+from . import _recording, _signature, _validate
 from . import exec as _exec
+from ._inflight import submit
 from ._compilers import wheel_library_dirs
 from ._seam_ffi import ffi
-from .errors import CompileError, EagleTypeError, EagleValueError, HandleError
+from ._seam_meta import CONSTANTS as _C
+from .errors import CompileError, CompileTimeout, EagleTypeError, EagleValueError, HandleError
 
-_FAST_MATH = 1  # EAGLE_BACKEND_MODULE_FAST_MATH
-_CONTRACT = 2  # EAGLE_BACKEND_MODULE_CONTRACT (seam minor 8)
-_CONTRACT_MINOR = 8
+_FAST_MATH = _C["EAGLE_BACKEND_MODULE_FAST_MATH"]
+_CONTRACT = _C["EAGLE_BACKEND_MODULE_CONTRACT"]  # seam minor 8
+_CONTRACT_MINOR = 8  # the minor that added it: an older backend refuses the flag
 _SRC = "eagle_backend_module_from_source"
 _IMG = "eagle_backend_module_from_image"
 
@@ -50,27 +53,73 @@ def _take_log(backend, logp):
 
 
 # The entries eagle/kernel.h makes of one EAGLE_KERNEL(name, ...), and the arguments each takes
-# after the declared ones.
-_ENTRY_EXTRAS = {"": (), "_active": ("index_map", "live_count"),
-                 "_drain": ("index_map", "live_count", "drop_mask", "queue", "rounds", "workers")}
-_COMMENTS = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
+# after the declared ones, as (C type, name) pairs: what eagle/kernel.h declares them as.
+_ENTRY_EXTRAS = {
+    "": (),
+    "_active": (("const int32_t*", "index_map"), ("EAGLE_BUFFER const uint32_t*", "live_count")),
+    # the drain's index map and count may be NULL (0): ActiveSet.drain(compacted=False) visits every sample
+    "_drain": (("EAGLE_NULLABLE const int32_t*", "index_map"), ("EAGLE_NULLABLE EAGLE_BUFFER const uint32_t*", "live_count"),
+               ("const uint8_t*", "drop_mask"), ("EAGLE_BUFFER uint32_t*", "queue"), ("int64_t", "rounds"),
+               ("int64_t", "workers")),
+}
+_COMMENT_OPENERS = re.compile(rb"/\*|//")
 _DECL = re.compile(rb"\bEAGLE_KERNEL\s*\(\s*([A-Za-z_]\w*)\s*((?:,\s*\([^()]*\)\s*)*)\)")
 _PAIR = re.compile(rb"\(([^()]*)\)")
 
 
+def _strip_comments(source):
+    """``source`` with each comment replaced by a space, in one pass (linear in its length: an
+    unterminated ``/*`` ends the text, however many there are)."""
+    out, at = [], 0
+    while True:
+        m = _COMMENT_OPENERS.search(source, at)
+        if m is None:
+            out.append(source[at:])
+            break
+        out.append(source[at:m.start()])
+        out.append(b" ")
+        if m.group() == b"//":
+            end = source.find(b"\n", m.end())
+        else:
+            end = source.find(b"*/", m.end())
+            end = -1 if end < 0 else end + 2
+        if end < 0:
+            break
+        at = end
+    return b"".join(out)
+
+
+_TYPEDEF = re.compile(rb"\btypedef\s+([A-Za-z_][\w \t*]*?)\s*\b([A-Za-z_]\w*)\s*;")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _typedefs(text):
+    """{name: type} of the simple typedefs ``text`` makes (``typedef double real;``), each
+    resolved through the earlier ones, so a parameter declared with one is checked as its type."""
+    out = {}
+    for m in _TYPEDEF.finditer(text):
+        target = m.group(1).decode(errors="replace")
+        out[m.group(2).decode()] = _WORD.sub(lambda w: out.get(w.group(), w.group()), target)
+    return out
+
+
 def declared_parameters(source):
-    """{entry name: parameter names} of the kernels ``source`` declares with EAGLE_KERNEL, for
-    every entry kernel.h makes of them (``name``, ``name_active``, ``name_drain``). A declaration
-    this reading cannot follow (a type written with parentheses, a name declared twice, say under
-    #if) is left out: eagle then cannot count that kernel's arguments, as for any foreign kernel."""
-    text = _COMMENTS.sub(b" ", source)
+    """{entry name: ((C type, parameter name), ...)} of the kernels ``source`` declares with
+    EAGLE_KERNEL, for every entry kernel.h makes of them (``name``, ``name_active``,
+    ``name_drain``, with the arguments eagle appends); a type named by a simple typedef of the
+    source (``typedef float real;``) is given as what it names. A declaration this reading cannot follow
+    (a type written with parentheses, a name declared twice, say under #if) is left out: eagle
+    then can neither count nor check that kernel's arguments, as for any foreign kernel."""
+    text = _strip_comments(source)
+    aliases = _typedefs(text)
     found, seen_twice = {}, set()
     for m in _DECL.finditer(text):
         name = m.group(1).decode()
         params = []
         for pair in _PAIR.findall(m.group(2)):
             parts = pair.decode(errors="replace").rsplit(",", 1)
-            params.append(parts[-1].strip() if len(parts) == 2 else "?")
+            ctype = _WORD.sub(lambda w: aliases.get(w.group(), w.group()), parts[0].strip())
+            params.append((ctype, parts[1].strip()) if len(parts) == 2 else ("?", "?"))
         if name in found:
             seen_twice.add(name)
         found[name] = tuple(params)
@@ -89,16 +138,25 @@ class Kernel:
     the module is closed. ``loaded`` is the module's loaded code while it is open, None after
     :meth:`Module.close`: every launch keeps it until the launch has run, and a recording as long
     as it lives. ``params``: the names of the arguments it takes when its source declared it with
-    EAGLE_KERNEL (a launch with another number of arguments is refused before it reaches the
-    kernel), else None.
+    EAGLE_KERNEL, else None; ``types``: their declared C types. A declared kernel's launch is
+    checked against the declaration before it reaches the kernel (eagle/_signature.py: the
+    number of arguments, each one's type, writability and samples); a kernel with no declaration
+    (an image, a foreign source) is launched unchecked.
 
     Call ``kernel.run(args, n, ...)`` (see :func:`eagle.run`) or pass the kernel to
     ``eagle.run`` / ``Stream.run`` yourself."""
 
-    __slots__ = ("name", "module", "params", "loaded", "_handle")
+    __slots__ = ("name", "module", "params", "types", "signature", "loaded", "_handle")
 
-    def __init__(self, module, name, handle, params, loaded):
-        self.module, self.name, self.params, self.loaded, self._handle = module, name, params, loaded, int(handle)
+    def __init__(self, module, name, handle, declared, loaded):
+        self.module, self.name, self.loaded, self._handle = module, name, loaded, int(handle)
+        if declared is None:
+            self.params = self.types = self.signature = None
+        else:
+            self.types = tuple(t for t, _ in declared)
+            self.params = tuple(p for _, p in declared)
+            indexed = name.endswith(("_active", "_drain")) and "index_map" in self.params
+            self.signature = _signature.Signature(name, self.params, self.types, indexed)
 
     @property
     def handle(self):
@@ -107,10 +165,12 @@ class Kernel:
                               "(Module.close()); compile or load the module again to launch it")
         return self._handle
 
-    def run(self, args, n, **kw):
-        """Launch over lanes on the module's backend, enqueued on ``stream=`` (default: the kind's
-        default stream); keywords as for :func:`eagle.run`."""
-        return _exec.run(self.module.backend, self, args, n, **kw)
+    def run(self, args, n, *, stream=None, **kw):
+        """Launch over lanes on the module's backend, enqueued on ``stream=``; with no stream,
+        on eagle's own stream, done before this returns (keywords as for :func:`eagle.run`)."""
+        if stream is None:
+            _recording.refuse_eager("eagle.run (Kernel.run)")
+        return submit(self.module.backend, stream, _exec.enqueue_run, self, args, n, **kw)
 
     def __int__(self):
         return self.handle
@@ -224,7 +284,11 @@ def _read(source):
         with open(path, "rb") as f:
             return f.read(), os.path.basename(path), os.path.dirname(path)
     if isinstance(source, str):
-        return source.encode(), None, None
+        try:
+            return source.encode(), None, None
+        except UnicodeEncodeError as e:
+            raise EagleValueError(f"eagle.compile: the source text holds a lone surrogate ({source[e.start:e.end]!r} "
+                                  f"at character {e.start}), which is no text a compiler can be given") from None
     raise EagleTypeError(f"eagle.compile: source must be text, bytes or a path, got {type(source).__name__}")
 
 
@@ -286,16 +350,40 @@ def _items(value, what, kinds=None):
     return items
 
 
-def _headers_digest(dirs):
-    """A digest of the headers in the include directories, so an edited header misses the cache."""
+_INCLUDE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*([<\"])([^>\"\n]+)[>\"]", re.M)
+_MAX_INCLUDES = 4096
+
+
+def _includes_digest(data, dirs):
+    """A digest of every file the source includes, found as the compiler finds it (a ``"..."``
+    include beside the file that names it first, then the include directories in order; an
+    absolute path as it is), whatever its extension, and of the files they include in turn: an
+    edited header misses the cache. Headers found in none of ``dirs`` (the system's) are left out."""
     h = hashlib.sha256()
-    for d in dirs:
-        for root, _, files in sorted(os.walk(d)) if os.path.isdir(d) else []:
-            for name in sorted(files):
-                if name.endswith((".h", ".cuh", ".hpp", ".inc")):
-                    p = os.path.join(root, name)
-                    with open(p, "rb") as f:
-                        h.update(p.encode() + b"\0" + f.read())
+    seen = set()
+    todo = [(data, None)]
+    while todo and len(seen) < _MAX_INCLUDES:
+        text, here = todo.pop()
+        for quote, name in _INCLUDE.findall(_strip_comments(text)):
+            name = os.fsdecode(name.strip())
+            if os.path.isabs(name):
+                candidates = [name]
+            else:
+                candidates = ([os.path.join(here, name)] if quote == b'"' and here else []) + \
+                    [os.path.join(d, name) for d in dirs]
+            for c in candidates:
+                if os.path.isfile(c):
+                    c = os.path.realpath(c)
+                    if c not in seen:
+                        seen.add(c)
+                        try:
+                            with open(c, "rb") as f:
+                                body = f.read()
+                        except OSError:
+                            break
+                        h.update(os.fsencode(c) + b"\0" + hashlib.sha256(body).digest())
+                        todo.append((body, os.path.dirname(c)))
+                    break
     return h.hexdigest()
 
 
@@ -366,7 +454,7 @@ def _desc(caller, device, name, include_dirs, options, compiler, flags, keep):
 
 
 def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=(), exact=False,
-            fast_math=False, device=-1, compiler=None, cache=True):
+            fast_math=False, device=-1, compiler=None, cache=True, timeout=None):
     """Compile ``source`` for ``backend`` with the kind's own compiler and load it.
 
     Parameters
@@ -402,7 +490,17 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
     compiler : str or sequence of str, optional
         Where to find the kind's compiler first (a C compiler, libnvrtc, libhiprtc or a folder).
     cache : bool
-        Reuse an identical compile of this process.
+        Reuse an identical compile of this process (keyed on the source, every file it includes
+        from the include directories or by absolute path, the options, the backend and the device).
+    timeout : float, optional
+        Seconds the compile may take; past them the compiler is stopped and
+        :class:`eagle.CompileTimeout` is raised. None (default): no limit.
+
+    On the main thread (and whenever ``timeout`` is given) the compile runs on a helper thread
+    while the caller waits in Python, so Ctrl-C stops it (KeyboardInterrupt, the compiler killed
+    where it is a process of its own, as on cpu; an in-process compiler, NVRTC or hiprtc, finishes
+    in the background and its module is dropped). ``device=-1`` then names the device current on
+    that helper thread (device 0 on cuda): pass the device to compile for another.
 
     Returns
     -------
@@ -412,6 +510,8 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
     ------
     eagle.CompileError
         The source did not compile; ``.log`` is the compiler's log, with line numbers.
+    eagle.CompileTimeout
+        The compile ran past ``timeout`` (a CompileError and a TimeoutError).
     eagle.EagleTypeError
         ``kernels``, ``include_dirs`` or ``options`` is a single str (or path), not a sequence;
         ``exact`` or ``fast_math`` is not a bool.
@@ -430,13 +530,17 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
         _file(source, "eagle.compile: the source file",  # a missing one is no source text
               " (a str of one line is read as a path when it ends in a source file's suffix or "
               "holds none of '{', ';', '#'; give source text with its newlines, or as bytes)")
+    if timeout is not None:
+        timeout = _validate.real(timeout, "eagle.compile: timeout (seconds)")
+        if not timeout > 0:
+            raise EagleValueError(f"eagle.compile: timeout must be a number of seconds > 0, got {timeout!r}")
     data, fname, own_dir = _read(source)
     name = name or fname or "kernel.c"
     dirs = [include_dir()] + ([own_dir] if own_dir else []) + [os.path.abspath(os.fspath(d)) for d in include_dirs]
     keep = []
     mode, flags = _mode_flag(b, exact, fast_math)
     desc = _desc("eagle.compile", device, name, dirs, options, compiler, flags, keep)
-    key = (hashlib.sha256(data).hexdigest(), name, tuple(dirs), _headers_digest(dirs), tuple(options),
+    key = (hashlib.sha256(data).hexdigest(), name, tuple(dirs), _includes_digest(data, dirs), tuple(options),
            mode, flags, str(compiler), b.path, b.kind, desc.device, _arch(b, desc.device))
     if cache:
         with _cache_lock:
@@ -446,24 +550,65 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
                 mod.kernel(k)
             mod.cached = True
             return mod
-    mod = _load(b, _SRC, b._f.module_from_source, desc, data, name, kernels, declared_parameters(data))
+    mod = _compile_waiting(b, desc, keep, data, name, kernels, declared_parameters(data), timeout)
     if cache:
         with _cache_lock:
             _cache[key] = mod
     return mod
 
 
+def _compile_waiting(b, desc, keep, data, name, kernels, declared, timeout):
+    """module_from_source, waited for in Python: on a helper thread when this is the main thread
+    (where Ctrl-C lands) or a timeout is given, the caller polling it every 50 ms. A timeout or an
+    interrupt sets desc.cancel's word, which a kind whose compiler is a process stops within
+    20 ms; the compile's module, should it still come, is dropped."""
+    cancel = ffi.new("uint32_t*")
+    desc.cancel = int(ffi.cast("uintptr_t", cancel))
+    if timeout is None and threading.current_thread() is not threading.main_thread():
+        return _load(b, _SRC, b._f.module_from_source, desc, data, name, kernels, declared)
+    box = {}
+
+    def work(hold=(desc, keep, data, cancel)):  # `hold`: the C memory the call reads, until it ends
+        try:
+            box["module"] = _load(b, _SRC, b._f.module_from_source, desc, data, name, kernels, declared)
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = e
+
+    worker = threading.Thread(target=work, name=f"eagle-compile {name}", daemon=True)
+    worker.start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while worker.is_alive():
+            left = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+            if left <= 0:
+                cancel[0] = 1
+                worker.join(1.0)
+                raise CompileTimeout(f"eagle.compile: {name} did not compile within the timeout of {timeout:g} s; "
+                                     "the compile was stopped (raise timeout= for a longer one)")
+            worker.join(left)
+    except BaseException:
+        cancel[0] = 1  # Ctrl-C (or the timeout): the compiler is stopped where the kind can
+        raise
+    if "error" in box:
+        raise box.pop("error")
+    return box["module"]
+
+
 def load_image(backend, image, *, kernels=(), name=None, device=-1):
     """Load a binary image (cpu: a shared object; cuda: cubin, fatbin or PTX; hip: a code object),
     any bytes-like object or the path of a file, as a :class:`Module` of ``backend``. A path that
     names no regular file, or a str of several lines (source text: see :func:`compile`), is
-    refused with EagleValueError; any other type with EagleTypeError."""
+    refused with EagleValueError; any other type with EagleTypeError. An image carries no
+    EAGLE_KERNEL declaration: its kernels' launches are not checked (count nor types). A shared
+    object that is truncated or not for this machine is refused (CompileError naming the path)
+    before the loader maps it."""
     b = backend
     b.require(_IMG)
     kernels = _items(kernels, "eagle.load_image: kernels", str)
     if isinstance(image, str) and "\n" in image:
         raise EagleValueError(f"eagle.load_image: image is text of several lines ({image!r:.40}), not "
                               "an image's bytes or path; compile a kernel source with eagle.compile")
+    path = None
     if isinstance(image, (str, os.PathLike)):
         path = _file(image, "eagle.load_image: the image file")
         name = name or os.path.basename(path)
@@ -477,7 +622,12 @@ def load_image(backend, image, *, kernels=(), name=None, device=-1):
                                  f"...) or a path, got a {type(image).__name__}") from None
     keep = []
     desc = _desc("eagle.load_image", device, name or "image", (), (), None, 0, keep)
-    return _load(b, _IMG, b._f.module_from_image, desc, image, name or "image", kernels)
+    try:
+        return _load(b, _IMG, b._f.module_from_image, desc, image, name or "image", kernels)
+    except CompileError as e:
+        if path is None:
+            raise
+        raise CompileError(f"eagle.load_image: '{os.fsdecode(path)}': {e}", log=e.log) from None
 
 
 def _load(b, symbol, fn, desc, data, name, kernels, declared=None):
@@ -499,9 +649,3 @@ def _load(b, symbol, fn, desc, data, name, kernels, declared=None):
         mod.close()
         raise
     return mod
-
-
-def clear_cache():
-    """Forget every cached compile (modules already handed out stay loaded)."""
-    with _cache_lock:
-        _cache.clear()

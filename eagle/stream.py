@@ -11,11 +11,16 @@ from functools import partial
 from . import _validate
 from . import exec as _exec
 from . import memory as _memory
+from ._inflight import submit
 from ._device_kind import CUDA_STREAM_PROTOCOL_TYPES
 from ._handle import Owner, raw_int
 from ._seam_ffi import ffi
+from ._seam_meta import CONSTANTS
 from ._stream_arg import raw_stream
 from .errors import EagleTypeError, EagleValueError, HandleError
+
+
+_NON_BLOCKING = CONSTANTS["EAGLE_BACKEND_STREAM_NON_BLOCKING"]
 
 
 class StreamRef(Owner):
@@ -72,11 +77,11 @@ class StreamRef(Owner):
     # -- work on this stream (thin forwards to the functions that do it) ------------------------
     def run(self, kernel, args, n, **kw):
         """Launch ``kernel`` over ``n`` lanes on this stream; see :func:`eagle.run`."""
-        return _exec.run(self._backend, kernel, args, n, stream=self, **kw)
+        return submit(self._backend, self, _exec.enqueue_run, kernel, args, n, **kw)
 
     def copy(self, dst, src, nbytes=None, *, direction=None):
         """Copy in stream order; see :func:`eagle.copy`."""
-        return _memory.copy(self._backend, dst, src, nbytes, stream=self, direction=direction)
+        return submit(self._backend, self, _memory.enqueue_copy, dst, src, nbytes, direction=direction)
 
     def host_func(self, fn):
         """Run the Python callable ``fn()`` in stream order; see :func:`eagle.host_func`."""
@@ -98,7 +103,7 @@ class Stream(StreamRef):
         b = backend
         desc = ffi.new("struct eagle_backend_stream_desc*")
         desc.struct_size = ffi.sizeof(desc[0])
-        desc.flags = (1 if non_blocking else 0) if flags is None else _validate.integer(
+        desc.flags = (_NON_BLOCKING if non_blocking else 0) if flags is None else _validate.integer(
             flags, "Backend.stream: flags", minimum=0, maximum=_validate.UINT32_MAX)
         desc.device = _validate.integer(device, "Backend.stream: device", minimum=-1, maximum=_validate.INT32_MAX)
         out = ffi.new("eagle_backend_stream*")
@@ -113,8 +118,9 @@ class Stream(StreamRef):
         self._raw = int(raw[0])
         # the release waits for the stream's work, so after it the arrays eagle holds for that
         # work (eagle.memory) can go
-        self._own(b, handle, "stream_release", partial(_memory.stream_released, b, self._raw))
-        self.synchronize = self._bind("stream_synchronize", watch=b.host_errors_of(get_ident()))
+        self._own(b, handle, "stream_release", partial(_memory.stream_released, b, self._raw), query="stream_query")
+        self.synchronize = self._bind("stream_synchronize", watch=b.host_errors_of(get_ident()),
+                                      query="stream_query")
 
 
 

@@ -163,7 +163,7 @@ def test_reorder_inside_a_graph_matches_numpy_bit_for_bit(cpu):
             x[i] = x[i] * r[i] + 0.125;
             mask[i] = x[i] < 0.5;
         }
-    }""", ["decay"], exact=True)  # compared with numpy bit for bit: no fused multiply-add
+    }""", ["decay"], exact=True)  # compared with numpy bit for bit: no contracted multiply-add
     n = 4000
     rng = np.random.default_rng(7)
     x0, r = rng.random(n) * 4 + 1, rng.random(n) * 0.25 + 0.45  # fixed points < 0.42

@@ -1,5 +1,6 @@
 """A tour of the whole API through a traced cpu backend calls every pinned seam symbol."""
 import gc
+import threading
 
 import numpy as np
 
@@ -99,6 +100,35 @@ def _tour(b):
         o.close()
     del p
     gc.collect()
+    _waits_off_the_main_thread(b)
+
+
+def _waits_off_the_main_thread(b):
+    """On the main thread a wait polls stream_query / launcher_query (signals are handled between
+    polls); on any other thread it is the blocking synchronize: both kinds are called."""
+    errors = []
+
+    def work():
+        try:
+            s = b.stream()
+            x = np.zeros(8)
+            with b.capture(s) as cap:
+                b.run(kaddr("add1"), [x], 8, stream=s)
+            g = b.graph_from_captured(cap.captured)
+            launcher = g.launcher()
+            launcher.set_stream(s)
+            launcher.launch()
+            launcher.synchronize()
+            s.synchronize()
+            assert x.tolist() == [1.0] * 8
+            for o in (launcher, g, s):
+                o.close()
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert not errors, errors
 
 
 def test_tour_calls_every_pinned_symbol():

@@ -1,5 +1,7 @@
 """eagle.Graph.build and its constructs on the cpu backend: every construct, their nesting,
 toggling members, the host-decided fall-back, backend inference and printing."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -102,8 +104,13 @@ def test_repeat_while_stops_at_max_iters(K, mode):
     x, cnt = np.zeros(N), u32(50)
     loop = eagle.repeat_while(add(K, x, 1), cnt, max_iters=4)
     g = build([loop], [x], mode)
-    g()
+    with pytest.warns(eagle.RanOutWarning, match=r"ran out of its max_iters=4 iterations with 50 samples still live"):
+        g()
     assert np.all(x == 4) and g.ran(loop) == 4 and cnt[0] == 50
+    cnt[0] = 0  # the guard no longer holds: a loop that ends by its guard says nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", eagle.RanOutWarning)
+        g()
 
 
 def test_repeat_while_guard_with_baseline(K, mode):

@@ -52,7 +52,7 @@ def test_capability_groups_are_the_cap_macros(model):
 
 def test_functions_carry_group_since_and_line(model):
     by_name = {f.name: f for f in model.functions}
-    assert len(by_name) == len(model.functions) == 64
+    assert len(by_name) == len(model.functions) == 66
     assert [f.name for f in model.functions if f.group == "required"] == [
         "eagle_backend_version", "eagle_backend_last_error", "eagle_backend_build_info", "eagle_backend_probe",
         "eagle_backend_free", "eagle_backend_capabilities", "eagle_backend_device_types"]
@@ -68,7 +68,9 @@ def test_functions_carry_group_since_and_line(model):
         "eagle_backend_module_function": ("per-symbol", 7),
         "eagle_backend_module_release": ("per-symbol", 7),
         "eagle_backend_mem_alloc": ("per-symbol", 7),
-        "eagle_backend_mem_free": ("per-symbol", 7)}
+        "eagle_backend_mem_free": ("per-symbol", 7),
+        "eagle_backend_stream_query": ("per-symbol", 8),
+        "eagle_backend_launcher_query": ("per-symbol", 8)}
     lines = HEADER.read_text().splitlines()
     for f in model.functions:
         assert f.name + "(" in lines[f.line - 1], f.name

@@ -77,7 +77,9 @@ def test_meta_defines_exactly_the_contract(generated, model):
     assert (m["VERSION_MAJOR"], m["VERSION_MINOR"], m["VERSION"]) == (1, 8, 0x10008)
     # which per-symbol entry needs which group comes from the header's extends= markers
     assert m["EXTENDS"] == {"eagle_backend_conditional_begin_case": "conditional",
-                            "eagle_backend_reorder_device": "filtering"}
+                            "eagle_backend_reorder_device": "filtering",
+                            "eagle_backend_stream_query": "stream",
+                            "eagle_backend_launcher_query": "launcher"}
     assert len(m["HEADER_SHA256"]) == 64
     assert m["CONSTANTS"]["EAGLE_BACKEND_OK"] == 0
     assert m["CONSTANTS"]["EAGLE_BACKEND_STREAM_NONE"] == -(2**63)

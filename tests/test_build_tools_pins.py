@@ -40,7 +40,7 @@ def test_pin_is_sorted_commented_and_complete():
     names = [line for line in lines if not line.startswith("#")]
     assert names == sorted(names, key=str.encode)
     assert set(names) == set(seam_model.load(HEADER).symbols)
-    assert len(names) == len(set(names)) == 64
+    assert len(names) == len(set(names)) == 66
 
 
 def test_renaming_a_symbol_fails_naming_both(tmp_path):

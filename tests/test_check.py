@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = {"pass", "fail", "skip", "not_supported", "crash", "timeout"}
+RESULTS = {"pass", "fail", "advice", "skip", "not_supported", "crash", "timeout"}
 
 
 def _run(*args):

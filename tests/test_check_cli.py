@@ -62,6 +62,25 @@ def test_an_output_file_that_cannot_be_written_is_refused_before_the_run(tmp_pat
     assert proc.stdout == ""   # nothing ran
 
 
+@pytest.mark.parametrize("path", ["/proc/eagle-check-x.xml", "/proc/self/eagle-check-x.xml"])
+def test_an_output_file_that_os_access_allows_but_cannot_be_created_is_refused(path):
+    # os.access says yes to root for /proc; the up-front check creates the file to be sure
+    proc = _run("cpu", "--group", "static", "--junit", path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "argument --junit" in proc.stderr and path in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""   # nothing ran
+
+
+def test_a_writable_output_file_is_left_as_it_was_by_the_up_front_check(tmp_path):
+    kept = tmp_path / "old.xml"
+    kept.write_text("old")
+    new = tmp_path / "new.xml"
+    from eagle.check.__main__ import _output_file
+    assert _output_file(str(kept)) == str(kept) and kept.read_text() == "old"
+    assert _output_file(str(new)) == str(new) and not new.exists()
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write in any folder")
 def test_an_output_file_in_a_folder_that_is_not_writable_is_refused(tmp_path):
     folder = tmp_path / "ro"

@@ -17,10 +17,11 @@ SHIM = os.path.join(REPO, "tests", "check_corpus", "shim.c")
 
 # switch -> (groups to run, {check id: expected result}, text the failing message must contain)
 DEFECTS = {
-    "EXTRA_EXPORT": (["static"], {"static.exports_pinned": "fail"}, "eagle_backend_debug_dump"),
+    # advice: the header forbids neither extra exports nor a NEEDED entry beyond the driver
+    "EXTRA_EXPORT": (["static"], {"static.exports_pinned": "advice"}, "eagle_backend_debug_dump"),
     "MISSING_SYMBOL": (["static"], {"static.exports_promised": "fail"}, "eagle_backend_fork_size"),
     "MISSING_SYMBOL_BITS": (["required"], {"required.groups_whole": "fail"}, "eagle_backend_fork_size"),
-    "NEEDED": (["static"], {"static.needed": "fail"}, "libeagle_check_dummy.so"),
+    "NEEDED": (["static"], {"static.needed": "advice"}, "libeagle_check_dummy.so"),
     "MAJOR_2": (["required"], {"required.version_major": "fail"}, "major 2"),
     "RESERVED_BIT": (["required"], {"required.reserved_bits": "fail"}, "reserved bit(s) 8"),
     "SHORT_STRUCT": (["required"], {"required.build_info_struct_size": "fail"}, "beyond"),
@@ -102,6 +103,7 @@ def run_check(lib, groups=(), timeout=None):
     return proc.returncode, {r["id"]: r for r in runs[0]["results"]}
 
 
+@pytest.mark.slow  # about 15 s with its shim build
 def test_correct_shim_passes_every_group(corpus):
     rc, results = run_check(corpus["CORRECT"])
     bad = {i: (r["result"], r["message"]) for i, r in results.items() if r["result"] != "pass"}
@@ -109,7 +111,8 @@ def test_correct_shim_passes_every_group(corpus):
     assert rc == 0
 
 
-@pytest.mark.parametrize("defect", sorted(DEFECTS))
+@pytest.mark.parametrize("defect", [pytest.param(d, marks=pytest.mark.slow) if d == "HANG_JOIN" else d
+                                    for d in sorted(DEFECTS)])  # HANG_JOIN waits out its timeout: 8 s
 def test_check_names_the_defect(corpus, defect):
     groups, expected, text = DEFECTS[defect]
     rc, results = run_check(corpus[SWITCH.get(defect, defect)], groups,
@@ -121,4 +124,5 @@ def test_check_names_the_defect(corpus, defect):
         assert got["group"] == cid.split(".")[0]
     first = next(iter(expected))
     assert text in results[first]["message"], results[first]["message"]
-    assert rc == 1
+    # advice never fails the run
+    assert rc == (1 if set(expected.values()) & {"fail", "crash", "timeout"} else 0)

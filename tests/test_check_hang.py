@@ -58,6 +58,7 @@ def _workers_of(lib):
     return pids
 
 
+@pytest.mark.slow  # about 17 s: waits out every group's timeout
 def test_every_group_of_a_hanging_library_ends_within_twice_the_timeout(hanging_lib):
     timeout = 3.0
     groups = ["static", "required", "stream"]
@@ -102,3 +103,34 @@ def test_interrupting_the_checker_leaves_no_worker_behind(hanging_lib, sig):
     time.sleep(0.5)
     left = _workers_of(hanging_lib)
     assert not left, f"{len(left)} worker process(es) left behind after {sig.name}: {left}"
+
+
+def test_killing_the_checker_with_sigkill_leaves_no_worker_behind(hanging_lib):
+    # SIGKILL gives the checker no chance to kill its workers' process groups: the worker asks for
+    # a parent-death signal (eagle/check/_worker.py) and ends with its parent
+    proc = subprocess.Popen([sys.executable, "-m", "eagle.check", hanging_lib, "--timeout", "60"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 60
+        workers = []
+        while time.monotonic() < deadline and not workers:
+            workers = [p for p in _workers_of(hanging_lib) if p != proc.pid]
+            time.sleep(0.1)
+        assert workers, "no worker process was started"
+        time.sleep(0.5)
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _workers_of(hanging_lib):
+        time.sleep(0.1)
+    left = _workers_of(hanging_lib)
+    for pid in left:  # do not leave them to spin in the test run either
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert not left, f"{len(left)} worker process(es) outlived the SIGKILLed checker: {left}"

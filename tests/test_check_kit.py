@@ -78,6 +78,7 @@ def skeleton(tmp_path_factory):
     return src, libs
 
 
+@pytest.mark.slow  # about 12 s: cmake with two generators
 def test_the_skeleton_builds_with_every_generator_and_passes_the_check(skeleton):
     _src, libs = skeleton
     for gen, lib in libs.items():
@@ -148,6 +149,7 @@ def test_why_lines_are_checked_against_what_is_left_out(tmp_path, name, edit, te
     assert rc == 1
 
 
+@pytest.mark.slow  # about 10 s
 def test_a_library_that_exports_nothing_fails_once_with_the_fix(tmp_path):
     src = tmp_path / "src"
     _py("-m", "eagle", "new-backend", str(src), "noexport")

@@ -5,7 +5,7 @@ import pytest
 
 import eagle
 
-SIZES = [0, 1, 7, 256, 257, 4096, 100_003, 10 ** 7]
+SIZES = [0, 1, 7, 256, 257, 4096, 100_003, pytest.param(10 ** 7, marks=pytest.mark.slow)]  # 10^7: 5 s each
 GUARD = 64
 SENTINEL = 0xA5
 

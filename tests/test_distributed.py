@@ -77,6 +77,7 @@ def test_without_mpi4py_the_error_names_what_is_missing_and_how_to_get_it():
     assert "pip install mpi4py" in r.stdout
 
 
+@pytest.mark.slow  # about 6 s: a pytest run in a subprocess
 def test_without_mpi4py_the_mpi_tests_skip_naming_it(tmp_path):
     boot = tmp_path / "sitecustomize.py"
     boot.write_text(BLOCK_MPI4PY)
@@ -123,3 +124,38 @@ def test_split_refuses_sizes_and_ranks_that_are_no_integers_and_totals_past_int6
 def test_the_chunk_table_refuses_settings_that_are_no_integers_naming_them(kw):
     with pytest.raises(eagle_errors().EagleError, match="min_chunk|factor|max_chunk"):
         ed.chunk_table(100, 2, **kw)
+
+
+@pytest.mark.parametrize("mode,size,failing,rc_zero,message", [
+    # an error outside any collective: the rank's exit ends the job instead of a hang in gather
+    ("collector-add", 2, 1, False, "Collector.add raised EagleValueError: eagle.distributed.Collector.add: x has "
+                                   "shape (5,); its last axis must hold the chunk's 6 samples"),
+    ("collector-add", 3, 0, False, "this rank is exiting with it unsettled"),
+    # the same error, caught and the chunk given again: the job succeeds
+    ("collector-recovered", 2, 1, True, None),
+    # SystemExit(0) inside fail_fast on one rank while the others wait for it: the job ends
+    ("exit0-one", 2, 0, False, "left the fail_fast block with SystemExit(0) and after 2 s other ranks were "
+                               "still inside it"),
+    ("exit0-one", 3, 2, False, "left the fail_fast block with SystemExit(0)"),
+    # every rank leaving by SystemExit(0) together is a normal end
+    ("exit0-all", 3, 0, True, None),
+])
+def test_a_rank_that_leaves_early_ends_the_job_instead_of_a_hang(mode, size, failing, rc_zero, message):
+    from distributed_support import mpiexec_or_skip
+    cmd = mpiexec_or_skip(size) + [sys.executable, os.path.join(HERE, "mpi_worker_exit.py"), mode, str(failing)]
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the job hung (killed after 120 s): {e.stdout!r} {e.stderr!r}")
+    out = r.stdout + r.stderr
+    if rc_zero:
+        assert r.returncode == 0, out
+        assert "failed" not in out, out
+        if mode == "collector-recovered":
+            assert all(f"rank {k}: finished" in out for k in range(size)), out
+        return
+    assert r.returncode != 0, out
+    assert f"eagle.distributed: rank {failing} of {size} (host " in out, out
+    assert message in out, out
+    assert "finished" not in out, out  # the others were waiting for the one that left

@@ -27,6 +27,7 @@ def test_the_doc_has_the_walkthrough():
         assert step in joined, step
 
 
+@pytest.mark.slow  # about 40 s: builds the doc's backend with cmake
 def test_every_shell_block_of_the_doc_runs(tmp_path):
     for tool in ("cmake", "ninja", "bash"):
         if not shutil.which(tool):

@@ -28,6 +28,7 @@ def test_the_ode_doc_has_cpu_scaled_and_cuda_blocks():
             assert len(BIG_N.findall(code)) == 1, "a scaled block sets N = 1_000_000 on one line of its own"
 
 
+@pytest.mark.slow  # about 12 s: every solve of the doc
 def test_the_ode_docs_python_blocks_run_on_cpu(cpu, capsys):
     pytest.importorskip("eagle.ode", reason="eagle.ode is not in this checkout")
     ns = {}

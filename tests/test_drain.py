@@ -2,6 +2,7 @@
 iterations of (its _active entry; compact) do, however unequal the samples are; on cpu (in CI) and
 on cuda (where the lanes refill from warp-claimed chunks; skipped without a GPU)."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -151,7 +152,12 @@ def test_drain_stops_each_sample_after_rounds_calls(kind):
     w.s.synchronize()
     assert np.array_equal(w.done.numpy(), np.minimum(w.cost_host, 3 * w.K))
     assert np.array_equal(w.x.numpy(), want_x)
-    assert w.aset.live == int((w.cost_host > 3 * w.K).sum())
+    left = int((w.cost_host > 3 * w.K).sum())
+    with pytest.warns(eagle.RanOutWarning, match=rf"drain of \w+ ran out of its rounds=3 with {left} samples"):
+        assert w.aset.live == left
+    with warnings.catch_warnings():  # said once, for the drain that ran out
+        warnings.simplefilter("error", eagle.RanOutWarning)
+        assert w.aset.live == left
 
 
 def test_drain_skips_samples_dropped_after_the_compaction(kind):

@@ -29,7 +29,7 @@ def general(mask, index_map, count, scratch, **kw):
     """The general path: the one resolver, then the enqueue that reads every array, on eagle's own
     stream, waited for."""
     b, _ = resolve((mask, index_map, count, scratch), what="eagle.compact")
-    return api.eager(b, None, api._compact, mask, index_map, count, scratch, **kw)
+    return api.submit(b, None, filtering.enqueue_compact, mask, index_map, count, scratch, **kw)
 
 
 def host(a):

@@ -118,7 +118,7 @@ def test_barrier_random_numbers_do_not_depend_on_launch_shape(cpu):
     assert np.array_equal(a, b)
 
 
-@pytest.mark.parametrize("name", ["oscillator", "barrier"])
+@pytest.mark.parametrize("name", [pytest.param("oscillator", marks=pytest.mark.slow), "barrier"])  # oscillator: 5 s
 def test_examples_run_as_scripts(cpu, name):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, name, f"{name}.py"), "--backend", "cpu",

@@ -18,6 +18,12 @@ EXAMPLES = int(os.environ.get("EAGLE_FUZZ_EXAMPLES", "50"))
 N = 256
 
 
+TYPED = r"""
+#include <eagle/kernel.h>
+EAGLE_KERNEL(fz, (double*, x), (const int32_t*, q), (double, a), (int32_t, k)) { x[i] += a * (double)k + q[i]; }
+"""
+
+
 class Planted(Exception):
     """Raised on purpose by a host function; re-raised at a later synchronize."""
 
@@ -47,6 +53,8 @@ class ApiMachine(RuleBasedStateMachine):
         self.scratch = np.zeros(self.b.compact_scratch_bytes(N), np.uint8)
         self.objects = []
         self.misuses = 0
+        self.tx = np.zeros(N)
+        self.typed = self.b.compile(TYPED)  # the process's compile cache: compiled once
 
     # -- the one rule every call follows ---------------------------------------------------------
     def call(self, fn, *args, **kw):
@@ -86,6 +94,35 @@ class ApiMachine(RuleBasedStateMachine):
     def run_kernel(self, s, default, lanes, block):
         self.call(self.b.run, kaddr("add1"), [self.x], N, count=lanes, block=block,
                   stream=None if default else s)
+
+    # -- typed launches: every argument right, or at least one wrong (which must be refused) -------
+    def _typed_pool(self):
+        """Per parameter of TYPED's kernel: (value, whether it is right for the declaration)."""
+        ro = np.arange(N, dtype=np.int32)
+        ro.flags.writeable = False
+        ro_x = np.zeros(N)
+        ro_x.flags.writeable = False
+        return (
+            [(self.tx, True), (np.zeros((2, N)), True), (self.tx.astype(np.float32), False),
+             (self.tx[: N // 2], False), (0, False), (2.0, False), (ro_x, False), (np.float64(1.0), False)],
+            [(np.arange(N, dtype=np.int32), True), (ro, True), (np.arange(N), False), (1, False),
+             (np.zeros((3, 2), np.int32), False)],
+            [(1.5, True), (2, True), (np.float32(0.5), True), (True, False), (self.tx, False), (1j, False)],
+            [(3, True), (np.int64(2), True), (True, True), (3.0, False), (2 ** 40, False), (None, False)],
+        )
+
+    @rule(s=streams, default=st.booleans(), picks=st.tuples(st.integers(0, 7), st.integers(0, 4),
+                                                             st.integers(0, 5), st.integers(0, 5)))
+    def typed_launch(self, s, default, picks):
+        pool = self._typed_pool()
+        chosen = [pool[k][i % len(pool[k])] for k, i in enumerate(picks)]
+        args, right = [v for v, _ in chosen], all(ok for _, ok in chosen)
+        try:
+            self.b.run(self.typed.fz, args, N, stream=None if default else s)
+        except eagle.EagleError:
+            self.misuses += 1
+            return
+        assert right, f"a launch breaking the declaration ran: {[type(a).__name__ for a in args]}"
 
     @rule(s=streams, fail=st.booleans())
     def host_func(self, s, fail):

@@ -61,7 +61,7 @@ def s(cuda):
 
 
 def test_backend_promises_every_group(cuda):
-    assert cuda.kind == "cuda" and cuda.version == (1, 7)
+    assert cuda.kind == "cuda" and cuda.version == (1, 8)
     assert cuda.groups == frozenset({"stream", "capturer", "captured", "fork", "conditional", "attribution",
                                      "graph", "launcher", "exec", "device", "interop", "filtering"})
     assert all(v == "" for v in cuda.unavailable.values()), cuda.unavailable

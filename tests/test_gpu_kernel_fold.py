@@ -21,11 +21,11 @@ cp = pytest.importorskip("cupy", reason="the GPU tests take device memory from C
 SOURCE = r"""
 #include <eagle/kernel.h>
 /* one lane takes one off the counter */
-EAGLE_KERNEL(count_down, (uint32_t*, c)) { (void)n; if (i == 0) c[0] -= 1u; }
+EAGLE_KERNEL(count_down, (EAGLE_BUFFER uint32_t*, c)) { (void)n; if (i == 0) c[0] -= 1u; }
 /* every lane takes one off the counter and counts its own calls */
-EAGLE_KERNEL(spread_down, (uint32_t*, c), (uint32_t*, hits)) { (void)n; hits[i] += 1u; atomicSub(c, 1u); }
+EAGLE_KERNEL(spread_down, (EAGLE_BUFFER uint32_t*, c), (uint32_t*, hits)) { (void)n; hits[i] += 1u; atomicSub(c, 1u); }
 /* one lane adds one (a body step that is not the last word) */
-EAGLE_KERNEL(bump, (uint32_t*, c)) { (void)n; if (i == 0) c[0] += 1u; }
+EAGLE_KERNEL(bump, (EAGLE_BUFFER uint32_t*, c)) { (void)n; if (i == 0) c[0] += 1u; }
 """
 
 FOREIGN = r"""
@@ -145,7 +145,7 @@ def test_a_folded_kernel_nested_in_a_while(cuda, m, s):
     outer_cnt, inner_cnt = cp.zeros(1, cp.uint32), cp.zeros(1, cp.uint32)
     outer_cell, inner_cell = cp.zeros(2, cp.uint32), cp.zeros(2, cp.uint32)
     hits = cp.zeros(n, cp.uint32)
-    refill = eagle.compile("#include <eagle/kernel.h>\nEAGLE_KERNEL(refill, (uint32_t*, c), (int64_t, v))"
+    refill = eagle.compile("#include <eagle/kernel.h>\nEAGLE_KERNEL(refill, (EAGLE_BUFFER uint32_t*, c), (int64_t, v))"
                            " { (void)n; if (i == 0) c[0] = (uint32_t)v; }\n", backend=cuda, name="refill.c")
     with cuda.capture(s) as cap:
         o = cuda.while_(s, outer_cnt, outer_cell, loop_cap=100)

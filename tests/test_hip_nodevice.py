@@ -18,7 +18,7 @@ def hip():
 
 
 def test_hip_loads_and_says_what_it_leaves_out_and_why(hip):
-    assert hip.kind == "hip" and hip.version == (1, 7)
+    assert hip.kind == "hip" and hip.version == (1, 8)
     assert hip.device_types == (10, 11)
     assert "conditional" not in hip.groups
     assert {"stream", "capturer", "captured", "fork", "attribution", "graph", "launcher", "exec", "device",

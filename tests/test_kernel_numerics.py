@@ -338,6 +338,7 @@ def mul_add_references():
     return fused, rounded_twice
 
 
+@pytest.mark.slow  # about 6 s: three compiles of the corpus
 def test_exact_rounds_each_operation_and_the_default_fuses_where_the_cpu_has_fma(cpu):
     fused, twice = mul_add_references()
     assert np.array_equal(run_mul_add(cpu, exact=True), twice)
@@ -370,6 +371,7 @@ def test_nvrtc_contracts_the_multiply_add_in_the_default_mode_only(mode):
         assert "fma.rn.f64" in text, text
 
 
+@pytest.mark.slow  # 3-5 s a mode: NVRTC
 @pytest.mark.parametrize("mode", ["exact", "default", "fast"])
 def test_the_corpus_compiles_for_cuda_with_nvrtc_and_no_gpu(mode):
     with open(CORPUS, "rb") as fh:

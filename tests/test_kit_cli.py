@@ -25,6 +25,26 @@ def new_backend(directory, kind, cwd, preexec_fn=None):
                           preexec_fn=preexec_fn)
 
 
+def eagle_main(*args):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONDONTWRITEBYTECODE="1", PYTHONWARNINGS="ignore")
+    return subprocess.run([sys.executable, "-m", "eagle", *args], capture_output=True, text=True, timeout=120,
+                          env=env)
+
+
+@pytest.mark.parametrize("args", [(), ("-h",)])
+def test_python_m_eagle_says_what_it_does_and_names_new_backend(args):
+    proc = eagle_main(*args)
+    assert proc.returncode == 0 and proc.stderr == "", (proc.returncode, proc.stderr)
+    for word in ("--cmake-dir", "--include-dir", "--package-dir", "new-backend DIR KIND"):
+        assert word in proc.stdout, (word, proc.stdout)
+
+
+def test_python_m_eagle_with_an_unknown_argument_names_new_backend_in_its_usage():
+    proc = eagle_main("--nonsense")
+    assert proc.returncode == 2 and "new-backend" in proc.stderr.splitlines()[0], proc.stderr
+
+
 def assert_refused(proc, *words):
     """Exit status 2 and one line on stderr holding every one of ``words``, no traceback."""
     lines = proc.stderr.strip().splitlines()

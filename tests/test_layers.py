@@ -2,6 +2,7 @@
 function-level imports alike, read from the AST, has no cycle, and no module imports a floor above
 its own. Seam objects never look a backend up."""
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -10,11 +11,11 @@ PKG = Path(__file__).resolve().parent.parent / "eagle"
 
 FLOORS = {
     0: {"errors", "_seam_ffi", "_seam_meta", "_status", "_device_kind", "_arrays", "_stream_arg", "_validate", "_hostmem", "_elf_check", "_compilers", "_dlpack",
-        "_desc", "_hotcall", "_marker", "_handle", "_loader"},
-    1: {"stream", "capture", "fork", "conditional", "launcher", "memory", "filtering", "interop", "exec",
+        "_desc", "_hotcall", "_marker", "_handle", "_loader", "_signature", "_recording"},
+    1: {"_inflight", "stream", "capture", "fork", "conditional", "launcher", "memory", "filtering", "interop", "exec",
         "device", "module", "array"},
     2: {"_backend", "_resolve", "_eager_memo", "api", "kernels"},
-    3: {"constructs", "_record", "_interpret", "_render", "graph", "_alloc", "activeset", "reduce"},
+    3: {"extend", "constructs", "_record", "_interpret", "_render", "graph", "_alloc", "activeset", "reduce"},
     4: {"ode"},  # the solver floor: eagle/ode/ (public API and eagle.compile only)
 }
 
@@ -38,8 +39,10 @@ def _resolve_from(module, is_pkg, node):
     return target, [f"{target}.{alias.name}" for alias in node.names]
 
 
+@functools.lru_cache(maxsize=None)
 def import_graph():
-    """module -> set of eagle modules it imports (anywhere in its body)."""
+    """module -> set of eagle modules it imports (anywhere in its body); parsed once per run
+    (about a second on 2 cores), the tests only read it."""
     modules = {}
     for path in PKG.rglob("*.py"):
         modules[_module_name(path)] = path
@@ -108,7 +111,8 @@ def _floor(module):
 def test_every_core_module_has_a_floor():
     graph = import_graph()
     unplaced = sorted(n for n in graph if n.startswith("eagle.") and not n.startswith("eagle.check")
-                      and not n.startswith("eagle.distributed") and n != "eagle.__main__"
+                      and not n.startswith("eagle.distributed") and not n.startswith("eagle.kit")
+                      and n != "eagle.__main__"
                       and _floor(n) is None)
     assert not unplaced, f"modules with no floor in eagle/README.md and this test: {unplaced}"
 
@@ -131,6 +135,18 @@ def test_seam_objects_never_look_a_backend_up(module):
     assert not edges & {"eagle._loader", "eagle._backend", "eagle._resolve", "eagle.api"}, edges
 
 
+def test_the_author_kit_lives_in_eagle_kit_and_reads_only_the_ground_floor():
+    # the kit writes a backend's source; the checker runs backends: neither imports the other
+    graph = import_graph()
+    assert "eagle.kit.skeleton" in graph
+    for n, edges in graph.items():
+        if n.startswith("eagle.kit"):
+            above = [m for m in edges if not m.startswith("eagle.kit") and m != "eagle" and _floor(m) != 0]
+            assert not above, f"{n} imports {above}"
+        if n.startswith("eagle.check"):
+            assert not any(m.startswith("eagle.kit") for m in edges), f"{n} imports the kit"
+
+
 def test_the_checker_uses_only_the_seam_binding():
     graph = import_graph()
     for n, edges in graph.items():
@@ -139,9 +155,139 @@ def test_the_checker_uses_only_the_seam_binding():
             assert not above, f"{n} imports {above}"
 
 
+# -- walls: what code outside the core may import, and where header constants come from ----------
+
+ROOT = PKG.parent
+BENCHMARKS = ROOT / "benchmarks"
+
+
+def _private(module):
+    """An eagle module name with a private part (``eagle._arrays``, ``eagle.check._seam``)."""
+    return any(part.startswith("_") for part in module.split(".")[1:])
+
+
+def test_eagle_distributed_imports_no_private_module_of_eagle():
+    graph = import_graph()
+    private = sorted(f"{n} imports {m}" for n, edges in graph.items() if n.startswith("eagle.distributed")
+                     for m in edges if not m.startswith("eagle.distributed") and _private(m))
+    assert not private, "eagle.distributed uses eagle's public names only (eagle.extend):\n" + "\n".join(private)
+
+
+def _eagle_imports(path):
+    """Every eagle module (or module.name) a file outside the package imports, anywhere in it."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.split(".")[0] == "eagle")
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "eagle":
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return names
+
+
+def test_benchmarks_import_no_private_module_of_eagle():
+    scripts = [p for p in BENCHMARKS.rglob("*.py") if "logs" not in p.relative_to(BENCHMARKS).parts]
+    assert len(scripts) > 5, f"found only {scripts} under {BENCHMARKS}"
+    private = sorted(f"{p.relative_to(ROOT)} imports {m}" for p in scripts for m in _eagle_imports(p)
+                     if _private(m))
+    assert not private, "benchmarks use eagle's public names only (eagle.extend):\n" + "\n".join(private)
+
+
+_GENERATED = {"_seam_meta.py", "_seam_ffi.py"}
+
+
+def _header_constants():
+    from eagle import _seam_meta
+    return _seam_meta.CONSTANTS
+
+
+def _mirrored(name, constants):
+    """The header constant a Python name spells (``_FAST_MATH`` -> EAGLE_BACKEND_MODULE_FAST_MATH,
+    ``MASK_IS_DROP``, ``STREAM_NONE``), or None."""
+    bare = name.lstrip("_")
+    if bare in constants:
+        return bare
+    hits = [c for c in constants if c.endswith("_" + bare) and "_" in bare]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _literal_int(node):
+    """True for an int written out in the source: 5, -1, 0x80, 1 << 4, 1 | 2."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    if isinstance(node, ast.UnaryOp):
+        return _literal_int(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _literal_int(node.left) and _literal_int(node.right)
+    return False
+
+
+def _sources():
+    return [p for p in PKG.rglob("*.py") if p.name not in _GENERATED]
+
+
+def test_no_header_constant_is_copied_by_hand_into_the_python_sources():
+    # A name that spells a header constant is read from the generated metadata (eagle._seam_meta),
+    # never written out; nor does a literal sit beside a comment naming a header constant.
+    import re
+    constants = _header_constants()
+    copied = []
+    for path in _sources():
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text, str(path))):
+            if isinstance(node, ast.Assign) and _literal_int(node.value):
+                for t in node.targets:
+                    if isinstance(t, ast.Name) and _mirrored(t.id, constants):
+                        copied.append(f"{path.relative_to(ROOT)}:{node.lineno}: {t.id} = a literal "
+                                      f"(read {_mirrored(t.id, constants)} from eagle._seam_meta)")
+            if (isinstance(node, ast.Dict) and node.keys and all(k is not None and _literal_int(k) for k in node.keys)
+                    and any(isinstance(v, ast.Attribute) and getattr(v.value, "id", "") == "errors"
+                            for v in node.values)):
+                copied.append(f"{path.relative_to(ROOT)}:{node.lineno}: statuses written out as numbers "
+                              "(key the table by eagle._seam_meta.CONSTANTS)")
+        for i, line in enumerate(text.splitlines(), 1):
+            code, _, comment = line.partition("#")
+            if re.search(r"\bEAGLE_BACKEND_[A-Z0-9_]+", comment) and re.search(r"=\s*-?(0x[0-9a-fA-F]+|\d+)\b", code):
+                copied.append(f"{path.relative_to(ROOT)}:{i}: a literal beside {comment.strip()}")
+    assert not copied, "\n".join(copied)
+
+
+def test_every_python_constant_that_mirrors_a_header_constant_equals_the_generated_metadata():
+    import importlib
+    constants = _header_constants()
+    compared, wrong = 0, []
+    for path in _sources():
+        module = _module_name(path)
+        names = {t.id for node in ast.parse(path.read_text()).body if isinstance(node, ast.Assign)
+                 for t in node.targets if isinstance(t, ast.Name) and _mirrored(t.id, constants)}
+        if not names:
+            continue
+        mod = importlib.import_module(module)
+        for name in sorted(names):
+            value, want = getattr(mod, name), constants[_mirrored(name, constants)]
+            compared += 1
+            if value != want:
+                wrong.append(f"{module}.{name} = {value!r}, the header says {want!r}")
+    from eagle import _status
+    expected = _expected_exceptions()  # the status table, by the header's names
+    compared += len(expected)
+    table = {constants[name]: cls for name, cls in expected.items()}
+    if _status._EXCEPTION_OF_STATUS != table:
+        wrong.append(f"eagle._status's table {_status._EXCEPTION_OF_STATUS} is not {table}")
+    assert compared >= 10 and not wrong, "\n".join(wrong) or f"only {compared} constants compared"
+
+
+def _expected_exceptions():
+    from eagle import errors
+    return {"EAGLE_BACKEND_INVALID_ARGUMENT": errors.EagleValueError, "EAGLE_BACKEND_INDEX": errors.EagleIndexError,
+            "EAGLE_BACKEND_INTEROP": errors.InteropError, "EAGLE_BACKEND_UNAVAILABLE": errors.BackendUnavailable,
+            "EAGLE_BACKEND_UNSUPPORTED": errors.Unsupported, "EAGLE_BACKEND_COMPILE_FAILED": errors.CompileError}
+
+
 def test_the_solver_floor_uses_only_the_public_api():
-    """eagle/ode/ reaches the core through `import eagle` (public names) and eagle.errors alone."""
+    """eagle/ode/ reaches the core through `import eagle` (public names), eagle.errors and the public
+    eagle.distributed package alone."""
     graph = import_graph()
     leaks = sorted(f"{n} imports {m}" for n, edges in graph.items() if n.startswith("eagle.ode")
-                   for m in edges if not (m.startswith("eagle.ode") or m in ("eagle", "eagle.errors")))
+                   for m in edges if not (m.startswith("eagle.ode") or m in ("eagle", "eagle.errors", "eagle.distributed")))
     assert not leaks, "\n".join(leaks)

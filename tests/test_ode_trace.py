@@ -366,6 +366,7 @@ def test_lorenz_compiles_for_cuda_with_nvrtc():
         assert b"eval_f" in cubin
 
 
+@pytest.mark.slow  # about 5 s: NVRTC
 def test_math_functions_compile_for_cuda_with_nvrtc():
     from test_examples import BIT_EXACT, nvrtc_compile
     kernel_h = open(os.path.join(eagle.include_dir(), "eagle", "kernel.h")).read()

@@ -64,6 +64,7 @@ def test_a_wait_that_holds_the_gil_does_not_deadlock_with_a_release_marker(kind)
     assert "with the GIL held" in out.result
 
 
+@pytest.mark.slow  # about 15 s: waits for a deadlock's timeout
 def test_the_same_wait_deadlocks_with_a_python_marker(kind):
     """The control: with a marker that needs the GIL, the same program hangs."""
     out = _run(CHILD, 15, MODE="python-marker", KIND=kind)

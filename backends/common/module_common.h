@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "guarded.h"
+#include "eagle/backend_kit.h"
 #include "handle_registry.h"
 
 namespace eagle {
@@ -26,6 +26,7 @@ struct ModuleInputs {
     std::vector<std::string> include_dirs;
     std::vector<std::string> options;
     std::vector<std::string> compiler_paths;  // the ':'-separated desc->compiler, split
+    const volatile uint32_t* cancel = nullptr;  // desc->cancel (minor 8): nonzero asks the compile to stop
 };
 
 inline std::vector<std::string> read_string_list(const char* const* items, int64_t count, const char* what) {
@@ -52,6 +53,7 @@ inline ModuleInputs read_module_desc(const struct eagle_backend_module_desc* des
             : (d.flags & EAGLE_BACKEND_MODULE_CONTRACT) ? FpMode::contract
                                                         : FpMode::exact;
     in.device = d.device;
+    in.cancel = reinterpret_cast<const volatile uint32_t*>(static_cast<uintptr_t>(d.cancel));
     in.name = d.name && *d.name ? d.name : default_name;
     in.include_dirs = read_string_list(d.include_dirs, d.include_dir_count, "desc->include_dirs");
     in.options = read_string_list(d.options, d.option_count, "desc->options");

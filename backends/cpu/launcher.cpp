@@ -72,6 +72,21 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_synchronize(eagle_backe
     });
 }
 
+EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_query(eagle_backend_launcher launcher, int32_t* done) {
+    return guarded("eagle_backend_launcher_query", [&] {
+        require(done, "done");
+        *done = 0;
+        auto l = lookup<Launcher>(launcher, "launcher");
+        auto s = l->target();
+        {
+            std::lock_guard<std::recursive_mutex> lock(capture_mutex());
+            if (s->capture && !s->capture->ended)
+                fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the launcher's stream is being captured");
+        }
+        s->query_and_check(done);
+    });
+}
+
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_stream(eagle_backend_launcher launcher, uint64_t stream) {
     return guarded("eagle_backend_launcher_stream", [&] {
         auto l = lookup<Launcher>(launcher, "launcher");

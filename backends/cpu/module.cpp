@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "elf_check.h"
 #include "module_common.h"
 #include "runtime.h"
 
@@ -123,30 +125,84 @@ void write_file(const std::string& path, const void* data, uint64_t bytes) {
     if (!f) fail(EAGLE_BACKEND_ERROR, "cannot write " + path);
 }
 
+// The compiler's log, at most kLogCap bytes of it (a source of garbage can make a compiler write
+// hundreds of megabytes; the first errors are what the caller needs).
+constexpr size_t kLogCap = size_t(1) << 20;
+
 std::string read_file(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
+    std::string text(kLogCap, '\0');
+    f.read(&text[0], static_cast<std::streamsize>(kLogCap));
+    text.resize(static_cast<size_t>(f.gcount()));
+    if (text.size() == kLogCap && f.peek() != std::char_traits<char>::eof()) {
+        const size_t last = text.rfind('\n');  // whole lines only: a path cut in two is not rewritten
+        text.resize(last == std::string::npos ? 0 : last + 1);
+        text += "[eagle: the compiler's log was cut at 1 MiB]\n";
+    }
+    return text;
 }
 
-// Runs argv with stdout and stderr into log_path; returns the exit status (-1: could not run).
-int run_compiler(const std::vector<std::string>& argv, const std::string& log_path) {
+// `text` with every `from` replaced by `to`, in one pass.
+std::string replace_all(const std::string& text, const std::string& from, const std::string& to) {
+    if (from.empty()) return text;
+    std::string out;
+    out.reserve(text.size());
+    size_t at = 0;
+    for (size_t hit; (hit = text.find(from, at)) != std::string::npos; at = hit + from.size()) {
+        out.append(text, at, hit - at);
+        out += to;
+    }
+    out.append(text, at, std::string::npos);
+    return out;
+}
+
+constexpr int kCancelled = -2;
+
+// Runs argv with stdout and stderr into log_path, in a process group of its own; returns the exit
+// status (-1: could not run; kCancelled: *cancel became nonzero, and the compiler's process group
+// was killed). The wait polls (waitpid WNOHANG, sleeps of 1 to 10 ms) so a cancel is seen within
+// 20 ms; without a cancel word it blocks in waitpid as before.
+int run_compiler(const std::vector<std::string>& argv, const std::string& log_path,
+                 const volatile uint32_t* cancel) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    if (cancel) {  // its own group, so that a cancel kills the driver's children (cc1, as, ld) too
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setpgroup(&attr, 0);
+    }
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     pid_t pid = 0;
-    int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+    int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
     if (rc != 0) return -1;
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) return -1;
+    if (!cancel) {
+        while (waitpid(pid, &status, 0) < 0) {
+            if (errno != EINTR) return -1;
+        }
+    } else {
+        long nap_us = 1000;
+        for (;;) {
+            const pid_t got = waitpid(pid, &status, WNOHANG);
+            if (got == pid) break;
+            if (got < 0 && errno != EINTR) return -1;
+            if (*cancel) {
+                kill(-pid, SIGKILL);
+                while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+                }
+                return kCancelled;
+            }
+            usleep(static_cast<useconds_t>(nap_us));
+            if (nap_us < 10000) nap_us += 1000;
+        }
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
@@ -164,8 +220,21 @@ bool host_has_fma_flag() {
 #endif
 }
 
-// Opens a shared object as a module; the file may be removed once this returns.
-Module* open_module(const std::string& so, const std::string& name, char** log) {
+// The option that caps the errors a compiler reports: clang's spelling or gcc's (cc is gcc-like).
+std::string error_limit_option(const std::string& cc) {
+    const std::string base = cc.substr(cc.find_last_of('/') + 1);
+    return base.find("clang") != std::string::npos ? "-ferror-limit=100" : "-fmax-errors=100";
+}
+
+// Opens a shared object as a module; the file may be removed once this returns. `what` says where
+// the file came from in messages ("the image", "the compiler's output '<path>'"). Its ELF structure
+// is checked first (elf_check.h): a truncated file would kill the process with SIGBUS in dlopen.
+Module* open_module(const std::string& so, const std::string& name, const std::string& what, char** log) {
+    if (const std::string why = elf_defect(so); !why.empty()) {
+        const std::string msg = "'" + name + "' could not be loaded: " + what + " is no usable shared object: " + why;
+        hand_log(log, msg + "\n");
+        fail(EAGLE_BACKEND_COMPILE_FAILED, msg);
+    }
     void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char* e = dlerror();
@@ -224,13 +293,14 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
 #endif
                 break;
         }
+        argv.push_back(error_limit_option(cc));
         for (const auto& d : in.include_dirs) argv.push_back("-I" + d);
         for (const auto& o : in.options) argv.push_back(o);
         argv.insert(argv.end(), {"-o", so, src, "-lm"});
-        const int rc = run_compiler(argv, log_path);
-        std::string text = read_file(log_path);
+        const int rc = run_compiler(argv, log_path, in.cancel);
+        if (rc == kCancelled) fail(EAGLE_BACKEND_ERROR, in.name + ": the compile was cancelled (the compiler was killed)");
         // The log names the source by the caller's name, not the temporary path.
-        for (size_t at; (at = text.find(src)) != std::string::npos;) text.replace(at, src.size(), in.name);
+        std::string text = replace_all(read_file(log_path), src, in.name);
         if (rc == -1) {
             hand_log(log, text);
             fail(EAGLE_BACKEND_UNAVAILABLE, "the C compiler '" + cc + "' could not be run");
@@ -239,7 +309,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
             hand_log(log, text);
             fail(EAGLE_BACKEND_COMPILE_FAILED, in.name + " did not compile: " + first_error_line(text));
         }
-        Module* m = open_module(so, in.name, log);
+        Module* m = open_module(so, in.name, "the compiler's output '" + so + "' (by '" + cc + "')", log);
         hand_log(log, text);
         *out = reinterpret_cast<eagle_backend_module>(m);
     });
@@ -258,7 +328,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_image(const struct e
         TempDir dir;
         const std::string so = dir.file("image.so");
         write_file(so, image, bytes);
-        *out = reinterpret_cast<eagle_backend_module>(open_module(so, in.name, log));
+        *out = reinterpret_cast<eagle_backend_module>(open_module(so, in.name, "the image", log));
     });
 }
 

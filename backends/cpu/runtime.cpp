@@ -178,9 +178,7 @@ uint64_t Stream::pending() noexcept {
 
 void Stream::wait_for(uint64_t seq) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_done_.wait(lock, [&] {
-        return completed_ >= seq || dead_ || (stop_ && queue_.empty() && !worker_.joinable());
-    });
+    cv_done_.wait(lock, [&] { return done_locked(seq); });
 }
 
 bool Stream::reaches(Stream& s, uint64_t seq, const CommandContext& ctx,
@@ -240,6 +238,11 @@ bool Stream::wait_as_caller(uint64_t seq) {
 }
 
 namespace {
+const char* const kWouldDeadlock =
+    "waiting here would deadlock: the stream's pending work is ordered after the host function "
+    "(or replay) that is waiting for it, through a fence, the default-stream ordering or another "
+    "host function's wait; wait for it outside the host function";
+
 // Spins (yielding) for a few microseconds while `done` is false: a replay of a small graph then
 // costs no futex round trip. Returns done().
 template <class Done>
@@ -264,11 +267,37 @@ void Stream::drain_and_check() {
         spin_briefly([&] { return completed_a_.load(std::memory_order_acquire) >= target; });
         wait_for(target);
     } else if (!wait_as_caller(target)) {
-        fail(EAGLE_BACKEND_INVALID_ARGUMENT,
-             "waiting here would deadlock: the stream's pending work is ordered after the host function "
-             "(or replay) that is waiting for it, through a fence, the default-stream ordering or another "
-             "host function's wait; wait for it outside the host function");
+        fail(EAGLE_BACKEND_INVALID_ARGUMENT, kWouldDeadlock);
     }
+    report_failure();
+}
+
+void Stream::query_and_check(int32_t* done) {
+    const CommandContext ctx = current_command();
+    *done = 0;
+    if (!ctx.stream && !dead_a_.load(std::memory_order_acquire) &&
+        completed_a_.load(std::memory_order_acquire) < enqueued_a_.load(std::memory_order_acquire))
+        return;  // still running, seen without a lock (a waiter's polls cost no lock round trip)
+    uint64_t target;
+    bool finished;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        target = ctx.stream == this ? ctx.seq - 1 : enqueued_;
+        finished = done_locked(target);
+    }
+    if (!finished) {
+        if (ctx.stream && ctx.stream != this) {  // a host function polling: refused as its wait would be
+            std::lock_guard<std::mutex> graph(wait_graph_mutex());
+            std::vector<std::pair<const Stream*, uint64_t>> seen;
+            if (reaches(*this, target, ctx, seen)) fail(EAGLE_BACKEND_INVALID_ARGUMENT, kWouldDeadlock);
+        }
+        return;
+    }
+    *done = 1;
+    report_failure();
+}
+
+void Stream::report_failure() {
     std::lock_guard<std::mutex> lock(mu_);
     if (failed_) {
         std::string msg = std::move(error_);
@@ -344,6 +373,7 @@ void Stream::loop() {
             task = nullptr;
             lock.lock();
             dead_ = true;
+            dead_a_.store(true, std::memory_order_release);
             if (!failed_) {
                 failed_ = true;
                 error_ = "the stream's worker thread was ended while running a command (a finalizing "

@@ -17,7 +17,7 @@
 #include "command.h"
 #include "command_context.h"
 #include "exec_graph.h"
-#include "guarded.h"
+#include "eagle/backend_kit.h"
 #include "handle_registry.h"
 
 namespace eagle::cpu {
@@ -168,6 +168,11 @@ public:
     // commands: everything before it); throws ERROR (once) when a task failed, INVALID_ARGUMENT
     // when the wait would deadlock.
     void drain_and_check();
+    // drain_and_check without the wait (eagle_backend_stream_query): when everything it would
+    // wait for has finished, writes 1 to *done and reports a failure as it does; else writes 0
+    // (INVALID_ARGUMENT, as drain_and_check, when the work can never finish before the caller's
+    // running command does).
+    void query_and_check(int32_t* done);
     // Waits for the queue when it may (see wait_as_caller), then stops the worker; when it may not,
     // the worker finishes the queue on its own and keeps the stream alive until then. Idempotent.
     void shutdown() noexcept;
@@ -185,6 +190,12 @@ private:
         uint64_t seq;
     };
     void loop();
+    // True when everything up to `seq` has finished (or never will run: the worker is gone). mu_ held.
+    bool done_locked(uint64_t seq) const noexcept {
+        return completed_ >= seq || dead_ || (stop_ && queue_.empty() && !worker_.joinable());
+    }
+    // Throws ERROR (once) when a task failed (drain_and_check's report).
+    void report_failure();
     // True when `s`'s commands up to `seq` wait (transitively) for the command of `ctx`.
     static bool reaches(Stream& s, uint64_t seq, const CommandContext& ctx,
                         std::vector<std::pair<const Stream*, uint64_t>>& seen);
@@ -197,6 +208,7 @@ private:
     uint64_t completed_ = 0;
     std::atomic<uint64_t> enqueued_a_{0};   // mirrors for the short spin before blocking
     std::atomic<uint64_t> completed_a_{0};
+    std::atomic<bool> dead_a_{false};       // mirrors dead_ (query_and_check's lock-free look)
     bool stop_ = false;
     bool failed_ = false;
     bool dead_ = false;                     // the worker thread ended inside a command

@@ -24,18 +24,32 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_ptr(eagle_backend_stream 
     });
 }
 
+namespace {
+// As on CUDA, synchronising (or querying) a capturing stream is refused and breaks the capture.
+void refuse_while_captured(Stream& s, const char* call) {
+    std::lock_guard<std::recursive_mutex> lock(capture_mutex());
+    if (s.capture && !s.capture->ended) {
+        s.capture->brk(std::string(call) + " was called on the stream during the capture");
+        fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream is being captured");
+    }
+}
+}  // namespace
+
 EAGLE_EXPORT eagle_backend_status eagle_backend_stream_synchronize(eagle_backend_stream stream) {
     return guarded("eagle_backend_stream_synchronize", [&] {
         auto s = lookup<Stream>(stream, "stream");
-        {
-            std::lock_guard<std::recursive_mutex> lock(capture_mutex());
-            if (s->capture && !s->capture->ended) {
-                // As on CUDA, synchronising a capturing stream is refused and breaks the capture.
-                s->capture->brk("stream_synchronize was called on the stream during the capture");
-                fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream is being captured");
-            }
-        }
+        refuse_while_captured(*s, "stream_synchronize");
         s->drain_and_check();
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_stream_query(eagle_backend_stream stream, int32_t* done) {
+    return guarded("eagle_backend_stream_query", [&] {
+        require(done, "done");
+        *done = 0;
+        auto s = lookup<Stream>(stream, "stream");
+        refuse_while_captured(*s, "stream_query");
+        s->query_and_check(done);
     });
 }
 

@@ -58,8 +58,14 @@ std::atomic<bool> g_available{false};
 }
 
 std::string probe_reason() {
+    std::string why = forked_reason();
+    if (!why.empty()) {
+        g_available.store(false, std::memory_order_release);
+        return why;
+    }
     if (g_available.load(std::memory_order_acquire)) return {};
-    std::string why = native::driver_reason();
+    note_runtime_used();
+    why = native::driver_reason();
     if (!why.empty()) return why;
     int n = 0;
     gpuError_t e = gpuGetDeviceCount(&n);
@@ -75,7 +81,7 @@ std::string probe_reason() {
 }
 
 void require_device() {
-    if (g_available.load(std::memory_order_acquire)) return;
+    if (g_available.load(std::memory_order_acquire) && forked_reason().empty()) return;
     std::string why = probe_reason();
     if (!why.empty()) fail(EAGLE_BACKEND_UNAVAILABLE, why);
 }
@@ -108,6 +114,13 @@ std::unordered_map<gpuStream_t, StreamEntry> g_streams;
 uint64_t g_next_serial = 0;  // under g_streams_mu
 std::atomic<uint64_t> g_release_generation{0};  // bumped by every stream_unregister
 }  // namespace
+
+void streams_at_fork(bool take) noexcept {
+    if (take)
+        g_streams_mu.lock();
+    else
+        g_streams_mu.unlock();
+}
 
 uint64_t stream_release_generation() { return g_release_generation.load(std::memory_order_acquire); }
 

@@ -15,7 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "guarded.h"
+#include "eagle/backend_kit.h"
 #include "handle_registry.h"
 #include "module_common.h"
 #include "runtime.h"
@@ -85,6 +85,9 @@ struct CaptureInfo {
 };
 CaptureInfo capture_info(gpuStream_t s);
 bool is_capturing(gpuStream_t s);
+// streamQuery: true when the work on `s` has finished, false while it runs; ERROR (`failed`
+// followed by the runtime's error) when that work failed (stream.cpp).
+bool query_stream(gpuStream_t s, const char* failed);
 // Finishes the launchers released while their stream was being captured (launcher.cpp) whose
 // stream is no longer captured. Called where a capture may have ended.
 void finish_deferred_launchers() noexcept;
@@ -144,6 +147,18 @@ struct Handle {
 // The live handles of this backend, by address, with their tags (leaked: valid during exit).
 HandleRegistry<uint32_t>& handles();
 
+// fork() (at_fork.cpp): in a child, the handles made before the fork (moved here from handles()
+// by the child's atfork handler), refused with UNAVAILABLE by from_handle and leaked by retire.
+HandleRegistry<uint32_t>& made_before_fork();
+// Throws UNAVAILABLE: the `name` handle was made before fork() in the parent process.
+[[noreturn]] void fail_made_before_fork(const char* name);
+// probe_reason calls it before it first reaches the runtime: a child forked after it cannot use it.
+void note_runtime_used() noexcept;
+// Why this process cannot use the runtime (it was forked after its parent used it), or empty.
+std::string forked_reason();
+// Takes (true) or releases (false) the stream table's lock around fork() (core.cpp).
+void streams_at_fork(bool take) noexcept;
+
 struct Stream : Handle<0x5354524du> {
     gpuStream_t s = nullptr;
     int device = 0;
@@ -176,9 +191,12 @@ template <class T, class H>
 T* from_handle(H h, const char* name) {
     if (!h) fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is NULL");
     const void* key = reinterpret_cast<const void*>(h);
-    if (handles().find(key, [](uint32_t tag) { return tag == T::kTag; }) == 0)
+    if (handles().find(key, [](uint32_t tag) { return tag == T::kTag; }) == 0) {
+        if (made_before_fork().find(key, [](uint32_t tag) { return tag == T::kTag; }) != 0)
+            fail_made_before_fork(name);
         fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " is not a live " + name +
                                            " handle of this backend (released, consumed or foreign)");
+    }
     return reinterpret_cast<T*>(h);
 }
 

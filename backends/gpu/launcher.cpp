@@ -44,6 +44,17 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_synchronize(eagle_backe
     });
 }
 
+EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_query(eagle_backend_launcher launcher, int32_t* done) {
+    return guarded("eagle_backend_launcher_query", [&] {
+        *require(done, "done") = 0;
+        auto* l = from_handle<Launcher>(launcher, "launcher");
+        gpuStream_t s = live_stream(l);
+        if (is_capturing(s)) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the launcher's stream is being captured");
+        DeviceGuard guard(l->device);
+        *done = query_stream(s, "a replay failed: ") ? 1 : 0;
+    });
+}
+
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_stream(eagle_backend_launcher launcher, uint64_t stream) {
     return guarded("eagle_backend_launcher_stream", [&] {
         auto* l = from_handle<Launcher>(launcher, "launcher");

@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "gpu.h"
+#include "elf_check.h"
 #include "module_common.h"
 
 using namespace eagle;
@@ -75,6 +76,12 @@ const Rtc* open_rtc(const std::string& candidate, std::string& tried) {
     std::lock_guard<std::mutex> lock(mu);
     auto it = opened.find(candidate);
     if (it != opened.end()) return it->second;
+    if (candidate.find('/') != std::string::npos) {  // a file: a truncated one would SIGBUS in dlopen
+        if (const std::string why = elf_defect(candidate); !why.empty()) {
+            tried += "\n  " + candidate + ": " + why;
+            return nullptr;
+        }
+    }
     void* h = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char* e = dlerror();

@@ -65,6 +65,7 @@ using gpuKernelNodeParams = hipKernelNodeParams;
 #define gpuStreamCreateWithFlags hipStreamCreateWithFlags
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuStreamSynchronize hipStreamSynchronize
+#define gpuStreamQuery hipStreamQuery
 #define gpuStreamWaitEvent hipStreamWaitEvent
 #define gpuStreamIsCapturing hipStreamIsCapturing
 #define gpuStreamBeginCapture hipStreamBeginCapture
@@ -148,6 +149,7 @@ using gpuKernelNodeParams = cudaKernelNodeParams;
 #define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuStreamQuery cudaStreamQuery
 #define gpuStreamWaitEvent(s, e, f) cudaStreamWaitEvent((s), (e), (f))
 #define gpuStreamIsCapturing cudaStreamIsCapturing
 #define gpuStreamBeginCapture cudaStreamBeginCapture

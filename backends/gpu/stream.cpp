@@ -35,6 +35,19 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_ptr(eagle_backend_stream 
     });
 }
 
+namespace eagle::gpu {
+bool query_stream(gpuStream_t s, const char* failed) {
+    const gpuError_t e = gpuStreamQuery(s);
+    if (e == gpuSuccess) return true;
+    if (e == gpuErrorNotReady) {
+        (void)gpuGetLastError();  // not-ready is no error: it must not stay for the next call to see
+        return false;
+    }
+    (void)gpuGetLastError();
+    fail(EAGLE_BACKEND_ERROR, std::string(failed) + gpuGetErrorName(e) + ": " + gpuGetErrorString(e));
+}
+}  // namespace eagle::gpu
+
 EAGLE_EXPORT eagle_backend_status eagle_backend_stream_synchronize(eagle_backend_stream stream) {
     return guarded("eagle_backend_stream_synchronize", [&] {
         auto* st = from_handle<Stream>(stream, "stream");
@@ -46,6 +59,16 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_synchronize(eagle_backend
             fail(EAGLE_BACKEND_ERROR, std::string("work on the stream failed: ") + gpuGetErrorName(e) + ": " +
                                           gpuGetErrorString(e));
         }
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_stream_query(eagle_backend_stream stream, int32_t* done) {
+    return guarded("eagle_backend_stream_query", [&] {
+        *require(done, "done") = 0;
+        auto* st = from_handle<Stream>(stream, "stream");
+        if (is_capturing(st->s)) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream is being captured");
+        DeviceGuard guard(st->device);
+        *done = query_stream(st->s, "work on the stream failed: ") ? 1 : 0;
     });
 }
 

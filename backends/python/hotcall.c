@@ -36,6 +36,17 @@
  *                     the device waits for no Python while the count is 0.
  *     GIL_COUNTED     released; each call first adds 1 to the count and to this BoundCall's
  *                     `outstanding`. For launches of graphs that hold Python host functions.
+ *   query (keyword, default 0) -- the address of the wait's completion query (seam minor 8:
+ *     eagle_backend_stream_query / eagle_backend_launcher_query, `int32_t q(void*, int32_t* done)`),
+ *     or 0. With one, a call on the main thread waits interruptibly: it queries instead of calling
+ *     fn, with the GIL released, first spinning (yielding the CPU) for WAIT_SPIN_NS, then sleeping
+ *     between queries (elapsed / WAIT_SLEEP_DIVISOR, within [WAIT_SLEEP_MIN_NS, WAIT_SLEEP_MAX_NS]),
+ *     and every WAIT_SIGNAL_CHECK_NS it takes the GIL and runs Python's signal handlers
+ *     (PyErr_CheckSignals): an exception one raises (KeyboardInterrupt, an alarm's) is raised by the
+ *     call at once, with the work still enqueued and the handle usable. A query that finds the work
+ *     done has had a synchronize's effects, so fn is not called then. Other threads (Python runs
+ *     signal handlers on the main thread only), counted calls and BoundCalls with no query call fn,
+ *     which blocks.
  *   partner (keyword, default None) -- a GIL_COUNTED BoundCall whose launches this one waits for
  *     (the launcher's synchronize): after a call of this one returns 0, the partner's
  *     outstanding launches have all run, so they are taken off the count.
@@ -64,8 +75,33 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#ifdef _WIN32
+#include <windows.h>
+#else
+#include <sched.h>
+#include <time.h>
+#endif
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 typedef int32_t (*seam_handle_fn)(void*);
+typedef int32_t (*seam_query_fn)(void*, int32_t*);
+
+/* Interruptible waits (the `query` keyword). Spinning first keeps a short wait (a replay of a small
+ * graph) as fast as the backend's own synchronize (the cpu backend spins as long before it blocks).
+ * Then sleeps of 1/16 of the time waited so far keep a long wait within ~6% of its length plus one
+ * wake-up, with few wake-ups (500 a second at most): each may take a busy core from the work, and
+ * on a loaded 2-core machine sleeps of 1/64 cost more in wake-ups (+10-20% on 1-10 ms waits) than
+ * they saved. Signal handlers run every 20 ms, well within the 1 s a user waits for Ctrl-C. */
+#define WAIT_SPIN_NS 50000LL
+#define WAIT_SLEEP_MIN_NS 20000LL
+#define WAIT_SLEEP_MAX_NS 2000000LL
+#define WAIT_SLEEP_DIVISOR 16
+#define WAIT_SIGNAL_CHECK_NS 20000000LL
+
+/* threading.main_thread().ident, read at module init: the thread Python runs signal handlers on. */
+static unsigned long g_main_thread;
 
 /* Not an int32: no seam status can equal it. */
 #define NOT_CALLED ((long long)1 << 40)
@@ -109,6 +145,7 @@ typedef struct {
     int held_run;     /* GIL_WHEN_QUIET: calls in a row made with the GIL kept */
     long long outstanding; /* GIL_COUNTED: launches added to the count and not yet waited for */
     PyObject* partner;     /* a GIL_COUNTED BoundCall this one waits for, or NULL */
+    seam_query_fn query;   /* the wait's completion query, or NULL (see the header comment) */
 } BoundCall;
 
 static PyTypeObject* g_bound_type; /* BoundCall, set at module init */
@@ -136,6 +173,84 @@ static int32_t call_as_configured(BoundCall* self, long long times) {
             status = call_released(self->fn, self->handle, 1, &made);
         }
     }
+    return status;
+}
+
+static long long now_ns(void) {
+#ifdef _WIN32
+    return (long long)GetTickCount64() * 1000000LL;
+#else
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+#endif
+}
+
+static void pause_ns(long long ns) {
+#ifdef _WIN32
+    Sleep(ns >= 1000000LL ? (DWORD)(ns / 1000000LL) : 0);
+#else
+    struct timespec req = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+    nanosleep(&req, NULL);
+#endif
+}
+
+static void yield_cpu(void) {
+#ifdef _WIN32
+    SwitchToThread();
+#else
+    sched_yield();
+#endif
+}
+
+/* The interruptible wait (see `query` in the header comment). Returns the query's status; sets
+ * *raised (and leaves the Python exception set, the GIL held) when a signal handler raised. */
+static int32_t wait_polling(BoundCall* self, int* raised) {
+    int32_t done = 0;
+    *raised = 0;
+    PyThreadState* ts = PyEval_SaveThread();
+    int32_t status = self->query(self->handle, &done);
+    if (status == 0 && !done) {
+        const long long t0 = now_ns();
+        long long checked = t0;
+#ifdef __linux__
+        /* the sleeps are short: the default 50 us of timer slack would make each one 60 us or more */
+        int slack_saved = 0;
+        const int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+#endif
+        for (;;) {
+            const long long t = now_ns();
+            if (t - checked >= WAIT_SIGNAL_CHECK_NS) {
+                PyEval_RestoreThread(ts);
+                if (PyErr_CheckSignals() < 0) {
+                    *raised = 1;
+                    break;
+                }
+                ts = PyEval_SaveThread();
+                checked = t;
+            }
+            const long long elapsed = t - t0;
+            if (elapsed < WAIT_SPIN_NS) {
+                yield_cpu();
+            } else {
+#ifdef __linux__
+                if (!slack_saved && slack > 1) {
+                    slack_saved = prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) == 0;
+                }
+#endif
+                long long d = elapsed / WAIT_SLEEP_DIVISOR;
+                d = d < WAIT_SLEEP_MIN_NS ? WAIT_SLEEP_MIN_NS : d > WAIT_SLEEP_MAX_NS ? WAIT_SLEEP_MAX_NS : d;
+                pause_ns(d);
+            }
+            status = self->query(self->handle, &done);
+            if (status != 0 || done) break;
+        }
+#ifdef __linux__
+        if (slack_saved) (void)prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+#endif
+        if (*raised) return 0;
+    }
+    PyEval_RestoreThread(ts);
     return status;
 }
 
@@ -210,7 +325,17 @@ static PyObject* invoke(BoundCall* self, Py_ssize_t nargs, PyObject* arg0, PyObj
         Py_DECREF(obj);
         return report(self, NOT_CALLED);
     }
-    const int32_t status = call_as_configured(self, times);
+    int32_t status;
+    if (self->query && !self->counted && PyThread_get_thread_ident() == g_main_thread) {
+        int raised = 0;
+        status = wait_polling(self, &raised);
+        if (raised) { /* a signal handler raised: the work stays enqueued, the handle usable */
+            Py_DECREF(obj);
+            return NULL;
+        }
+    } else {
+        status = call_as_configured(self, times);
+    }
     Py_DECREF(obj);
     if (status != 0) return report(self, status);
     settle_partner(self);
@@ -271,12 +396,18 @@ static PyObject* bound_fast(PyObject* op, PyObject* const* args, Py_ssize_t narg
 }
 
 static PyObject* bound_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-    PyObject *fn, *handle, *owner, *failed, *symbol, *watch, *partner = Py_None;
+    PyObject *fn, *handle, *owner, *failed, *symbol, *watch, *partner = Py_None, *query = NULL;
     int counted = 0, gil = GIL_RELEASE;
-    static char* names[] = {"fn", "handle", "owner", "failed", "symbol", "watch", "counted", "gil", "partner", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOUO|p$iO", names, &fn, &handle, &owner, &failed, &symbol,
-                                     &watch, &counted, &gil, &partner))
+    static char* names[] = {"fn", "handle", "owner", "failed", "symbol", "watch", "counted", "gil", "partner",
+                            "query", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOUO|p$iOO", names, &fn, &handle, &owner, &failed, &symbol,
+                                     &watch, &counted, &gil, &partner, &query))
         return NULL;
+    void* q = NULL;
+    if (query && query != Py_None) {
+        q = PyLong_AsVoidPtr(query);
+        if (!q && PyErr_Occurred()) return NULL;
+    }
     if (gil != GIL_RELEASE && gil != GIL_WHEN_QUIET && gil != GIL_COUNTED) {
         PyErr_Format(PyExc_ValueError, "eagle._hotcall._compiled.BoundCall: gil must be GIL_RELEASE, "
                      "GIL_WHEN_QUIET or GIL_COUNTED, got %d", gil);
@@ -316,6 +447,7 @@ static PyObject* bound_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
     self->armed = 1;
     self->counted = counted;
     self->gil = gil;
+    self->query = (seam_query_fn)q;
     if (partner != Py_None) {
         Py_INCREF(partner);
         self->partner = partner;
@@ -349,6 +481,11 @@ static PyObject* bound_disarm(PyObject* op, PyObject* unused) {
     Py_RETURN_NONE;
 }
 
+static PyObject* bound_get_interruptible(PyObject* op, void* unused) {
+    (void)unused;
+    return PyBool_FromLong(((BoundCall*)op)->query != NULL);
+}
+
 static PyObject* bound_repr(PyObject* op) {
     BoundCall* self = (BoundCall*)op;
     return PyUnicode_FromFormat("<eagle._hotcall._compiled.BoundCall %U%s>", self->symbol, self->armed ? "" : " (disarmed)");
@@ -362,6 +499,8 @@ static PyObject* bound_get_outstanding(PyObject* op, void* unused) {
 static PyGetSetDef bound_getset[] = {
     {"outstanding", bound_get_outstanding, NULL,
      "GIL_COUNTED: launches added to the host-call count and not yet waited for.", NULL},
+    {"interruptible", bound_get_interruptible, NULL,
+     "True when a call on the main thread waits by polling a completion query (signals are handled).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -445,6 +584,18 @@ PyMODINIT_FUNC PyInit__compiled(void) {
         return NULL;
     }
     g_bound_type = (PyTypeObject*)type; /* the module holds it */
+    /* the main thread's id (signal handlers run there): 0, matching no thread, when unknown */
+    PyObject* threading = PyImport_ImportModule("threading");
+    PyObject* main = threading ? PyObject_CallMethod(threading, "main_thread", NULL) : NULL;
+    PyObject* ident = main ? PyObject_GetAttrString(main, "ident") : NULL;
+    g_main_thread = ident ? PyLong_AsUnsignedLong(ident) : 0;
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        g_main_thread = 0;
+    }
+    Py_XDECREF(ident);
+    Py_XDECREF(main);
+    Py_XDECREF(threading);
     if (PyModule_AddIntConstant(m, "GIL_RELEASE", GIL_RELEASE) < 0 ||
         PyModule_AddIntConstant(m, "GIL_WHEN_QUIET", GIL_WHEN_QUIET) < 0 ||
         PyModule_AddIntConstant(m, "GIL_COUNTED", GIL_COUNTED) < 0 ||

@@ -21,6 +21,18 @@ Two implementations keep that contract:
 
 :func:`bind` picks one.
 
+Waits (``query=``, seam minor 8): a synchronize bound with its completion query
+(``eagle_backend_stream_query``, ``eagle_backend_launcher_query``) waits interruptibly on the main
+thread: it polls the query with the GIL released and runs Python's signal handlers between
+polls, so Ctrl-C (KeyboardInterrupt) or an alarm's exception reaches the caller within tens of
+milliseconds while the work stays enqueued and the handle usable (wait again, or leave it).
+The first poll is made at once and a found-done query has the synchronize's effects, so a wait
+on finished work is still one seam call; short waits spin (yielding) before they sleep
+(backends/python/hotcall.c gives the schedule). On other threads (Python handles signals on the
+main thread only), for backends without the query and with ``EAGLE_WAIT_BLOCKING=1`` (for programs
+that never need Ctrl-C during a wait and want the blocking wait's wake-up), a wait is the blocking
+synchronize.
+
 The GIL (``gil=``, see backends/python/hotcall.c): cffi releases it around every call, and so do
 the synchronizes here. A launch of work with no Python in it (``GIL_WHEN_QUIET``) keeps it while
 no Python host function can be pending, which saves the release and retake (about a tenth of a
@@ -33,6 +45,8 @@ counted: a program that mixes those with tight replay loops sets ``EAGLE_LAUNCH_
 and every launch releases the GIL, as before.
 """
 import os
+import threading
+import time
 from _thread import get_ident
 
 from .. import BORROWED_FROM
@@ -62,11 +76,35 @@ try:  # eagle.memory's release markers: a C host function and never-freed words 
 except ImportError:  # without them the markers are Python callbacks (they need the GIL)
     RELEASE_MARKER = marker_slab = None
 
+#: ``EAGLE_WAIT_BLOCKING=1``: waits block in the synchronizes, never poll (see the module docstring).
+WAIT_BLOCKING = os.environ.get("EAGLE_WAIT_BLOCKING", "0") not in ("", "0")
+
 #: ``EAGLE_LAUNCH_RELEASES_GIL=1``: every launch releases the GIL (see the module docstring).
 LAUNCH_RELEASES_GIL = os.environ.get("EAGLE_LAUNCH_RELEASES_GIL", "0") not in ("", "0")
 
 
-def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False, gil=GIL_RELEASE, partner=None):
+#: The thread Python runs signal handlers on: only waits there poll (see the module docstring).
+MAIN_THREAD = threading.main_thread().ident
+
+
+def poll_until_done(query, handle, done):
+    """The interruptible wait of the cffi path: query ``handle`` (a cffi seam query and its
+    handle; ``done`` an ``int32_t*`` for its answer) until done, sleeping between polls in
+    time.sleep, which runs Python's signal handlers (their exception propagates, the work stays
+    enqueued). Returns the last query's status."""
+    status = query(handle, done)
+    pause, t0 = 1e-5, None
+    while status == 0 and not done[0]:
+        if t0 is None:
+            t0 = time.monotonic()
+        time.sleep(pause)
+        pause = min(2e-3, max(1e-5, (time.monotonic() - t0) / 32))
+        status = query(handle, done)
+    return status
+
+
+def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False, gil=GIL_RELEASE, partner=None,
+                  query=None):
     """The bound-call contract through cffi (``fn`` a seam function of ``backend._f``, ``handle``
     the cffi handle); see the module docstring. A closure (cheaper to call than an object's
     ``__call__``) with ``disarm`` as an attribute. cffi releases the GIL around every call;
@@ -74,6 +112,7 @@ def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False, gil=G
     closure's ``outstanding`` is a one-element list)."""
     armed = [True]
     outstanding = [0]
+    done = ffi.new("int32_t*") if query is not None else None
 
     def report_to(method, arg):
         obj = failed()
@@ -98,8 +137,11 @@ def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False, gil=G
             return report_to("_hot_failed", NOT_CALLED)
         if gil == GIL_COUNTED:  # counted before the launches; those that failed enqueued nothing
             host_calls_add(times)
-        made, status = 0, fn(handle)
-        while status == 0:
+        if query is not None and not counted and owner == MAIN_THREAD:
+            made, status = 1, poll_until_done(query, handle, done)
+        else:
+            made, status = 0, fn(handle)
+        while status == 0 and made < times:
             made += 1
             if made == times:
                 break
@@ -120,6 +162,7 @@ def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False, gil=G
         armed[0] = False
     bound.disarm = disarm
     bound.outstanding = outstanding
+    bound.interruptible = query is not None
     bound.__qualname__ = bound.__name__ = symbol
     return bound
 
@@ -137,21 +180,26 @@ def hot(bound):
     return bound.call if is_compiled(bound) else bound
 
 
-def bind(owner, name, watch=None, counted=False, gil=GIL_RELEASE, partner=None):
+def bind(owner, name, watch=None, counted=False, gil=GIL_RELEASE, partner=None, query=None):
     """A bound call of the seam function ``eagle_backend_<name>`` on ``owner``'s handle (an
     :class:`eagle._handle.Owner` whose handle is live, called on its thread). ``gil`` and
     ``partner`` (an earlier bound call made with ``GIL_COUNTED``, as :func:`bind` returned it): see
     the module docstring. ``GIL_WHEN_QUIET`` falls back to ``GIL_RELEASE`` when
-    ``EAGLE_LAUNCH_RELEASES_GIL`` is set."""
+    ``EAGLE_LAUNCH_RELEASES_GIL`` is set. ``query``: the short name of the wait's completion
+    query (``"stream_query"``), used when the backend provides it (see the module docstring)."""
     if gil == GIL_WHEN_QUIET and LAUNCH_RELEASES_GIL:
         gil = GIL_RELEASE
     backend = owner._backend
     fn = getattr(backend._f, name)
     symbol = "eagle_backend_" + name
+    query_fn = None
+    if query is not None and not WAIT_BLOCKING and backend.provides("eagle_backend_" + query):
+        query_fn = getattr(backend._f, query)
     # `failed` is the owner's keeper: it keeps the handle alive as long as the bound call, and
     # passes failures on to the owner while it lives (eagle/_handle.py)
     keeper = owner._keeper
     if CompiledBoundCall is not None and not backend._traced:
         return CompiledBoundCall(int(ffi.cast("uintptr_t", fn)), int(ffi.cast("uintptr_t", owner._h)),
-                                 owner._thread, keeper, symbol, watch, counted, gil=gil, partner=partner)
-    return py_bound_call(fn, owner._h, owner._thread, keeper, symbol, watch, counted, gil, partner)
+                                 owner._thread, keeper, symbol, watch, counted, gil=gil, partner=partner,
+                                 query=None if query_fn is None else int(ffi.cast("uintptr_t", query_fn)))
+    return py_bound_call(fn, owner._h, owner._thread, keeper, symbol, watch, counted, gil, partner, query_fn)

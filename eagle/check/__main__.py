@@ -3,9 +3,12 @@
 The conformance run for a backend library: static checks of the file and its handshake, then
 behavioural checks per group where probe() says a device is usable. Each check runs in a child
 process, so a crash or a hang is reported (crash with the signal, timeout) and the rest runs.
+Every check cites the header sentences it enforces; advice (good practice the header does not
+require) is reported beside pass and fail and never fails the run.
 Exit status: 0 when nothing failed, crashed or timed out; 1 when something did; 2 when a
 library or kind named cannot be found or loaded, or an option is refused (a --timeout that is
-not a positive number, an output file that cannot be written): nothing is checked then. With
+not a positive number, an output file that cannot be written): nothing is checked then (an
+output file that can no longer be written after the run gives 2 too, after the table). With
 --json, a library that cannot be found or loaded still gives a JSON document on stdout, of the
 usual shape: that library with an "error", zero checks."""
 import argparse
@@ -45,8 +48,10 @@ def _positive_seconds(text):
 def _output_file(text):
     """argparse type of an option naming a file the checker writes after the run (--junit): the
     path as given, refused while parsing (exit status 2, naming the path and why) when it is a
-    folder, when its folder is missing, or when it (or, when it does not exist, its folder) is
-    not writable, so that no run is lost to a path that cannot be written."""
+    folder, when its folder is missing, or when it cannot really be written, so that no run is
+    lost to a path that cannot be written. Writability is tried, not asked (``os.access`` says
+    yes to root for /proc and for read-only mounts): an existing file is opened for appending
+    (nothing in it changes), a new one is created and removed again."""
     path = os.path.abspath(text)
     folder = os.path.dirname(path)
     if os.path.isdir(path):
@@ -54,12 +59,28 @@ def _output_file(text):
     elif not os.path.isdir(folder):
         why = (f"'{folder}' is not a folder" if os.path.exists(folder)
                else f"the folder '{folder}' does not exist")
-    elif not os.access(path if os.path.exists(path) else folder, os.W_OK):
-        why = (f"'{path}' is not writable" if os.path.exists(path)
-               else f"the folder '{folder}' is not writable")
     else:
-        return text
+        why = _cannot_write(path, folder)
+        if why is None:
+            return text
     raise argparse.ArgumentTypeError(f"cannot write {text!r}: {why}")
+
+
+def _cannot_write(path, folder):
+    """Why ``path`` cannot be written (tried: see _output_file), or None when it can."""
+    existed = os.path.lexists(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND if existed else os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError as e:
+        where = f"'{path}' is not writable" if existed else f"the folder '{folder}' is not writable"
+        return f"{where} ({e.strerror or e})"
+    os.close(fd)
+    if not existed:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return None
 
 
 def _targets(names):
@@ -162,7 +183,11 @@ def main(argv=None):
     else:
         print(report.table(runs, args.verbose))
     if args.junit:
-        report.junit(runs, args.junit)
+        try:
+            report.junit(runs, args.junit)
+        except OSError as e:  # it could be written before the run (_output_file): say why not now
+            print(f"eagle.check: cannot write --junit {args.junit!r}: {e.strerror or e}", file=sys.stderr)
+            return EXIT_NOT_LOADED
     bad = any(r.result in FAILING for _, _, rs in runs for r in rs)
     return EXIT_FAIL if bad else EXIT_PASS
 

@@ -1,6 +1,6 @@
 """Every registered check: importing the modules that hold checks registers them (they import
 the registry; the registry imports none of them, so there is no import cycle)."""
-from . import behaviour, contracts, kernels, static  # noqa: F401  (registration happens on import)
+from . import behaviour, contracts, kernels, queries, static  # noqa: F401  (registration happens on import)
 from ._registry import GROUP_ORDER, REGISTRY
 
 

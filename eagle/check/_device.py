@@ -14,6 +14,7 @@ import numpy as np
 from .._compilers import wheel_library_dirs
 from .._seam_ffi import ffi
 from ._registry import Skip
+from .._seam_meta import CONSTANTS
 
 KERNELS = ("affine", "accum", "add_u32", "stamp")
 
@@ -191,7 +192,7 @@ class SeamKernels:
         if logp[0] != ffi.NULL:
             log = ffi.string(logp[0]).decode("utf-8", "replace")
             session.raw("free", logp[0])
-        if st == 5:  # UNAVAILABLE: the kind's compiler is not installed here
+        if st == CONSTANTS["EAGLE_BACKEND_UNAVAILABLE"]:  # the kind's compiler is not installed here
             raise Skip(f"the checker's kernels need the kind's compiler: {session.last_error()}")
         if st != 0:
             session.ok("module_from_source", desc, src, len(src), out, ffi.NULL)  # raises, naming the status

@@ -2,14 +2,18 @@
 
 A check is a function ``fn(ctx)`` registered with a stable ID whose first dotted part is its group.
 It passes by returning (optionally a message), and ends otherwise by raising one of the
-exceptions below. Every check produces exactly one result."""
+exceptions below. Every check produces exactly one result. Every check cites the header sentences
+it enforces (eagle/check/citations.py); an ``advice`` check's CheckFailure is reported as
+``advice``, not ``fail``."""
 from dataclasses import dataclass, field
 
 from .. import _seam_meta as meta
 
 meta_prefix = "eagle_backend_"
 
-RESULTS = ("pass", "fail", "skip", "not_supported", "crash", "timeout")
+RESULTS = ("pass", "fail", "advice", "skip", "not_supported", "crash", "timeout")
+#: Results that make the run fail (exit status 1). ``advice`` never does: it reports good practice
+#: the header does not require (e.g. recognising a released handle).
 FAILING = frozenset({"fail", "crash", "timeout"})
 
 #: Groups in the order they run: the static ELF checks, the required symbols, the capability
@@ -39,6 +43,19 @@ class Check:
     kind: str            # 'static' (no device needed) or 'behaviour'
     needs: tuple = ()    # groups / per-symbol entries the check uses besides its own
     doc: str = ""
+    advice: bool = False  # good practice the header does not require: findings are advice
+
+    @property
+    def cites(self):
+        """The header sentences this check enforces (eagle/check/citations.py)."""
+        from .citations import cites_of
+        return cites_of(self.id)
+
+    @property
+    def since(self):
+        """The seam minor from which the check applies (the largest since of its cites)."""
+        from .citations import since_of
+        return since_of(self.id)
 
     @property
     def group(self):
@@ -59,16 +76,20 @@ class Result:
         return self.id.split(".", 1)[0]
 
     def to_json(self):
+        from .citations import cites_of
         return {"id": self.id, "group": self.group, "result": self.result, "message": self.message,
                 "kind": self.kind, "duration_s": round(self.duration_s, 4),
-                "symbols_called": sorted(self.calls)}
+                "symbols_called": sorted(self.calls),
+                "cites": [{"where": c.where, "quote": c.quote, "since": c.since} for c in cites_of(self.id)]}
 
 
 REGISTRY = {}
 
 
-def check(check_id, *, kind="behaviour", needs=()):
-    """Register ``fn`` under ``check_id`` (``<group>.<name>``); IDs are stable, never reused."""
+def check(check_id, *, kind="behaviour", needs=(), advice=False):
+    """Register ``fn`` under ``check_id`` (``<group>.<name>``); IDs are stable, never reused.
+    ``advice``: the check tests good practice the header does not require; a CheckFailure (or a
+    crash or hang) is then reported as ``advice`` and never fails the run."""
     group = check_id.split(".", 1)[0]
     if group not in GROUP_ORDER:
         raise ValueError(f"eagle.check: {check_id!r} does not start with a known group")
@@ -76,6 +97,6 @@ def check(check_id, *, kind="behaviour", needs=()):
     def register(fn):
         if check_id in REGISTRY:
             raise ValueError(f"eagle.check: duplicate check id {check_id!r}")
-        REGISTRY[check_id] = Check(check_id, fn, kind, tuple(needs), (fn.__doc__ or "").strip())
+        REGISTRY[check_id] = Check(check_id, fn, kind, tuple(needs), (fn.__doc__ or "").strip(), advice)
         return fn
     return register

@@ -851,8 +851,9 @@ def launcher_replays(s):
 
 @bcheck("launcher.logical_size", needs=CAPTURE)
 def launcher_logical_size(s):
-    """set_logical_size(k) runs whole-run kernel nodes over k lanes; partial ones keep their
-    partition; size < 0 restores; size > 2^31-1 is INVALID_ARGUMENT."""
+    """set_logical_size(k) runs whole-run kernel nodes over k lanes with n_samples k; partial ones
+    keep their partition and their n_samples; 0 is a size (no lane of a whole-run node runs);
+    size < 0 restores; 2^31-1 is accepted and 2^31 is INVALID_ARGUMENT."""
     mem = s.device()
     n = 32
     x = mem.zeros(n, np.int64)
@@ -861,24 +862,23 @@ def launcher_logical_size(s):
         h, raw = o.stream()
 
         def record():
-            s.launch("stamp", raw, [x.addr], n)                              # whole run
-            s.launch("affine", raw, [y.addr, 1, 1, 0], n, base=4, count=4)   # a partial launch
+            s.launch("stamp", raw, [x.addr], n)                                 # whole run
+            s.launch("stamp", raw, [y.addr], n, base=4, count=4, n_samples=n)   # a partial launch
 
         lau = o.add("launcher_release", launcher_of(s, captured_of(s, raw, record), raw))
-        s.ok("launcher_set_logical_size", lau, 10)
-        replay(s, lau)
-        want_x = np.zeros(n, np.int64)
-        want_x[:10] = 10
-        want_y = np.zeros(n, np.int64)
-        want_y[4:8] = 1
-        _eq("x after a replay at logical size 10 (lanes [0,10) with n_samples 10)", x.get(), want_x)
-        _eq("y (a partial launch keeps its partition)", y.get(), want_y)
+        want_x, want_y = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        for size in (10, 0, -1):
+            s.ok("launcher_set_logical_size", lau, size)
+            replay(s, lau)
+            lanes = n if size < 0 else size
+            want_x[:lanes] = want_x[:lanes] * 2 + (n if size < 0 else size)
+            want_y[4:8] = want_y[4:8] * 2 + n
+            what = "the recorded size restored (size -1)" if size < 0 else f"logical size {size}"
+            _eq(f"x after a replay at {what} (lanes [0,{lanes}) with n_samples {lanes})", x.get(), want_x)
+            _eq(f"y after a replay at {what} (a partial launch keeps its partition and n_samples {n})",
+                y.get(), want_y)
+        s.ok("launcher_set_logical_size", lau, 2**31 - 1)
         s.ok("launcher_set_logical_size", lau, -1)
-        replay(s, lau)
-        want_x = want_x * 2 + n
-        want_y[4:8] += 1
-        _eq("x after restoring the recorded size", x.get(), want_x)
-        _eq("y after restoring", y.get(), want_y)
         s.expect("launcher_set_logical_size", "INVALID_ARGUMENT", lau, 2**31, why="size 2^31")
 
 
@@ -1003,8 +1003,9 @@ def exec_bad_arguments(s):
 # ------------------------------------------------------------------------------ device
 @bcheck("device.props_sane")
 def device_props_sane(s):
-    """device_props(0) describes device 0 with a name, at least one multiprocessor/core and one
-    lane per warp, non-negative figures and a consistent fp64 ratio; an absent device is INDEX."""
+    """device_props(0) describes device 0 with non-negative figures (0 where the kind cannot know
+    them; on the cpu kind its cores and warp_size 1) and a consistent fp64 ratio; an absent
+    device is INDEX."""
     s.need_device()
     p = ffi.new("struct eagle_backend_device_props*")
     p.struct_size = ffi.sizeof(p[0])
@@ -1013,12 +1014,15 @@ def device_props_sane(s):
     problems = []
     if p.device != 0:
         problems.append(f"device = {p.device}")
-    if not name:
-        problems.append("empty name")
-    if p.sm_count < 1:
-        problems.append(f"sm_count = {p.sm_count}")
-    if p.warp_size < 1:
-        problems.append(f"warp_size = {p.warp_size}")
+    # "Figures the kind cannot know are 0": only the cpu kind's are stated ("CPU cores on the cpu
+    # kind", "1 on the cpu kind"); for any kind a figure is never negative (below).
+    if s.kind == "cpu" and p.sm_count < 1:
+        problems.append(f"sm_count = {p.sm_count} (CPU cores on the cpu kind)")
+    if s.kind == "cpu" and p.warp_size != 1:
+        problems.append(f"warp_size = {p.warp_size} (1 on the cpu kind)")
+    for f in ("sm_count", "warp_size"):
+        if getattr(p, f) < 0:
+            problems.append(f"{f} = {getattr(p, f)}")
     for f in ("cc_major", "cc_minor", "clock_rate_khz", "memory_clock_rate_khz", "memory_bus_width_bits",
               "regs_per_block", "regs_per_sm", "shared_mem_per_block", "shared_mem_per_sm",
               "peak_bytes_per_s", "peak_flops_sp", "peak_flops_dp", "fp64_ratio",
@@ -1033,7 +1037,7 @@ def device_props_sane(s):
     if problems:
         raise CheckFailure("device_props(0): " + ", ".join(problems))
     s.expect("device_props", "INDEX", 1 << 20, p, why="device 1048576")
-    return f"{name}: {p.sm_count} SMs/cores, warp {p.warp_size}"
+    return f"{name or '(no name)'}: {p.sm_count} SMs/cores, warp {p.warp_size}"
 
 
 @bcheck("device.props_struct_size")
@@ -1461,3 +1465,409 @@ def required_handshake(s):
     s.last_error()
     return (f"eagle-backend/{v >> 16}.{v & 0xFFFF}, {ffi.string(info.backend_kind).decode()}, "
             f"caps {int(caps[0]):#x}, " + ("device usable" if usable else f"no device: {why}"))
+
+
+# ------------------------------------------------------------------------------ issue 29
+# One check per contract sentence the mutation corpus showed unchecked (eagle/check/citations.py
+# names each sentence). Each was shown to fail on a cpu mutant (tools/mutate_cpu.py) first.
+def _garbage_desc(ctype, struct_size, fields=None):
+    """A buffer holding the desc `ctype` whose bytes past `struct_size` are 0xA5 garbage: what a
+    caller built against an older header (a smaller sizeof) may have there. `fields`: values set
+    inside the caller's part. Returns (the desc pointer, the buffer that keeps it alive)."""
+    size = ffi.sizeof(ctype) + 64
+    buf = ffi.new("unsigned char[]", size)
+    ffi.memmove(buf, b"\xa5" * size, size)
+    d = ffi.cast(f"{ctype}*", buf)
+    full = ffi.new(f"{ctype}*")
+    for k, v in (fields or {}).items():
+        setattr(full, k, v)
+    ffi.memmove(buf, ffi.buffer(full, struct_size), struct_size)
+    d.struct_size = struct_size
+    return d, buf
+
+
+@bcheck("stream.desc_read_to_struct_size")
+def stream_desc_read_to_struct_size(s):
+    """A stream desc is read only up to the caller's struct_size, the rest taken as zero: with
+    struct_size 4 or 8 and garbage beyond (an unknown flag bit, device 0xA5A5A5A5), stream_create
+    makes a stream (flags 0, device 0)."""
+    s.need_device()
+    for size, beyond in ((4, "flags and device"), (8, "device")):
+        d, _keep = _garbage_desc("struct eagle_backend_stream_desc", size)
+        out = ffi.new("eagle_backend_stream*")
+        st = s.raw("stream_create", d, out)
+        if st:
+            raise CheckFailure(f"stream_create with desc->struct_size {size} and garbage in {beyond} (past "
+                               f"the caller's struct_size) returned {status_name(st)}: {s.last_error()!r}; the "
+                               "callee reads only the fields that fit and takes the rest as zero")
+        s.raw("stream_release", out[0])
+    return "struct_size 4 and 8 with garbage beyond: streams made"
+
+
+def _hold_default_stream(s, seconds):
+    """Enqueues on the default stream (raw 0) a host function that blocks until an event is set,
+    which a timer sets after `seconds`. Returns the event and what must be kept alive; Skip when the
+    kind has no default stream or no host_func."""
+    import threading
+    s.require("host_func")
+    ev = threading.Event()
+
+    def block(_):
+        ev.wait(30)
+    cb = ffi.callback("eagle_backend_host_fn", block)
+    st = s.raw("host_func", 0, cb, ffi.NULL)
+    if st:
+        raise Skip(f"host_func on raw stream 0 returned {status_name(st)} ({s.last_error()!r}): the kind "
+                   "has no default stream to order with")
+    timer = threading.Timer(seconds, ev.set)
+    timer.start()
+    return ev, (cb, timer)
+
+
+def _drain_default(s, keep):
+    """Waits (at most 30 s) until the default stream has run everything enqueued so far."""
+    import threading
+    done = threading.Event()
+    cb = ffi.callback("eagle_backend_host_fn", lambda _: done.set())
+    keep.append(cb)
+    s.ok("host_func", 0, cb, ffi.NULL)
+    if not done.wait(30):
+        raise CheckFailure("the default stream did not finish its work within 30 s")
+
+
+def _small_work(s, keep):
+    """Prepares one small piece of work that is not a host function (so it needs no host-callback
+    thread that a blocked host function could hold): a kernel, else a copy. Everything it needs
+    (device memory, the checker's kernels) is made now, before the default stream is held, since
+    making it may synchronise with the default stream. Returns (how, enqueue(raw))."""
+    if s.provides("exec") and s.provides("mem_alloc"):
+        x = s.device().zeros(4, np.int64)
+        keep.append(x)
+        return "exec", lambda raw: s.launch("affine", raw, [x.addr, 1, 1, 0], 4)
+    if s.provides("memcpy"):
+        a, b = np.arange(4, dtype=np.int64), np.zeros(4, np.int64)
+        keep += [a, b]
+        return "memcpy", lambda raw: s.ok("memcpy", b.ctypes.data, a.ctypes.data, a.nbytes, 4, raw)
+    raise Skip("needs exec or memcpy to enqueue work that is not a host function")
+
+
+@bcheck("stream.non_blocking", needs=("host_func",))
+def stream_non_blocking(s):
+    """A NON_BLOCKING stream does not synchronise with the default stream: while the default
+    stream is held by a blocked host function, work on a NON_BLOCKING stream runs and its
+    synchronize returns."""
+    s.need_device()
+    hold = 5.0
+    keep = []
+    with Objects(s) as o:
+        h, raw = o.stream(flags=1)
+        how, work = _small_work(s, keep)
+        ev, k = _hold_default_stream(s, hold)
+        keep.append(k)
+        try:
+            work(raw)
+            t0 = time.monotonic()
+            s.sync(h)
+            waited = time.monotonic() - t0
+            released = ev.is_set()
+        finally:
+            ev.set()
+            k[1].cancel()
+            _drain_default(s, keep)
+        if released:
+            raise CheckFailure(f"synchronize of a NON_BLOCKING stream ({how} work) returned only after the "
+                               f"default stream's blocked work was let go ({waited:.1f} s): it waited for the "
+                               "default stream")
+    return f"{how} on a NON_BLOCKING stream finished in {waited:.2f} s beside a held default stream"
+
+
+@bcheck("stream.default_stream_order", needs=("host_func",))
+def stream_default_stream_order(s):
+    """Where the kind has a default stream, a stream made without NON_BLOCKING waits for the
+    default stream's earlier work, and the default stream waits for its earlier work."""
+    import threading
+    s.need_device()
+    hold = 1.0
+    keep = []
+    with Objects(s) as o:
+        h, raw = o.stream()
+        how, work = _small_work(s, keep)
+        ev, k = _hold_default_stream(s, hold)
+        keep.append(k)
+        try:
+            work(raw)
+            s.sync(h)
+            released = ev.is_set()
+        finally:
+            ev.set()
+            _drain_default(s, keep)
+        if not released:
+            raise CheckFailure(f"{how} work on a blocking stream finished (synchronize returned) while the "
+                               "default stream's earlier work was still held: it must wait for it")
+        # the other way: the default stream waits for a blocking stream's earlier work
+        ev2 = threading.Event()
+        cb = ffi.callback("eagle_backend_host_fn", lambda _: ev2.wait(30))
+        keep.append(cb)
+        s.ok("host_func", raw, cb, ffi.NULL)
+        timer = threading.Timer(hold, ev2.set)
+        timer.start()
+        saw = {}
+        done = threading.Event()
+
+        def after(_):
+            saw["released"] = ev2.is_set()
+            done.set()
+        cb2 = ffi.callback("eagle_backend_host_fn", after)
+        keep.append(cb2)
+        try:
+            s.ok("host_func", 0, cb2, ffi.NULL)
+            done.wait(30)
+        finally:
+            ev2.set()
+            s.sync(h)
+        if not saw.get("released"):
+            raise CheckFailure("a host function on the default stream ran while a blocking stream's earlier "
+                               "work was still held: the default stream must wait for it")
+    return f"both ways ({how} and host functions)"
+
+
+@bcheck("capturer.end_broken", needs=("stream", "captured", "conditional"))
+def capturer_end_broken(s):
+    """A capture broken by misuse (a conditional released with its body open) ends with
+    INVALID_ARGUMENT and hands nothing back."""
+    mem = s.device()
+    count = mem.zeros(1, np.uint32)
+    with Objects(s) as o:
+        _h, raw = o.stream()
+        cap = Capture(s, raw)
+        o.add("capturer_release", cap.h[0])
+        cap.begin()
+        d = ffi.new("struct eagle_backend_conditional_desc*")
+        d.struct_size, d.device, d.origin, d.count_ptr = ffi.sizeof(d[0]), -1, raw, count.addr
+        c = ffi.new("eagle_backend_conditional*")
+        s.ok("conditional_create", d, c)
+        body = ffi.new("uint64_t*")
+        s.ok("conditional_begin", c[0], body)
+        s.raw("conditional_release", c[0])     # "an open body is abandoned, breaking the capture"
+        out = ffi.new("eagle_backend_captured*")
+        st = s.raw("capturer_end", cap.h[0], out)
+        if st == 0:
+            if out[0] != ffi.NULL:
+                s.raw("captured_release", out[0])
+            raise CheckFailure("capturer_end returned OK for a capture broken by releasing a conditional with "
+                               "its body open; expected INVALID_ARGUMENT, with nothing returned")
+        if st != STATUS["INVALID_ARGUMENT"]:
+            raise CheckFailure(f"capturer_end of a broken capture returned {status_name(st)}, expected "
+                               "INVALID_ARGUMENT")
+        if not s.last_error().strip():
+            raise CheckFailure("capturer_end of a broken capture left last_error empty")
+        if out[0] != ffi.NULL:
+            raise CheckFailure("capturer_end of a broken capture wrote a captured handle (nothing is returned)")
+
+
+@bcheck("conditional.desc_read_to_struct_size", needs=COND)
+def conditional_desc_read_to_struct_size(s):
+    """A conditional desc of the 1.0 size (up to counter_ptr), with garbage where minor 4's
+    case_count would be, is an IF: the fields past the caller's struct_size are taken as zero."""
+    mem = s.device()
+    n = 4
+    x = mem.zeros(n, np.int64)
+    count = mem.array([1], np.uint32)
+    size = ffi.offsetof("struct eagle_backend_conditional_desc", "case_count")
+    with Objects(s) as o:
+        h, raw = o.stream()
+
+        def record():
+            d, _keep = _garbage_desc("struct eagle_backend_conditional_desc", size,
+                                     {"device": -1, "origin": raw, "count_ptr": count.addr})
+            c = ffi.new("eagle_backend_conditional*")
+            st = s.raw("conditional_create", d, c)
+            if st:
+                raise CheckFailure(f"conditional_create with the 1.0 struct_size {size} and garbage past it "
+                                   f"returned {status_name(st)}: {s.last_error()!r}; case_count is past the "
+                                   "caller's struct_size, so it is 0: an IF")
+            o.add("conditional_release", c[0])
+            body = ffi.new("uint64_t*")
+            s.ok("conditional_begin", c[0], body)
+            s.launch("affine", int(body[0]), [x.addr, 1, 1, 0], n)
+            s.ok("conditional_end", c[0])
+
+        lau = o.add("launcher_release", launcher_of(s, captured_of(s, raw, record), raw))
+        replay(s, lau)
+        count.set([0])
+        replay(s, lau)
+        _eq("x after an IF of a short desc ran once (*count 1) and was skipped once (*count 0)", x.get(),
+            np.ones(n))
+
+
+@bcheck("conditional_begin_case.once", needs=COND)
+def conditional_begin_case_once(s):
+    """Each SWITCH case may be opened once: opening a case already opened (the open one, or one
+    closed by opening the next) is INVALID_ARGUMENT; begin_case on an IF is INVALID_ARGUMENT."""
+    mem = s.device()
+    sel = mem.zeros(1, np.uint32)
+    with Objects(s) as o:
+        h, raw = o.stream()
+
+        def record():
+            c = _conditional(s, o, raw, sel, case_count=3)
+            body = ffi.new("uint64_t*")
+            s.ok("conditional_begin_case", c, 0, body)
+            s.expect("conditional_begin_case", "INVALID_ARGUMENT", c, 0, body, why="case 0, the open one, again")
+            s.ok("conditional_begin_case", c, 1, body)
+            s.expect("conditional_begin_case", "INVALID_ARGUMENT", c, 0, body, why="case 0, opened before")
+            s.ok("conditional_end", c)
+            cif = _conditional(s, o, raw, sel)
+            s.expect("conditional_begin_case", "INVALID_ARGUMENT", cif, 0, body, why="an IF")
+            s.ok("conditional_begin", cif, body)
+            s.ok("conditional_end", cif)
+
+        cap = Capture(s, raw).begin()
+        try:
+            record()
+        finally:
+            out = ffi.new("eagle_backend_captured*")
+            if s.raw("capturer_end", cap.h[0], out) == 0:
+                s.raw("captured_release", out[0])
+            cap.release()
+
+
+@bcheck("attribution.toggleable_means_toggles", needs=COND + ("attribution",))
+def attribution_toggleable_means_toggles(s):
+    """is_node_toggleable says 1 exactly for the nodes launcher_set_node_enabled can switch: for a
+    kernel node and a conditional node of one capture, a 1 means disabling it works (its work does
+    not run in the next replay) and a 0 means set_node_enabled refuses it."""
+    mem = s.device()
+    n = 4
+    x, y = mem.zeros(n, np.int64), mem.zeros(n, np.int64)
+    count = mem.array([1], np.uint32)
+    nodes, cnt = ffi.new("uint64_t**"), ffi.new("int64_t*")
+    with Objects(s) as o:
+        h, raw = o.stream()
+        got = {}
+
+        def record():
+            s.launch("affine", raw, [x.addr, 1, 1, 0], n)                    # a kernel node: x += 1
+            c = _conditional(s, o, raw, count)                              # an IF node: y += 1
+            body = ffi.new("uint64_t*")
+            s.ok("conditional_begin", c, body)
+            s.launch("affine", int(body[0]), [y.addr, 1, 1, 0], n)
+            s.ok("conditional_end", c)
+            s.ok("capture_snapshot_nodes", raw, nodes, cnt)
+            got["nodes"] = [int(nodes[0][j]) for j in range(cnt[0])]
+            s.raw("free", nodes[0])
+
+        lau = o.add("launcher_release", launcher_of(s, captured_of(s, raw, record), raw))
+        if len(got["nodes"]) < 2:
+            raise CheckFailure(f"snapshot after a kernel and an IF lists {len(got['nodes'])} node(s)")
+        kernel_node, cond_node = got["nodes"][0], got["nodes"][-1]
+        flag = ffi.new("int32_t*")
+        said = []
+        for what, node, arr in (("kernel", kernel_node, x), ("conditional", cond_node, y)):
+            s.ok("is_node_toggleable", node, flag)
+            t = int(flag[0])
+            said.append(f"{what} {t}")
+            st = s.raw("launcher_set_node_enabled", lau, node, 0)
+            if t == 1:
+                if st:
+                    raise CheckFailure(f"is_node_toggleable = 1 for the {what} node, but set_node_enabled(0) "
+                                       f"returned {status_name(st)}: {s.last_error()!r}")
+                before = arr.get()
+                replay(s, lau)
+                _eq(f"the disabled {what} node's work (it must do nothing)", arr.get(), before)
+                s.ok("launcher_set_node_enabled", lau, node, 1)
+            elif st == 0:
+                s.ok("launcher_set_node_enabled", lau, node, 1)
+                raise CheckFailure(f"is_node_toggleable = 0 for the {what} node, but set_node_enabled switched it")
+        replay(s, lau)
+    return ", ".join(said)
+
+
+@bcheck("graph.add_node_after_last", needs=CAPTURE)
+def graph_add_node_after_last(s):
+    """A node appended with graph_add_node runs after the graph's last node: a slow first node's
+    write is seen by the second."""
+    mem = s.device()
+    x, y = mem.zeros(1, np.int64), mem.array([1], np.int64)
+    with Objects(s) as o:
+        h, raw = o.stream()
+        d = ffi.new("struct eagle_backend_graph_desc*", {"struct_size": 16, "device": -1})
+        g = ffi.new("eagle_backend_graph*")
+        s.ok("graph_create", d, g)
+        lau = ffi.new("eagle_backend_launcher*")
+        try:
+            for record in (lambda: s.launch("affine", raw, [x.addr, 0, 7, SLOW_US], 1),
+                           lambda: s.launch("accum", raw, [y.addr, x.addr, 0], 1)):
+                captured = captured_of(s, raw, record)
+                st = s.raw("graph_add_node", g[0], captured)
+                if st:
+                    s.raw("captured_release", captured)
+                    raise CheckFailure(f"graph_add_node failed with {status_name(st)}: {s.last_error()!r}")
+            s.ok("graph_stream", g[0], raw)
+            s.ok("graph_launcher", g[0], lau)
+            o.add("launcher_release", lau[0])
+        finally:
+            s.raw("graph_release", g[0])
+        replay(s, lau[0])
+        _eq("y after a replay: node 2 (y = y*3 + x) after node 1 (a slow x = 7)", y.get(), [1 * 3 + 7])
+
+
+@bcheck("launcher.stream_honoured", needs=CAPTURE)
+def launcher_stream_honoured(s):
+    """After launcher_stream(s2) a launch goes on s2: it follows the work enqueued on s2 before it."""
+    mem = s.device()
+    x, y = mem.zeros(1, np.int64), mem.array([1], np.int64)
+    with Objects(s) as o:
+        h, raw = o.stream(flags=1)
+        h2, raw2 = o.stream(flags=1)
+        captured = captured_of(s, raw, lambda: s.launch("accum", raw, [y.addr, x.addr, 0], 1))
+        lau = o.add("launcher_release", launcher_of(s, captured, raw))
+        s.ok("launcher_stream", lau, raw2)
+        s.launch("affine", raw2, [x.addr, 0, 7, SLOW_US], 1)
+        s.ok("launcher_launch", lau)
+        s.ok("launcher_synchronize", lau)
+        s.sync(h2)
+        s.sync(h)
+        _eq("y after a replay moved to s2 behind a slow x = 7 on s2", y.get(), [1 * 3 + 7])
+
+
+@bcheck("launcher.kernel_count_bodies", needs=COND)
+def launcher_kernel_count_bodies(s):
+    """kernel_node_count counts the kernel nodes in conditional bodies too: an IF's body and every
+    case of a SWITCH (where conditional_begin_case is provided)."""
+    mem = s.device()
+    n = 2
+    x = mem.zeros(n, np.int64)
+    sel = mem.zeros(1, np.uint32)
+    switch = s.provides("conditional_begin_case")
+    with Objects(s) as o:
+        h, raw = o.stream()
+
+        def k(stream):
+            s.launch("affine", stream, [x.addr, 1, 1, 0], n)
+
+        def record():
+            k(raw)                                              # 1
+            c = _conditional(s, o, raw, sel)
+            body = ffi.new("uint64_t*")
+            s.ok("conditional_begin", c, body)
+            k(int(body[0]))
+            k(int(body[0]))                                     # 2 in the IF
+            s.ok("conditional_end", c)
+            if switch:
+                c = _conditional(s, o, raw, sel, case_count=3)
+                for case, kernels in ((0, 1), (1, 2), (2, 1)):  # 4 in the cases
+                    s.ok("conditional_begin_case", c, case, body)
+                    for _ in range(kernels):
+                        k(int(body[0]))
+                s.ok("conditional_end", c)
+
+        lau = o.add("launcher_release", launcher_of(s, captured_of(s, raw, record), raw))
+        cnt = ffi.new("int64_t*", -1)
+        s.ok("launcher_kernel_node_count", lau, cnt)
+        want = 7 if switch else 3
+        if cnt[0] != want:
+            raise CheckFailure(f"launcher_kernel_node_count = {cnt[0]}; the capture has {want} kernel nodes "
+                               "(1 outside, 2 in an IF" + (", 1 + 2 + 1 in three SWITCH cases" if switch else "")
+                               + "), bodies included")
+    return f"{want} kernel nodes counted"

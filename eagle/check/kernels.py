@@ -10,6 +10,8 @@ import numpy as np
 from .._compilers import wheel_library_dirs
 from .._seam_ffi import ffi
 from ._registry import CheckFailure, Skip, check
+from .._seam_meta import CONSTANTS
+from ._seam import STATUS
 from .behaviour import COND, Objects, _conditional, captured_of, launcher_of, replay
 
 _INCLUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "include")
@@ -76,7 +78,7 @@ def _compile(s, source=_SOURCE, flags=0):
     logp = ffi.new("char**")
     st = s.raw("module_from_source", d, source, len(source), out, logp)
     log = _take_log(s, logp)
-    if st == 5:  # UNAVAILABLE: the kind's compiler is not installed here, which is not a defect
+    if st == STATUS["UNAVAILABLE"]:  # the kind's compiler is not installed here, which is not a defect
         raise Skip(f"module_from_source is unavailable here (no compiler or no device): {s.last_error()}")
     return st, out[0], log
 
@@ -197,7 +199,8 @@ def source_refusals(s):
              why="NULL out")
 
 
-_CONTRACT, _FAST_MATH = 2, 1  # EAGLE_BACKEND_MODULE_CONTRACT (minor 8), EAGLE_BACKEND_MODULE_FAST_MATH
+_CONTRACT = CONSTANTS["EAGLE_BACKEND_MODULE_CONTRACT"]  # since minor 8
+_FAST_MATH = CONSTANTS["EAGLE_BACKEND_MODULE_FAST_MATH"]
 
 
 @bcheck("module_from_source.fp_modes", needs=("module_release",))
@@ -259,7 +262,8 @@ def image_garbage(s):
 
 @bcheck("module_function.unknown_name", needs=("module_from_source", "module_release"))
 def unknown_name(s):
-    """A name the module does not hold is INVALID_ARGUMENT naming it; a NULL module too."""
+    """A name the module does not hold is INVALID_ARGUMENT naming it; a NULL module is refused
+    (INVALID_ARGUMENT or BAD_HANDLE) with a message."""
     s.need_device()
     st, mod, _ = _compile(s)
     if st != 0:
@@ -269,7 +273,9 @@ def unknown_name(s):
         msg = s.expect("module_function", "INVALID_ARGUMENT", mod, b"no_such_kernel", fn)
         if "no_such_kernel" not in msg:
             raise CheckFailure(f"the message does not name the kernel: {msg!r}")
-        s.expect("module_function", "INVALID_ARGUMENT", ffi.NULL, b"x", fn, why="NULL module")
+        # a NULL module: INVALID_ARGUMENT (a bad value) or BAD_HANDLE (not a module this backend
+        # made); the header names neither for it, and both carry a message
+        s.expect_any("module_function", ("INVALID_ARGUMENT", "BAD_HANDLE"), ffi.NULL, b"x", fn, why="NULL module")
     finally:
         s.raw("module_release", mod)
 
@@ -353,3 +359,381 @@ def while_compiled_body(s):
     finally:
         s.raw("module_release", mod)
     return "8 replays decided as the guard said, baseline or not"
+
+
+# ------------------------------------------------------------------------------ issue 29
+# One check per contract sentence of the module and memory entries the mutation corpus showed
+# unchecked (eagle/check/citations.py names each sentence).
+def bcheck_advice(check_id, needs=()):
+    return check(check_id, kind="behaviour", needs=needs, advice=True)
+
+
+def _compile_as(s, source, name=b"eagle_check.c", options=(), flags=0, nbytes=None):
+    """(status, module, log, last_error) of module_from_source with desc->name `name` and the
+    compiler options `options`; source_bytes is `nbytes` (default: all of `source`)."""
+    d, keep = _desc(flags)
+    keep.append(ffi.new("char[]", name))
+    d.name = keep[-1]
+    opts = [ffi.new("char[]", o) for o in options]
+    keep += opts
+    if opts:
+        arr = ffi.new("const char*[]", opts)
+        keep.append(arr)
+        d.options, d.option_count = arr, len(opts)
+    out = ffi.new("eagle_backend_module*")
+    logp = ffi.new("char**")
+    st = s.raw("module_from_source", d, source, len(source) if nbytes is None else nbytes, out, logp)
+    log = _take_log(s, logp)
+    msg = s.last_error() if st else ""
+    if st == 5:
+        raise Skip(f"module_from_source is unavailable here (no compiler or no device): {msg}")
+    return st, out[0], log, msg
+
+
+# A warning before the error, so that the log's first line is not its first error line.
+_WARN_THEN_BROKEN = b"""#include <eagle/kernel.h>
+#warning "eagle check: a warning comes first"
+EAGLE_KERNEL(eagle_check_broken2, (double*, x))
+{
+    x[i] = = 1.0;
+}
+"""
+
+
+def _first_error_line(log):
+    for line in log.splitlines():
+        if "error" in line.lower() and "warning" not in line.lower():
+            return line.strip()
+    return ""
+
+
+@bcheck("module_from_source.first_error_line")
+def first_error_line(s):
+    """COMPILE_FAILED's last_error gives the log's first error line (not merely its first line)."""
+    s.need_device()
+    st, mod, log, msg = _compile_as(s, _WARN_THEN_BROKEN)
+    if st == 0:
+        s.raw("module_release", mod)
+        raise CheckFailure("a source with a syntax error compiled (status OK)")
+    if st != 9:
+        raise CheckFailure(f"a syntax error gave status {st}, expected COMPILE_FAILED: {msg!r}")
+    first = _first_error_line(log)
+    if not first:
+        raise Skip(f"the compiler's log has no line that says 'error': {log!r}")
+    if first not in msg:
+        raise CheckFailure(f"last_error after COMPILE_FAILED is {msg!r}; it must give the log's first error "
+                           f"line, {first!r}")
+    return f"last_error: {msg!r}"
+
+
+@bcheck("module_from_source.log_names_source")
+def log_names_source(s):
+    """The compile log names the source by desc->name, never by a path the backend made (a
+    temporary file)."""
+    s.need_device()
+    name = "eagle_check_named_source.c"
+    st, mod, log, msg = _compile_as(s, _BROKEN, name=name.encode())
+    if st == 0:
+        s.raw("module_release", mod)
+        raise CheckFailure("a source with a syntax error compiled (status OK)")
+    if name not in log:
+        raise CheckFailure(f"the compile log does not name the source {name!r} (desc->name): {log[:500]!r}")
+    m = re.search(r"(\S*[/\\])" + re.escape(name), log)
+    if m:
+        raise CheckFailure(f"the compile log names the source as {m.group(0)!r}, a path the backend made; it "
+                           f"names it by desc->name, {name!r}")
+    return f"the log names {name}"
+
+
+_NEEDS_OPTION = b"""#include <eagle/kernel.h>
+#ifndef EAGLE_CHECK_OPTION
+#error "EAGLE_CHECK_OPTION is not defined: desc->options were not passed to the compiler"
+#endif
+EAGLE_KERNEL(eagle_check_opt, (int64_t*, x))
+{
+    (void)n;
+    x[i] = EAGLE_CHECK_OPTION;
+}
+"""
+
+
+@bcheck("module_from_source.options")
+def options_passed(s):
+    """desc->options reach the compiler as they are: a source that needs -DEAGLE_CHECK_OPTION=3
+    compiles with it (and does not without it)."""
+    s.need_device()
+    st, mod, log, msg = _compile_as(s, _NEEDS_OPTION, options=(b"-DEAGLE_CHECK_OPTION=3",))
+    if st:
+        raise CheckFailure(f"a source that needs the option -DEAGLE_CHECK_OPTION=3, passed in desc->options, "
+                           f"did not compile ({msg!r}): the options were not passed as they are\n{log[:500]}")
+    s.raw("module_release", mod)
+    st, mod, log, msg = _compile_as(s, _NEEDS_OPTION)
+    if st == 0:
+        s.raw("module_release", mod)
+        raise Skip("the source compiled without the option too; the compiler ignores #error")
+    return "-DEAGLE_CHECK_OPTION=3 reached the compiler"
+
+
+@bcheck("module_from_source.source_bytes", needs=("module_function", "module_release"))
+def source_bytes_honoured(s):
+    """module_from_source reads source_bytes bytes, which need not be NUL-terminated: what
+    follows them in the caller's buffer (here, bytes that are not C) is not compiled."""
+    s.need_device()
+    tail = b"\n@@@ these bytes follow source_bytes and are not C @@@"
+    st, mod, log, msg = _compile_as(s, _SOURCE + tail, nbytes=len(_SOURCE))
+    if st:
+        raise CheckFailure(f"a correct source of source_bytes = {len(_SOURCE)} bytes, followed in the buffer by "
+                           f"bytes that are not C, did not compile ({msg!r}): the backend read past "
+                           f"source_bytes\n{log[:500]}")
+    try:
+        fn = ffi.new("uint64_t*")
+        s.ok("module_function", mod, b"eagle_check_axpb", fn)
+    finally:
+        s.raw("module_release", mod)
+
+
+_NUL_INSIDE = b"""#include <eagle/kernel.h>
+/* a NUL byte follows: \0 and the source goes on past it */
+EAGLE_KERNEL(eagle_check_after_nul, (int64_t*, x))
+{
+    (void)n;
+    x[i] = 1;
+}
+"""
+
+
+@bcheck_advice("module_from_source.embedded_nul", needs=("module_function", "module_release"))
+def source_embedded_nul(s):
+    """Advice: a NUL byte inside source_bytes (in a comment) does not end the source. The header
+    says only that the source need not be NUL-terminated; runtime compilers that take a C string
+    (NVRTC, hiprtc) stop at the first NUL, so this is not required."""
+    s.need_device()
+    st, mod, log, msg = _compile_as(s, _NUL_INSIDE)
+    if st:
+        raise CheckFailure(f"a source with a NUL byte inside a comment did not compile ({msg!r}): the source "
+                           "was cut at its first NUL instead of source_bytes")
+    try:
+        fn = ffi.new("uint64_t*")
+        s.ok("module_function", mod, b"eagle_check_after_nul", fn)
+    finally:
+        s.raw("module_release", mod)
+
+
+# Results IEEE 754 double arithmetic gives bit for bit (numpy computes the same, unfused):
+#   a * b + c with a = 1 + 2^-30, b = 1 - 2^-30, c = -1: 0 unfused (a*b rounds to 1), -2^-60 fused;
+#   (x + big) - big with x = 1, big = 2^53: 0 (x + big rounds to big); 1 when reassociated;
+#   tiny * 0.5 with tiny the least normal double: a subnormal, 0 when denormals are flushed;
+#   (q != q) with q a NaN: 1; 0 when NaNs are assumed away.
+_IEEE = b"""#include <eagle/kernel.h>
+EAGLE_KERNEL(eagle_check_ieee, (const double*, in), (double*, out))
+{
+    (void)n;
+    out[4 * i + 0] = in[0] * in[1] + in[2];
+    out[4 * i + 1] = (in[3] + in[4]) - in[4];
+    out[4 * i + 2] = in[5] * in[6];
+    out[4 * i + 3] = (in[7] != in[7]) ? 1.0 : 0.0;
+}
+"""
+
+
+@bcheck("module_from_source.bit_exact",
+        needs=("stream", "exec", "module_function", "module_release", "mem_alloc", "mem_free", "memcpy"))
+def bit_exact(s):
+    """Without FAST_MATH a module computes IEEE double arithmetic bit-exact: no contraction of
+    a*b+c, no reassociation of (x+big)-big, subnormals kept, NaN compares unequal: the same bits
+    numpy gives."""
+    s.need_device()
+    st, mod, log, msg = _compile_as(s, _IEEE)
+    if st:
+        raise CheckFailure(f"module_from_source of a correct source failed with status {st}: {msg!r}\n{log}")
+    lanes = 4
+    inputs = np.array([1 + 2.0**-30, 1 - 2.0**-30, -1.0, 1.0, 2.0**53, np.finfo(np.float64).tiny, 0.5, np.nan])
+    with np.errstate(invalid="ignore"):
+        want = np.array([inputs[0] * inputs[1] + inputs[2], (inputs[3] + inputs[4]) - inputs[4],
+                         inputs[5] * inputs[6], 1.0 if inputs[7] != inputs[7] else 0.0])
+    try:
+        fn = ffi.new("uint64_t*")
+        s.ok("module_function", mod, b"eagle_check_ieee", fn)
+        with _Memory(s) as mem:
+            din, dout = mem.alloc(inputs.nbytes), mem.alloc(8 * 4 * lanes)
+            h, raw = _stream(s)
+            back = np.zeros(4 * lanes, np.float64)
+            try:
+                s.ok("memcpy", din, inputs.ctypes.data, inputs.nbytes, 1, raw)
+                _launch(s, fn[0], raw, [din, dout], lanes)
+                s.ok("memcpy", back.ctypes.data, dout, back.nbytes, 2, raw)
+                s.ok("stream_synchronize", h)
+            finally:
+                s.raw("stream_release", h)
+    finally:
+        s.raw("module_release", mod)
+    names = ("a*b+c (contraction)", "(x+big)-big (reassociation)", "tiny*0.5 (subnormal)", "NaN != NaN")
+    for lane in range(lanes):
+        got = back[4 * lane:4 * lane + 4]
+        bad = [f"{names[k]}: {got[k]!r}, IEEE gives {want[k]!r}" for k in range(4)
+               if got[k].tobytes() != want[k].tobytes()]
+        if bad:
+            raise CheckFailure("a module compiled without FAST_MATH is not bit-exact: " + "; ".join(bad))
+    return "contraction, reassociation, subnormals and NaN as IEEE gives them"
+
+
+_IMAGE_SOURCE = b"""void eagle_check_image_kernel(void* const* p, long long base, long long count, long long n)
+{ (void)p; (void)base; (void)count; (void)n; }
+"""
+
+
+def _host_image(s):
+    """A shared object for this host, for a kind whose device memory is host memory (DLPack device
+    type 1, kDLCPU: "cpu a shared object for this host"), built with the system C compiler; Skip
+    for other kinds (the checker carries no image of theirs) or without a C compiler."""
+    import shutil
+    import subprocess
+    import tempfile
+    count = ffi.new("int32_t*")
+    types = ffi.new("int32_t[16]")
+    s.ok("device_types", types, 16, count)
+    if 1 not in [int(types[i]) for i in range(min(int(count[0]), 16))]:
+        raise Skip("the checker carries a loadable image only for kinds that serve host memory (DLPack 1)")
+    cc = shutil.which(os.environ.get("CC", "cc").split()[0] if os.environ.get("CC") else "cc") or shutil.which("gcc")
+    if not cc:
+        raise Skip("no C compiler here to build a shared object for module_from_image")
+    with tempfile.TemporaryDirectory(prefix="eagle-check-image-") as tmp:
+        src, so = os.path.join(tmp, "image.c"), os.path.join(tmp, "image.so")
+        with open(src, "wb") as f:
+            f.write(_IMAGE_SOURCE)
+        p = subprocess.run([cc, "-shared", "-fPIC", src, "-o", so], capture_output=True, text=True)
+        if p.returncode:
+            raise Skip(f"the system C compiler could not build a shared object: {p.stderr[-300:]}")
+        with open(so, "rb") as f:
+            return f.read()
+
+
+@bcheck("module_from_image.log_on_ok", needs=("module_release", "module_function"))
+def image_log_on_ok(s):
+    """module_from_image writes *log on OK too, as module_from_source does: the loader's messages,
+    or NULL when it said nothing; the caller's old pointer is never left there."""
+    s.need_device()
+    image = _host_image(s)
+    d, keep = _desc()
+    out = ffi.new("eagle_backend_module*")
+    stale = ffi.new("char[]", b"the caller's stale pointer")
+    logp = ffi.new("char**", stale)
+    st = s.raw("module_from_image", d, image, len(image), out, logp)
+    left = logp[0]
+    if left != ffi.NULL and left != stale:
+        s.raw("free", left)
+    if st:
+        raise CheckFailure(f"module_from_image of a shared object for this host failed: {s.last_error()!r}")
+    try:
+        fn = ffi.new("uint64_t*")
+        s.ok("module_function", out[0], b"eagle_check_image_kernel", fn)
+    finally:
+        s.raw("module_release", out[0])
+    if left == stale:
+        raise CheckFailure("module_from_image returned OK and left *log as the caller had it (a stale pointer "
+                           "the caller would free); *log receives the messages, or NULL when there are none")
+    return "*log written on OK"
+
+
+def _mappings():
+    with open("/proc/self/maps") as f:
+        return sum(1 for _ in f)
+
+
+@bcheck("module_release.unloads", needs=("module_function",))
+def release_unloads(s):
+    """module_release unloads the module: compiling, looking up and releasing modules over and over
+    does not grow the process's memory mappings (measured where /proc/self/maps exists)."""
+    s.need_device()
+    if not os.path.exists("/proc/self/maps"):
+        raise Skip("needs /proc/self/maps to see what stays loaded")
+
+    def cycle(k):
+        src = _SOURCE.replace(b"eagle_check_axpb", b"eagle_check_axpb_%d" % k)
+        st, mod, log, msg = _compile_as(s, src)
+        if st:
+            raise CheckFailure(f"module_from_source failed: {msg!r}")
+        fn = ffi.new("uint64_t*")
+        try:
+            s.ok("module_function", mod, b"eagle_check_axpb_%d" % k, fn)
+        finally:
+            s.raw("module_release", mod)
+
+    cycle(0)
+    cycle(1)
+    before = _mappings()
+    cycles = 6
+    for k in range(2, 2 + cycles):
+        cycle(k)
+    grown = _mappings() - before
+    if grown >= cycles:
+        raise CheckFailure(f"{cycles} modules compiled and released left {grown} more memory mappings in the "
+                           "process: module_release does not unload them")
+    return f"{cycles} compile + release cycles: mappings {grown:+d}"
+
+
+@bcheck("mem_free.frees", needs=("mem_alloc", "memcpy", "stream"))
+def mem_free_frees(s):
+    """mem_free frees at once: 40 cycles of mem_alloc(4 MiB), a copy into all of it, mem_free do
+    not grow the process's resident memory (device memory of a kind whose device memory is host
+    memory shows there; other kinds' does not, and then nothing is measured that could fail)."""
+    from .contracts import _measured
+    s.need_device()
+    block = np.full(1 << 19, 0x5A5A5A5A5A5A5A5A, np.uint64)   # 4 MiB
+    out = ffi.new("uint64_t*")
+    h, raw = _stream(s)
+
+    def cycle():
+        s.ok("mem_alloc", -1, block.nbytes, 0, out)
+        a = int(out[0])
+        s.ok("memcpy", a, block.ctypes.data, block.nbytes, 1, raw)
+        s.ok("stream_synchronize", h)
+        s.raw("mem_free", a)
+
+    try:
+        # 1 MiB a cycle of slack: an allocator may keep a few freed blocks (glibc raises its mmap
+        # threshold after a free, so later blocks come from a heap that does not shrink); memory
+        # that is never freed grows 4 MiB a cycle, 160 MiB in all
+        return _measured(s, "mem_alloc(4 MiB) + copy + mem_free", cycle, 40, per_cycle_bytes=1 << 20, warm=5)
+    finally:
+        s.raw("stream_release", h)
+
+
+@bcheck("mem_free.not_ours_kept", needs=("mem_alloc", "memcpy", "stream"))
+def mem_free_not_ours_kept(s):
+    """An address mem_alloc did not return is ignored, never freed: one inside a live allocation
+    (the allocation stays whole and usable), and a block of this process's C heap (the heap does
+    not hand the same block out again while its owner still holds it)."""
+    import ctypes
+    import ctypes.util
+    s.need_device()
+    out = ffi.new("uint64_t*")
+    s.ok("mem_alloc", -1, 4096, 0, out)
+    a = int(out[0])
+    h, raw = _stream(s)
+    try:
+        s.raw("mem_free", a + 256)   # inside the allocation: not an address mem_alloc returned
+        pattern = np.arange(512, dtype=np.int64) * 7 + 3
+        back = np.zeros_like(pattern)
+        s.ok("memcpy", a, pattern.ctypes.data, pattern.nbytes, 1, raw)
+        s.ok("memcpy", back.ctypes.data, a, back.nbytes, 2, raw)
+        s.ok("stream_synchronize", h)
+        if not np.array_equal(back, pattern):
+            raise CheckFailure("after mem_free(address + 256), the allocation at address no longer keeps what "
+                               "is written to it: an address mem_alloc did not return was freed")
+    finally:
+        s.raw("stream_release", h)
+        s.raw("mem_free", a)
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    for _ in range(4):
+        p = libc.malloc(96)
+        s.raw("mem_free", p)          # this process's heap block, not the backend's
+        q = libc.malloc(96)
+        libc.free(q)
+        libc.free(p)
+        if q == p:
+            raise CheckFailure(f"mem_free(0x{p:x}) of a C heap block mem_alloc never returned freed it (the heap "
+                               "handed the same block out again while its owner still held it)")
+    return "an inner address and a heap block of the caller were left alone"

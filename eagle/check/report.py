@@ -4,7 +4,7 @@ from xml.etree import ElementTree as ET
 
 from ._registry import FAILING, GROUP_ORDER, RESULTS
 
-_HEAD = ("pass", "fail", "skip", "n/s", "crash", "timeout")
+_HEAD = ("pass", "fail", "advice", "skip", "n/s", "crash", "timeout")
 
 
 def counts(results):
@@ -15,7 +15,8 @@ def counts(results):
 
 
 def table(runs, verbose=False):
-    """runs: list of (path, info dict, results). One line per group, failures listed under it."""
+    """runs: list of (path, info dict, results). One line per group, failures and advice listed
+    under it (advice never makes the group FAIL)."""
     lines = []
     for path, info, results in runs:
         lines.append(f"eagle.check {path}")
@@ -29,11 +30,12 @@ def table(runs, verbose=False):
             mark = "FAIL" if any(r.result in FAILING for r in rs) else "ok"
             lines.append(f"  {g:<24}" + "".join(f"{c[k]:>8}" for k in RESULTS) + f"   {mark}")
             for r in rs:
-                if r.result in FAILING or (verbose and r.result != "pass"):
+                if r.result in FAILING or r.result == "advice" or (verbose and r.result != "pass"):
                     lines.append(f"      {r.result.upper():<8} {r.id}: {r.message}")
         c = counts(results)
-        lines.append(f"  total: {c['pass']} passed, {c['fail']} failed, {c['crash']} crashed, "
-                     f"{c['timeout']} timed out, {c['skip']} skipped, {c['not_supported']} not supported")
+        lines.append(f"  total: {c['pass']} passed, {c['fail']} failed, {c['advice']} advice, "
+                     f"{c['crash']} crashed, {c['timeout']} timed out, {c['skip']} skipped, "
+                     f"{c['not_supported']} not supported")
         reasons = {}
         for r in results:
             if r.result == "skip":
@@ -51,7 +53,7 @@ def _json_entry(path, info, results):
 
 def to_json(runs):
     """A JSON list, one object per library: backend (its path), info (when any), summary (the
-    count of each result), results (one object per check)."""
+    count of each result), results (one object per check, with the header sentences it cites)."""
     return json.dumps([_json_entry(*run) for run in runs], indent=1)
 
 
@@ -63,6 +65,8 @@ def not_loaded_json(library, error):
 
 
 def junit(runs, filename):
+    """JUnit XML. ``advice`` is a passed test case that carries the advice as a property
+    (name "advice") and in its system-out: CI shows it without failing the build."""
     suites = ET.Element("testsuites", name="eagle.check")
     for path, _info, results in runs:
         c = counts(results)
@@ -78,4 +82,8 @@ def junit(runs, filename):
                 ET.SubElement(case, "error", message=r.message, type=r.result).text = r.message
             elif r.result in ("skip", "not_supported"):
                 ET.SubElement(case, "skipped", message=f"{r.result}: {r.message}")
+            elif r.result == "advice":
+                props = ET.SubElement(case, "properties")
+                ET.SubElement(props, "property", name="advice", value=r.message)
+                ET.SubElement(case, "system-out").text = r.message
     ET.ElementTree(suites).write(filename, encoding="utf-8", xml_declaration=True)

@@ -16,17 +16,11 @@ import os
 import socket
 import warnings
 
-from .._device_kind import HOST_DEVICE_TYPES
-from .._validate import INT32_MAX, integer
+from ..extend import HOST_DEVICE_TYPES, INT32_MAX, VISIBILITY_ENV, integer
 from ..errors import EagleError, EagleValueError
 
 ENV = "EAGLE_DEVICE"
 
-#: The environment variables through which a kind's runtime narrows the devices a process sees.
-VISIBILITY_ENV = {
-    "cuda": ("CUDA_VISIBLE_DEVICES",),
-    "hip": ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"),
-}
 
 
 class SharedDeviceError(EagleError, RuntimeError):
@@ -137,7 +131,7 @@ def select_device(backend, comm=None, *, device=None, allow_shared=False):
         disagree on the backend's kind or on ``allow_shared``.
     """
     from ._mpi import world
-    from .._backend import backend as _backend
+    from .. import backend as _backend
     from .failure import check
     comm = world(comm)
     err, same, b = None, None, None

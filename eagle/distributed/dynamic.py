@@ -24,9 +24,9 @@ import warnings
 
 import numpy as np
 
-from .._validate import INT64_MIN, integer, real
+from ..extend import INT64_MIN, integer, real
 from ..errors import EagleTypeError, EagleValueError, HandleError
-from .failure import check
+from .failure import abort_at_exit_unless_settled, check, settled
 from .gather import check_root, gatherv
 from .partition import Partition, _check_n, check_part
 
@@ -255,7 +255,21 @@ class Collector:
         self._data = {}
 
     def add(self, part, **arrays):
-        """Record the results of chunk ``part`` (a :class:`Partition` from :func:`chunks`)."""
+        """Record the results of chunk ``part`` (a :class:`Partition` from :func:`chunks`).
+
+        A refused chunk raises on this rank only (the others cannot know): should this rank then
+        exit without a later ``add`` or ``gather`` succeeding, its exit ends the job
+        (``MPI_Abort``, naming the error) instead of leaving the other ranks waiting in
+        :meth:`gather` for ever."""
+        try:
+            self._add(part, arrays)
+        except Exception as e:
+            abort_at_exit_unless_settled(self, self.comm, f"eagle.distributed.Collector.add raised "
+                                                          f"{type(e).__name__}: {e}")
+            raise
+        settled(self)
+
+    def _add(self, part, arrays):
         what = "eagle.distributed.Collector.add"
         part = check_part(part, self.n_samples, what)
         if not arrays:
@@ -302,6 +316,7 @@ class Collector:
         dtype and leading shape on every rank, and that the chunks cover every sample once."""
         comm = self.comm
         err, kinds = None, None
+        settled(self)  # in a collective now: an error is reported on every rank from here on
         try:
             root = check_root(root, comm, "Collector.gather")
             kinds = self._kinds()

@@ -12,7 +12,13 @@ Two tools, for the two kinds of failure:
 - :func:`fail_fast` is for everything else: an exception escaping its block on one rank is
   printed (``eagle.distributed: rank R of S failed: ...`` and the traceback) to that rank's
   stderr, and the rank calls ``MPI_Abort``, which ends every rank of the job; ``mpiexec`` then
-  exits nonzero. Without it, the other ranks would wait forever in their next collective."""
+  exits nonzero. Without it, the other ranks would wait forever in their next collective. A
+  rank that leaves the block early with ``SystemExit(0)`` waits (a grace period) for the others
+  to leave it too, and ends the job when they do not: they could wait for it for ever.
+- :func:`abort_at_exit_unless_settled` is for errors a rank raises outside any collective that
+  the others cannot see (``Collector.add``): unless the rank settles it (a later success), the
+  rank's exit ends the job instead of leaving the others waiting in the next collective."""
+import atexit
 import contextlib
 import os
 import sys
@@ -111,12 +117,19 @@ _FORWARD_S = 0.5
 
 
 @contextlib.contextmanager
-def fail_fast(comm=None, *, exit_code=1):
+def fail_fast(comm=None, *, exit_code=1, exit_grace_s=10.0):
     """Abort the whole job when an exception escapes the block on any rank.
 
     The failing rank writes ``eagle.distributed: rank R of S (host H, pid P) failed: <error>``
     and the traceback to its stderr, flushes, and calls ``comm.Abort(exit_code)``: every rank
-    ends and ``mpiexec`` returns nonzero. ``SystemExit(0)`` and a normal exit pass through.
+    ends and ``mpiexec`` returns nonzero.
+
+    Collective: every rank of ``comm`` enters the block (it makes a communicator of its own for
+    the leaving below). Leaving it is agreed: a rank that ends the block waits there until every
+    rank has left it, normally or by ``SystemExit(0)`` (or ``sys.exit()``), and then goes on (a
+    rank that leaves by ``SystemExit(0)`` exits). A rank that leaves by ``SystemExit(0)`` while
+    another is still inside after ``exit_grace_s`` seconds ends the job (``MPI_Abort`` with
+    ``exit_code``, naming itself): the ranks still inside could wait for it for ever.
 
     Parameters
     ----------
@@ -124,17 +137,70 @@ def fail_fast(comm=None, *, exit_code=1):
         Default ``MPI.COMM_WORLD``.
     exit_code : int
         The code passed to ``MPI_Abort``.
+    exit_grace_s : float
+        How long a rank leaving by ``SystemExit(0)`` waits for the others to leave too.
     """
     from ._mpi import world
     comm = world(comm)
+    leaving = comm.Dup()  # the agreement on leaving never mixes with the block's own collectives
     try:
         yield comm
     except SystemExit as e:
-        if e.code in (None, 0):
-            raise
-        _abort(comm, e, exit_code if not isinstance(e.code, int) else e.code)
+        if e.code not in (None, 0):
+            _abort(comm, e, exit_code if not isinstance(e.code, int) else e.code)
+        if not _all_leave(leaving, exit_grace_s):
+            _abort(comm, SystemExit(f"this rank left the fail_fast block with SystemExit({e.code}) and after "
+                                    f"{exit_grace_s:g} s other ranks were still inside it, which could wait "
+                                    "for it for ever"), exit_code)
+        leaving.Free()
+        raise
     except BaseException as e:  # noqa: BLE001 - KeyboardInterrupt too: the job must not hang
         _abort(comm, e, exit_code)
+    else:
+        _all_leave(leaving, None)
+        leaving.Free()
+
+
+def _all_leave(leaving, grace_s):
+    """A barrier on ``leaving``: True once every rank has reached it, False when ``grace_s``
+    seconds (None: no limit) pass first. Polls, so that signals are handled meanwhile."""
+    req = leaving.Ibarrier()
+    deadline = None if grace_s is None else time.monotonic() + grace_s
+    pause = 1e-4
+    while not req.Test():
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    return True
+
+
+_unsettled = {}  # id(owner) -> (comm, message): errors this rank has not settled yet
+_hook = []
+
+
+def abort_at_exit_unless_settled(owner, comm, message):
+    """Remember that ``owner`` (a Collector) raised ``message`` outside any collective on this
+    rank: unless :func:`settled` is called for it first, this rank's exit ends the job
+    (``MPI_Abort``), so that the other ranks, which cannot know, do not wait for it for ever in
+    their next collective (``Collector.gather``)."""
+    _unsettled[id(owner)] = (comm, message)
+    if not _hook:
+        _hook.append(True)
+        atexit.register(_abort_unsettled)  # after mpi4py's own hook: runs before MPI_Finalize
+
+
+def settled(owner):
+    """``owner``'s earlier error has been dealt with (it went on to succeed)."""
+    _unsettled.pop(id(owner), None)
+
+
+def _abort_unsettled():
+    if not _unsettled:
+        return
+    comm, message = next(iter(_unsettled.values()))
+    _abort(comm, SystemExit(f"{message}; this rank is exiting with it unsettled, and the other ranks would "
+                            "wait for its results for ever"), 1)
 
 
 def _abort(comm, exc, exit_code):

@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from .._validate import integer
+from ..extend import address_of, integer, is_host, order_before, resolve
 from ..errors import EagleTypeError, EagleValueError
 from .failure import check
 from .partition import _check_n
@@ -28,11 +28,8 @@ def to_host(array, backend=None, stream=None):
         return array
     if hasattr(array, "__array_interface__"):
         return np.asarray(array)
-    from .._alloc import is_host
     if is_host(array):
         return np.from_dlpack(array)
-    from .._arrays import address_of
-    from .._resolve import resolve
     b, _ = resolve((array,), backend=backend, what="eagle.distributed")
     try:
         dtype, shape = np.dtype(str(array.dtype).split(".")[-1]), tuple(array.shape)
@@ -46,7 +43,6 @@ def to_host(array, backend=None, stream=None):
                               f"{src.nbytes} bytes, expected {out.nbytes}")
     own = stream is None
     s = b.stream(device=src.device_id) if own else stream
-    from .._alloc import order_before
     order_before(array, s)  # the array library's pending writes, before the copy
     b.copy(out, src, out.nbytes, stream=s, direction="d2h")
     s.synchronize()

@@ -24,7 +24,7 @@ Graph.build records a rank's program like any other: the steps call ``job.run`` 
 kernels and ``stream.run`` for lane kernels, and the graph is replayed with ``launch()``."""
 import numpy as np
 
-from .._arrays import address_of
+from ..extend import ArrayInfo, address_of
 from ..errors import EagleValueError
 from .failure import agree as _agree
 from .failure import check as _check
@@ -43,6 +43,16 @@ class GlobalPlane(int):
 
     def __repr__(self):
         return f"<eagle.distributed.GlobalPlane 0x{int(self):x} samples [{self.part.base}, {self.part.stop})>"
+
+    def __eagle_array__(self):
+        """(ArrayInfo, dtype, shape) for a kernel's typed pointer parameter: the plane's dtype, and
+        its shape with the sample axis counted from global sample 0 (base + the plane's own), as
+        the biased address reaches it."""
+        info = address_of(self.plane)
+        shape = tuple(self.plane.shape)
+        virtual = shape[:-1] + (self.part.base + shape[-1],) if shape else shape
+        return (ArrayInfo(int(self), info.nbytes, info.device_type, info.device_id, self.plane, info.readonly),
+                self.plane.dtype, virtual)
 
 
 class Job:
@@ -82,7 +92,7 @@ class Job:
         try:  # checked here, then agreed: every rank raises, or every rank goes on to select_device
             self.part = split(n_samples, self.size, self.rank)
             if backend is not None:
-                from .._backend import backend as _backend
+                from .. import backend as _backend
                 self.backend = _backend(backend)
             same = {"n_samples": self.part.n_samples, "backend": None if self.backend is None else self.backend.kind,
                     "allow_shared_device": bool(allow_shared_device)}
@@ -159,9 +169,8 @@ class Job:
         if self.backend is None:
             raise EagleValueError("eagle.distributed.Job.run: give an eagle Stream (it names its backend), or "
                                   "name backend= when creating the Job")
-        from ..exec import run
-        return run(self.backend, kernel, args, p.n_samples, base=p.base, count=p.count, n_samples=p.n_samples,
-                   block=block, stream=stream, device=self.device)
+        return self.backend.run(kernel, args, p.n_samples, base=p.base, count=p.count, n_samples=p.n_samples,
+                                block=block, stream=stream, device=self.device)
 
     # -- results ---------------------------------------------------------------------------------
     def gather(self, share, root=0):

@@ -6,7 +6,7 @@ and ranks past ``n_samples`` hold none. The split depends on nothing but ``(n_sa
 every rank computes every other rank's share without communicating."""
 from typing import NamedTuple
 
-from .._validate import integer
+from ..extend import integer
 from ..errors import EagleTypeError, EagleValueError
 
 

@@ -10,10 +10,11 @@ one recorded graph whose live samples are drained on the device (eagle/ode/_solv
 This floor uses eagle's public API and ``eagle.compile`` only."""
 from ._methods import METHODS
 from ._rhs import C
+from ._sde import SdeSolution, SdeSolver, solve_sde
 from ._solution import OdeSolution
 from ._solver import Solver, solve_ivp
 
-__all__ = ["C", "METHODS", "OdeSolution", "Solver", "solve_ivp", "math"]
+__all__ = ["C", "METHODS", "OdeSolution", "Solver", "solve_ivp", "math", "SdeSolution", "SdeSolver", "solve_sde"]
 
 
 def __getattr__(name):

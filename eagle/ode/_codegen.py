@@ -537,8 +537,10 @@ class _Gen:
     def kernels(self, nw, ni):
         o, m, L = self.o, self.m, self.L
         ne = len(o.events)
-        sig = ("(ode_real*, W), (int32_t*, I), (uint8_t*, M), (const ode_real*, A), (const ode_real*, TE), "
-               "(ode_real*, YS), (ode_real*, EVT), (ode_real*, EVY), (uint32_t*, DONE)")
+        # TE (the t_eval times), YS (sample-major: (n, D, nt)) and Y0 ((n, D)) are not planes of
+        # samples along their last axis: EAGLE_BUFFER, so a typed launch does not count them so
+        sig = ("(ode_real*, W), (int32_t*, I), (uint8_t*, M), (const ode_real*, A), (EAGLE_BUFFER const ode_real*, TE), "
+               "(EAGLE_BUFFER ode_real*, YS), (ode_real*, EVT), (ode_real*, EVY), (uint32_t*, DONE)")
         ev_consts = ""
         if ne:
             ev_consts = ("    const int ode_terminal[ODE_NE] = {" + ", ".join(str(int(t)) for t, _ in o.events) + "};\n"
@@ -553,7 +555,7 @@ class _Gen:
         t1_load = f"{W_('T1')}" if o.per_sample else "ODE_T1"
         init = ["/* Every sample: y0 from Y0 (n, D), f(t0, y0), its first step, the outputs at t0, the events'",
                 " * first values; with per-sample ends, t1 is in W's T1 row (the host wrote it). */",
-                f"EAGLE_KERNEL(ode_init, {sig}, (const ode_real*, Y0))",
+                f"EAGLE_KERNEL(ode_init, {sig}, (EAGLE_BUFFER const ode_real*, Y0))",
                 "{", load, ev_consts,
                 "    const ode_real t0 = ODE_T0;",
                 f"    const ode_real t1 = {t1_load};",

@@ -380,10 +380,28 @@ class Solver:
         return _codegen.rows(self.n_state, len(self.events), adaptive=self.adaptive, pi=self.controller == "PI",
                              per_sample=bool(np.ndim(self.t1)), nt=0 if self.t_eval is None else self.t_eval.size)
 
-    def solve(self, y0, args=(), *, progress=None):
+    def _with_t1(self, t1):
+        """A copy of this solver over per-sample ends ``t1`` (a rank's share of them)."""
+        import copy
+        other = copy.copy(self)
+        other.t1 = t1
+        other._compiled, other._runs, other._lock = {}, {}, threading.Lock()
+        return other
+
+    def solve(self, y0, args=(), *, progress=None, distributed=None):
         """Integrate every sample from ``y0`` ((N, d) or (d,)) with ``args`` (numbers or (N,)
         arrays); returns an :class:`OdeSolution`. Waits for the device (interruptibly where the
-        backend allows)."""
+        backend allows).
+
+        ``distributed``: True (an ``eagle.distributed.Job`` is made, collectively, on the solve's
+        backend: one device per rank) or a Job over all the samples. Every rank passes all the
+        samples' inputs, solves its share, and gets the whole solution back (gathered in sample
+        order, host arrays), the same bit for bit as one process's solve."""
+        if distributed is not None and distributed is not False:
+            from ._distributed import solve_over_ranks
+            if not isinstance(args, (tuple, list)):
+                args = (args,)
+            return solve_over_ranks(self, y0, args, distributed, self._backend_arg or "cpu")
         with self._lock:
             b = self._backend(y0)
             self._last_backend = b
@@ -454,7 +472,7 @@ def _on_device(a):
 
 def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e-6, atol=1e-8, dt=None, args=(),
               backend=None, *, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf, dtype=None,
-              exact=False, fast_math=False, controller="PI", progress=None):
+              exact=False, fast_math=False, controller="PI", progress=None, distributed=None):
     """Integrate N independent initial-value problems y' = fun(t, y, *args) at once, one per lane
     of the arrays' device, in scipy.integrate.solve_ivp's vocabulary.
 
@@ -486,6 +504,8 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
     exact : compile bit-exact (every kind gives the same bits); fast_math: let the compiler
         reassociate. controller: "PI" (default) or "I" (scipy's).
     progress : None/True shows the fraction of samples done for solves longer than ~2 s.
+    distributed : True, or an ``eagle.distributed.Job``: the samples are split over MPI ranks
+        (every rank passes all the inputs and gets the gathered solution); see Solver.solve.
 
     Returns
     -------
@@ -512,4 +532,4 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
                     events=events, rtol=rtol, atol=atol, dt=dt, adaptive=adaptive, max_steps=max_steps,
                     first_step=first_step, max_step=max_step, dtype=dtype, backend=backend, exact=exact,
                     fast_math=fast_math, controller=controller, progress=progress)
-    return solver.solve(y0, args)
+    return solver.solve(y0, args, distributed=distributed)

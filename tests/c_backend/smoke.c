@@ -275,6 +275,12 @@ static void test_stream_and_exec(void) {
     for (int i = 2; i < 8; ++i) OK(B.host_func(raw, h_log, &e[i]));
     OK(B.stream_synchronize(s));
     CHECK(pos == 8);
+    { /* minor 8: a synchronize that does not wait, on an idle stream */
+        int32_t done = 7;
+        OK(B.stream_query(s, &done));
+        CHECK(done == 1);
+        CHECK_ST(B.stream_query(s, NULL), EAGLE_BACKEND_INVALID_ARGUMENT);
+    }
     for (int i = 0; i < 8; ++i) CHECK(log[i] == i);
     int bad = 0;
     for (int64_t i = 0; i < n; ++i) bad += a[i] != 0.5 + (double)i;
@@ -409,6 +415,11 @@ static void test_capture_replay(void) {
     for (int i = 0; i < 3; ++i) OK(B.launcher_launch(l));
     OK(B.launcher_synchronize(l));
     CHECK(arr[0] == 3 && arr[n - 1] == 3 && copy[n / 2] == 3 && hits == 3);
+    {
+        int32_t done = 7;
+        OK(B.launcher_query(l, &done));
+        CHECK(done == 1);
+    }
     /* toggling the kernel node */
     OK(B.launcher_set_node_enabled(l, nodes[0], 0));
     OK(B.launcher_launch(l));

@@ -464,6 +464,10 @@ FWD_VOID(module_release, (eagle_backend_module m), (m))
 FWD(eagle_backend_status, mem_alloc, (int32_t d, uint64_t b, uint32_t f, uint64_t* a), (d, b, f, a))
 FWD_VOID(mem_free, (uint64_t a), (a))
 
+/* ------------------------------------------------------------------ minor 8 */
+FWD(eagle_backend_status, stream_query, (eagle_backend_stream st, int32_t* done), (st, done))
+FWD(eagle_backend_status, launcher_query, (eagle_backend_launcher l, int32_t* done), (l, done))
+
 #ifdef DEFECT_EXTRA_EXPORT
 /* A helper that leaked into the export table. */
 EXPORT int eagle_backend_debug_dump(void) { return 0; }

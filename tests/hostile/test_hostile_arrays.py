@@ -106,7 +106,7 @@ def test_a_capsule_a_consumer_refuses_keeps_its_error_and_frees_the_array():
 result = {}
 for versioned in (True, False):
     a = eagle.zeros(1000, backend=cpu)
-    a.device_type = 2                     # say CUDA: numpy does not read such memory
+    a._device_type = 2                    # say CUDA (the read-only attribute's own field): numpy does not read such memory
     alive = weakref.ref(a)
     class Consumer:                      # numpy asks for the versioned capsule; this asks for either
         def __dlpack__(self, **kw):

@@ -508,3 +508,42 @@ else:
     assert rep["exit"] == 0, f"the forked child exited with {rep['exit']}"
     assert rep["wall"] < PROMPT, f"the forked child took {rep['wall']:.1f} s to exit"
     assert res["parent"] == [2.0] * 8  # 1 (eagle.run) + 1 (the replay held at the fork)
+
+
+@pytest.mark.gpu
+def test_cuda_objects_made_before_fork_are_refused_in_the_child_and_new_ones_say_why(cuda):
+    # A CUDA context does not survive fork(): the parent's objects are refused by name, and a
+    # child forked after the parent used the runtime is told so by every creator (the driver
+    # would refuse every call); the parent goes on.
+    res = run_fork_case('''
+gpu = eagle.backend("cuda")
+s = gpu.stream()
+x = eagle.zeros(4, backend=gpu)
+s.synchronize()
+
+def child_old_stream():
+    s.synchronize()
+    return "no error"
+
+def child_old_array():
+    x.numpy()
+    return "no error"
+
+def child_new_stream():
+    t = gpu.stream()
+    t.synchronize()
+    return "no error"
+
+got = {"old": in_child(child_old_stream), "array": in_child(child_old_array), "new": in_child(child_new_stream)}
+y = eagle.asarray(np.arange(4.0), backend=gpu)
+t = gpu.stream()
+t.synchronize()
+result = {"pid": os.getpid(), **got, "parent": y.numpy().tolist()}
+''')
+    assert_refused_naming_fork(res["old"], res["pid"], "synchronize of a cuda stream made before fork")
+    for what in ("array", "new"):
+        rep = res[what]
+        assert rep["status"] == "raised" and rep["eagle"], f"{what}: {rep}"
+        assert "fork" in rep["message"] and "spawn" in rep["message"], f"{what}: {rep}"
+        assert rep["seconds"] < PROMPT and rep["exit"] == 0, f"{what}: {rep}"
+    assert res["parent"] == [0.0, 1.0, 2.0, 3.0]

@@ -33,6 +33,7 @@ _REAL_BODIES = {
         " *out = (eagle_backend_stream)malloc(16); return 0;"),
     "eagle_backend_stream_ptr": "*raw = (uint64_t)(uintptr_t)stream; return 0;",
     "eagle_backend_stream_synchronize": "(void)stream; return 0;",
+    "eagle_backend_stream_query": "(void)stream; if (!done) return EAGLE_BACKEND_INVALID_ARGUMENT; *done = 1; return 0;",
     "eagle_backend_stream_release": "free(stream);",
 }
 

@@ -49,10 +49,33 @@
  * (INFINITY, NAN, M_PI, DBL_EPSILON, FLT_MAX, isnan, fmin, nextafter, fma, ..., int64_t,
  * INT64_MAX, bool, size_t, NULL) with C's meaning, and a source needs no other include.
  *
- * Rules: 1 to 24 arguments; each type is one token sequence without commas (a pointer, double,
- * int64_t, ...); arguments are passed by eagle.run as 8-byte values (Python floats as double, ints
- * as int64_t, arrays as their device address), so declare scalars double or int64_t. The names i
- * and n are the body's own. Helper functions the body calls are marked EAGLE_FN.
+ * Rules: 1 to 24 arguments; each type is one token sequence without commas or parentheses (a
+ * pointer, double, int32_t, ...). The names i and n are the body's own. Helper functions the body
+ * calls are marked EAGLE_FN.
+ *
+ * Typed launches. eagle reads the declaration and checks every launch of the kernel against it
+ * (eagle.run, Stream.run, Kernel.run, a step recorded by Graph.build, ActiveSet.drain) before the
+ * kernel runs, refusing with an eagle error that names the kernel, the argument, its declared type
+ * and what was given:
+ *   double, float         a real number: a Python int is converted; a bool or an array is refused.
+ *   int8_t .. uint64_t, int, long, size_t, ...
+ *                         an integer in the type's range (a bool counts as 0 or 1); a float is
+ *                         refused, even 2.0.
+ *   bool                  a bool, or 0 or 1.
+ *   T*                    an array (eagle's, numpy's on the cpu kind, anything exporting DLPack or
+ *                         an array interface) of T's dtype (double* float64, float* float32,
+ *                         int32_t* int32, uint8_t* uint8, ...), writable unless declared const T*,
+ *                         holding at least the run's n_samples along its last axis (a plane (N,)
+ *                         or (w, N)); never a number, a Python int address or a 0-d array. void*,
+ *                         T** and a pointer to a type eagle does not know take any array.
+ *   EAGLE_BUFFER T*       as T*, of any length: a table, a counter word, a buffer that is not
+ *                         one sample per lane. Written before the type: (EAGLE_BUFFER const
+ *                         double*, table). It expands to nothing on every kind.
+ * Scalars are passed at their declared width (a float as 4 bytes, an int32_t as 4). A simple
+ * typedef of the source (typedef float real;) is checked as the type it names. A type eagle does
+ * not know (a struct, a vector type, a macro) is passed unchecked, as an 8-byte value for a Python
+ * int or float, or the bytes given. A kernel loaded from an image or from a source
+ * without EAGLE_KERNEL has no declaration: its launches are not checked.
  *
  * Floating point: eagle.compile has three modes. The default contracts multiply-adds into fused
  * multiply-adds as each kind's compiler does by default (cpu: -ffp-contract=fast, with FMA
@@ -82,6 +105,9 @@
 #else
 #define EAGLE_KIND_OPENCL 0
 #endif
+
+/* A pointer parameter of any length (eagle checks no sample count for it): see "Typed launches". */
+#define EAGLE_BUFFER
 
 /* ------------------------------------------------------------------ preprocessor helpers */
 /* Argument counting and an indexed map over (type, name) pairs; generated for up to 24 pairs. */

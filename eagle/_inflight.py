@@ -1,0 +1,62 @@
+"""What ``stream=`` means for a call that does work on arrays, in one place.
+
+Every public entry point that enqueues work (``eagle.copy/run/compact``, ``Backend.copy/run/
+compact/reorder``, ``Stream.copy/run``, ``Kernel.run``, ``ActiveSet.compact``) hands the one
+enqueue of its seam object to :func:`submit`, which applies the one policy:
+
+- ``stream=None``: the work runs on eagle's own stream of this thread (:func:`own_stream`) and
+  the call returns when it is done. The caller's arguments were alive throughout, so nothing is
+  held and no release marker is enqueued.
+- an explicit stream: the work is enqueued there and the call returns at once; the stream keeps
+  the arrays the work uses alive until it has run them (eagle/memory.py's holds).
+
+Seam-object modules only say how to enqueue an operation (``enqueue_copy``, ``enqueue_run``,
+``enqueue_compact``, ``enqueue_reorder``); none of them decides this. This module sits on the
+seam-object floor (it needs eagle/memory.py's holds) and imports nothing that issues work."""
+import threading
+
+from . import memory as _memory
+
+_own = threading.local()
+
+
+def own_stream(backend):
+    """eagle's own stream of ``backend`` for this thread: where a call given no stream runs its
+    work before it waits for it. A blocking stream, so on kinds with a legacy default stream
+    (cuda, and cpu's stream 0) it is ordered after the work other code enqueued there."""
+    streams = getattr(_own, "streams", None)
+    if streams is None:
+        streams = _own.streams = {}
+    s = streams.get(id(backend))
+    if s is None:
+        s = streams[id(backend)] = backend.stream()
+    return s
+
+
+def submit(backend, stream, enqueue, *args, **kw):
+    """``enqueue(backend, *args, stream=..., **kw) -> (result, raw stream, refs)``, under the
+    policy of the module docstring: on ``stream``, whose stream then holds ``refs`` (None: nothing
+    to hold) until it has run the work; with no stream on :func:`own_stream`, then wait for it.
+    Returns ``result``."""
+    if stream is not None:
+        out, raw, refs = enqueue(backend, *args, stream=stream, **kw)
+        if refs is not None:
+            _memory.hold_until_done(backend, raw, refs)
+        return out
+    s = own_stream(backend)
+    out, raw, refs = enqueue(backend, *args, stream=s, **kw)
+    wait(backend, s, raw, refs)
+    return out
+
+
+def wait(backend, s, raw, refs):
+    """Wait for ``s``, eagle's own stream (raw value ``raw``), after enqueuing work on it that
+    uses ``refs``: then nothing is held. Should the wait fail, the work may not have run, so the
+    stream keeps ``refs`` until a later wait."""
+    try:
+        s.synchronize()
+    except BaseException:
+        if refs is not None:
+            _memory.keep_until_sync(backend, raw, refs)
+        raise
+    _memory.released_by_sync(backend, raw)

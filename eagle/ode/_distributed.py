@@ -1,0 +1,99 @@
+"""An ensemble solve over MPI ranks: every rank is given all the samples' inputs, solves its
+share ``[base, base + count)`` (eagle.distributed's static partition) on its own device, and the
+per-sample results are gathered, in sample order, to every rank. Each sample's computation does
+not depend on which rank or lane runs it, so the result equals the one-process solve bit for bit.
+
+Used by ``solve_ivp(..., distributed=True)`` (a Job made here, collectively) or
+``Solver.solve(..., distributed=job)`` (an ``eagle.distributed.Job`` of the caller's over all the
+samples)."""
+import numpy as np
+
+from ..errors import EagleTypeError, EagleValueError
+from ._solution import OdeSolution
+
+
+def _job(distributed, n, backend):
+    import eagle.distributed as ed
+    if distributed is True:
+        return ed.Job(n, backend=backend)
+    if isinstance(distributed, ed.Job):
+        if distributed.n_samples != n:
+            raise EagleValueError(f"eagle.ode: the Job is over {distributed.n_samples} samples, the solve over {n}")
+        return distributed
+    raise EagleTypeError(f"eagle.ode: distributed= takes True or an eagle.distributed.Job, got a "
+                         f"{type(distributed).__name__}")
+
+
+def _share(a, job, n):
+    """This rank's rows of a per-sample input (first axis N), or the input itself when shared."""
+    if isinstance(a, np.ndarray) and a.ndim >= 1 and a.shape[0] == n and n > 1:
+        return a[job.base:job.base + job.count]
+    return a
+
+
+def _gather(v, n, comm):
+    """Every rank's (count, ...) share of a per-sample field as one (n, ...) array on every rank
+    (eagle.distributed gathers planes with the samples on their last axis: flattened to 2-d)."""
+    import eagle.distributed as ed
+    rest = v.shape[1:]
+    width = int(np.prod(rest)) if rest else 0
+    plane = np.ascontiguousarray(v.reshape(v.shape[0], width).T) if rest else np.ascontiguousarray(v)
+    got = ed.gather(plane, n, comm, root=None)
+    return np.ascontiguousarray(got.T).reshape((n,) + rest) if rest else got
+
+
+def solve_over_ranks(solver, y0, args, distributed, backend):
+    """The gathered :class:`GatheredSolution` of every rank's share."""
+    y0 = np.asarray(y0) if not hasattr(y0, "__dlpack_device__") or isinstance(y0, np.ndarray) else y0
+    y0h = np.asarray(y0)
+    n = y0h.shape[0] if y0h.ndim == 2 else max([np.shape(a)[0] for a in args if np.ndim(a) == 1] or [1])
+    job = _job(distributed, n, backend)
+    t1 = solver.t1
+    if np.ndim(t1):
+        solver = solver._with_t1(np.asarray(t1)[job.base:job.base + job.count])
+    mine = None
+    if job.count:
+        y0s = y0h if y0h.ndim == 1 else y0h[job.base:job.base + job.count]
+        mine = solver.solve(np.ascontiguousarray(y0s), tuple(_share(np.asarray(a), job, n) for a in args))
+    fields = {}
+    d = solver.n_state
+    empty = {"t": np.zeros(0), "y": np.zeros((0, d)), "status": np.zeros(0, np.int32),
+             "failure": np.zeros(0, np.int32), "nfev": np.zeros(0, np.int32), "n_accepted": np.zeros(0, np.int32),
+             "n_rejected": np.zeros(0, np.int32)}
+    for name, zero in empty.items():
+        fields[name] = _gather(getattr(mine, name) if mine is not None else zero, n, job.comm)
+    if solver.t_eval is not None:
+        fields["ys"] = _gather(mine.ys if mine is not None else np.zeros((0, d, solver.t_eval.size)), n, job.comm)
+    ne = len(solver.events)
+    if ne:
+        fields["n_events"] = _gather(mine.n_events if mine is not None else np.zeros((0, ne), np.int32), n, job.comm)
+        fields["t_events"] = [_gather(mine.t_events[e] if mine is not None else np.zeros(0), n, job.comm)
+                              for e in range(ne)]
+        fields["y_events"] = [_gather(mine.y_events[e] if mine is not None else np.zeros((0, d)), n, job.comm)
+                              for e in range(ne)]
+    return GatheredSolution(solver, fields)
+
+
+class GatheredSolution(OdeSolution):
+    """An :class:`OdeSolution` whose fields were gathered from every rank (host arrays)."""
+
+    def __init__(self, solver, fields):
+        self._fields = fields
+        self.source = solver.source
+        self.method = solver.method.name
+        self.t_eval = solver.t_eval
+        self.message = dict(__import__("eagle.ode._solution", fromlist=["MESSAGES"]).MESSAGES)
+
+    def __getattribute__(self, name):
+        fields = object.__getattribute__(self, "_fields")
+        if name in fields:
+            return fields[name]
+        if name in ("ys",):
+            return None
+        if name in ("t_events", "y_events"):
+            return []
+        return object.__getattribute__(self, name)
+
+    @property
+    def success(self):
+        return bool(np.all(self._fields["status"] >= 0))
