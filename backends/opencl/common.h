@@ -15,8 +15,12 @@
 #include <CL/cl.h>
 
 #include <cstring>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "eagle/backend_kit.h"
@@ -54,11 +58,29 @@ struct Stream {
     cl_command_queue queue = nullptr;
     std::mutex mu;
     std::string failure;
+    // The default stream's semantics (as CUDA's legacy default stream): a blocking stream's work
+    // starts after the default stream's earlier work, and the default stream's after every
+    // blocking stream's. Epochs count enqueues, so an order is added only when new work is there.
+    bool blocking = false;
+    uint64_t epoch = 0;             // enqueues so far
+    uint64_t seen_default = 0;      // a blocking stream: the default stream's epoch it is ordered after
+    // The stream's host thread (made on its first host function, joined when the stream goes):
+    // host functions run there, in order, never on the platform's callback thread, which a
+    // host function that blocks would stall for every queue.
+    std::thread host_thread;
+    std::mutex host_mu;
+    std::condition_variable host_cv;
+    std::deque<std::function<void()>> host_calls;
+    bool host_stop = false;
+    void post_host(std::function<void()> call);
+    void stop_host() noexcept;
 };
 Stream* register_stream(bool blocking);
 Stream* lookup_stream(eagle_backend_stream handle, const char* name);
 // The stream of a raw value: a live stream's, or the default stream's for 0; BAD_HANDLE otherwise.
 Stream& stream_of_raw(uint64_t raw, const char* name);
+// stream_of_raw for a call that enqueues work on it: orders it with the default stream first.
+Stream& enqueue_stream(uint64_t raw, const char* name);
 bool unregister_stream(eagle_backend_stream handle) noexcept;
 // Blocks until the stream's work is done; ERROR with the failure of its work.
 void finish(Stream& s, const char* what);

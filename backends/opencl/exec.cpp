@@ -20,7 +20,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_run_device(const struct eagle_ba
             eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->nparams is " + std::to_string(d.nparams) + "; it must be 0..64");
         if (d.nparams > 0) eagle::require(d.params, "desc->params");
         eagle::check_partition(d.base, d.count, d.n_samples, "desc");
-        Stream& s = stream_of_raw(d.stream, "desc->stream");
+        Stream& s = enqueue_stream(d.stream, "desc->stream");
         Kernel& k = kernel_of(d.function, "desc->function");
         if (static_cast<int64_t>(k.nargs) != d.nparams + 3)
             eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT,

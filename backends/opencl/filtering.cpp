@@ -144,7 +144,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
         eagle::check_flags(d.flags, EAGLE_BACKEND_COMPACT_MASK_IS_DROP, "desc->flags");
         check_device(d.device, "desc->device");
         eagle::check_sample_count(d.n, "desc->n");
-        Stream& s = stream_of_raw(d.stream, "desc->stream");
+        Stream& s = enqueue_stream(d.stream, "desc->stream");
         if (eagle::scratch_query_or_check(desc, d, 16, "compaction")) return;  // the scratch is not used
         if (!d.count) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->count is 0");
         if (d.n > 0 && !d.mask) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->mask is 0");
@@ -183,7 +183,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_back
             if (p.pitch_bytes != 0 && p.pitch_bytes < d.n * int64_t(p.elem_size) && p.width > 1)
                 eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, name + ".pitch_bytes is smaller than a row");
         }
-        Stream& s = stream_of_raw(d.stream, "desc->stream");
+        Stream& s = enqueue_stream(d.stream, "desc->stream");
         if (eagle::scratch_query_or_check(desc, d, reorder_scratch_bytes(d.n), "reorder")) return;
         if (d.n > 0) {
             if (!d.mask) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->mask is 0");

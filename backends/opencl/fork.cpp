@@ -26,7 +26,7 @@ Fork& lookup_fork(eagle_backend_fork handle) {
 
 void join(Fork& f) {
     if (!f.forked) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the fork is not forked");
-    Stream& origin = stream_of_raw(f.origin, "the fork's origin");
+    Stream& origin = enqueue_stream(f.origin, "the fork's origin");
     for (auto b : f.branches) order_after(origin, *lookup_stream(b, "branch"));
     f.forked = false;
 }

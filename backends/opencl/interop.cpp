@@ -36,7 +36,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fence(int32_t dl_device_type, in
         Stream* c = nullptr;
         try {
             p = &stream_of_raw(static_cast<uint64_t>(producer), "producer");
-            c = &stream_of_raw(static_cast<uint64_t>(consumer), "consumer");
+            c = &enqueue_stream(static_cast<uint64_t>(consumer), "consumer");
         } catch (const eagle::Error& e) {
             eagle::fail(EAGLE_BACKEND_INTEROP, e.what());
         }

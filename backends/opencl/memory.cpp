@@ -70,7 +70,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_memcpy(uint64_t dst, uint64_t sr
         if (direction < EAGLE_BACKEND_MEMCPY_H2D || direction > EAGLE_BACKEND_MEMCPY_H2H)
             eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT,
                         "direction is " + std::to_string(direction) + "; it must be 1 (H2D), 2 (D2H), 3 (D2D) or 4 (H2H)");
-        Stream& s = stream_of_raw(stream, "stream");
+        Stream& s = enqueue_stream(stream, "stream");
         if (bytes == 0) return;
         if (!dst || !src) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, dst ? "src is 0" : "dst is 0");
         // clEnqueueSVMMemcpy takes SVM and host pointers alike, in any direction, in queue order.

@@ -152,7 +152,12 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         std::string line_name;
         for (char c : name) line_name += (c == '"' || c == '\\') ? '_' : c;
         text += "#line 1 \"" + line_name + "\"\n";
+        const size_t start = text.size();
         text.append(source ? source : "", static_cast<size_t>(source_bytes));
+        // OpenCL compilers read a source as a C string: a NUL byte (in a comment, say) would end it
+        // early, so each becomes a space; the source is still source_bytes long, line numbers kept.
+        for (size_t c = start; c < text.size(); ++c)
+            if (text[c] == '\0') text[c] = ' ';
         // OpenCL C 2.0 or 3.0 with the generic address space: pointers the user writes without an
         // address space are generic (kernel.h).
         std::string options = rt.cl_std + " -cl-kernel-arg-info";

@@ -1,7 +1,9 @@
 // Group stream (bit 0) of the opencl backend: a stream is one in-order cl_command_queue; its raw
 // value is the Stream's address (0: the default stream, made on first use), so that a raw value
 // is checked against the registry before it is used. OpenCL has no default queue that other
-// queues synchronise with, so a blocking stream and a NON_BLOCKING one behave alike.
+// queues synchronise with; the backend gives its default stream CUDA's legacy semantics with
+// events (enqueue_stream): a stream made without NON_BLOCKING and the default stream each wait
+// for the other's earlier work.
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -38,7 +40,8 @@ std::unique_ptr<Stream> make_stream() {
 
 void destroy_stream(Stream* s) noexcept {
     if (!s || !s->queue) return;
-    clFinish(s->queue);
+    clFinish(s->queue);  // every host call has been posted and run (the barriers waited for them)
+    s->stop_host();
     {
         std::lock_guard<std::mutex> lock(g_mu);
         if (g_spare.size() < kSpare) {
@@ -52,8 +55,9 @@ void destroy_stream(Stream* s) noexcept {
 }
 }  // namespace
 
-Stream* register_stream(bool /*blocking*/) {
+Stream* register_stream(bool blocking) {
     auto s = make_stream();
+    s->blocking = blocking;
     std::lock_guard<std::mutex> lock(g_mu);
     Stream* p = s.get();
     g_streams.emplace(p, std::move(s));
@@ -70,17 +74,49 @@ Stream* lookup_stream(eagle_backend_stream handle, const char* name) {
     return it->first;
 }
 
+namespace {
+Stream& default_stream() {
+    static Stream* def = make_stream().release();  // the default stream lives as long as the process
+    return *def;
+}
+std::mutex g_order_mu;                            // the epochs and the default stream's view of them
+std::unordered_map<Stream*, uint64_t> g_default_seen;  // blocking stream -> its epoch the default waits for
+}  // namespace
+
 Stream& stream_of_raw(uint64_t raw, const char* name) {
-    if (raw == 0) {
-        static Stream* def = make_stream().release();  // the default stream lives as long as the process
-        return *def;
-    }
+    if (raw == 0) return default_stream();
     std::lock_guard<std::mutex> lock(g_mu);
     auto it = g_streams.find(reinterpret_cast<Stream*>(raw));
     if (it == g_streams.end())
         eagle::fail(EAGLE_BACKEND_BAD_HANDLE, std::string(name) + " (" + std::to_string(raw) +
                                                   ") is not a raw stream of the opencl backend, nor 0");
     return *it->first;
+}
+
+Stream& enqueue_stream(uint64_t raw, const char* name) {
+    Stream& s = stream_of_raw(raw, name);
+    Stream& def = default_stream();
+    std::lock_guard<std::mutex> order(g_order_mu);
+    if (&s == &def) {
+        std::vector<Stream*> blocking;
+        {
+            std::lock_guard<std::mutex> lock(g_mu);
+            for (auto& kv : g_streams)
+                if (kv.first->blocking) blocking.push_back(kv.first);
+        }
+        for (Stream* b : blocking) {
+            uint64_t& seen = g_default_seen[b];
+            if (seen != b->epoch) {
+                order_after(def, *b);
+                seen = b->epoch;
+            }
+        }
+    } else if (s.blocking && s.seen_default != def.epoch) {
+        order_after(s, def);
+        s.seen_default = def.epoch;
+    }
+    ++s.epoch;
+    return s;
 }
 
 bool unregister_stream(eagle_backend_stream handle) noexcept {
@@ -91,6 +127,10 @@ bool unregister_stream(eagle_backend_stream handle) noexcept {
         if (it == g_streams.end()) return false;
         gone = std::move(it->second);
         g_streams.erase(it);
+    }
+    {
+        std::lock_guard<std::mutex> order(g_order_mu);
+        g_default_seen.erase(gone.get());
     }
     destroy_stream(gone.get());
     return true;
@@ -133,6 +173,23 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_ptr(eagle_backend_stream 
 EAGLE_EXPORT eagle_backend_status eagle_backend_stream_synchronize(eagle_backend_stream stream) {
     return eagle::guarded("eagle_backend_stream_synchronize", [&] {
         finish(*lookup_stream(stream, "stream"), "clFinish");
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_stream_query(eagle_backend_stream stream, int32_t* done) {
+    return eagle::guarded("eagle_backend_stream_query", [&] {
+        eagle::require(done, "done");
+        Stream& s = *lookup_stream(stream, "stream");
+        // a marker completes when every command before it has: its status, without waiting
+        cl_event ev = nullptr;
+        cl_check(clEnqueueMarkerWithWaitList(s.queue, 0, nullptr, &ev), "clEnqueueMarkerWithWaitList");
+        clFlush(s.queue);
+        cl_int status = CL_QUEUED;
+        const cl_int err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+        clReleaseEvent(ev);
+        cl_check(err, "clGetEventInfo");
+        *done = status == CL_COMPLETE || status < 0 ? 1 : 0;
+        if (*done) finish(s, "stream_query");  // done: synchronize's status and effects, without a wait
     });
 }
 
