@@ -15,6 +15,7 @@
 #include <CL/cl.h>
 
 #include <cstring>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -64,6 +65,12 @@ struct Stream {
     bool blocking = false;
     uint64_t epoch = 0;             // enqueues so far
     uint64_t seen_default = 0;      // a blocking stream: the default stream's epoch it is ordered after
+    // stream_query: commands submitted so far (work and barriers), how many are known finished,
+    // and the marker that will tell when `query_through` of them are (under mu).
+    std::atomic<uint64_t> submitted{0};
+    uint64_t done_through = 0;
+    cl_event query_event = nullptr;
+    uint64_t query_through = 0;
     // The stream's host thread (made on its first host function, joined when the stream goes):
     // host functions run there, in order, never on the platform's callback thread, which a
     // host function that blocks would stall for every queue.

@@ -16,6 +16,7 @@ void order_after(Stream& waiter, Stream& producer) {
     cl_check(clEnqueueMarkerWithWaitList(producer.queue, 0, nullptr, &ev), "clEnqueueMarkerWithWaitList");
     ++g_events;
     const cl_int err = clEnqueueBarrierWithWaitList(waiter.queue, 1, &ev, nullptr);
+    ++waiter.submitted;  // the waiter now has something to finish (stream_query)
     clReleaseEvent(ev);
     cl_check(err, "clEnqueueBarrierWithWaitList");
 }

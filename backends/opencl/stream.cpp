@@ -4,6 +4,7 @@
 // queues synchronise with; the backend gives its default stream CUDA's legacy semantics with
 // events (enqueue_stream): a stream made without NON_BLOCKING and the default stream each wait
 // for the other's earlier work.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -42,6 +43,8 @@ void destroy_stream(Stream* s) noexcept {
     if (!s || !s->queue) return;
     clFinish(s->queue);  // every host call has been posted and run (the barriers waited for them)
     s->stop_host();
+    if (s->query_event) clReleaseEvent(s->query_event);
+    s->query_event = nullptr;
     {
         std::lock_guard<std::mutex> lock(g_mu);
         if (g_spare.size() < kSpare) {
@@ -116,6 +119,7 @@ Stream& enqueue_stream(uint64_t raw, const char* name) {
         s.seen_default = def.epoch;
     }
     ++s.epoch;
+    ++s.submitted;
     return s;
 }
 
@@ -137,11 +141,13 @@ bool unregister_stream(eagle_backend_stream handle) noexcept {
 }
 
 void finish(Stream& s, const char* what) {
+    const uint64_t now = s.submitted.load();
     const cl_int err = clFinish(s.queue);
     std::string failure;
     {
         std::lock_guard<std::mutex> lock(s.mu);
         failure.swap(s.failure);
+        s.done_through = std::max(s.done_through, now);
     }
     if (!failure.empty()) eagle::fail(EAGLE_BACKEND_ERROR, std::string(what) + ": enqueued work failed: " + failure);
     cl_check(err, what);
@@ -180,16 +186,28 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_query(eagle_backend_strea
     return eagle::guarded("eagle_backend_stream_query", [&] {
         eagle::require(done, "done");
         Stream& s = *lookup_stream(stream, "stream");
-        // a marker completes when every command before it has: its status, without waiting
-        cl_event ev = nullptr;
-        cl_check(clEnqueueMarkerWithWaitList(s.queue, 0, nullptr, &ev), "clEnqueueMarkerWithWaitList");
-        clFlush(s.queue);
-        cl_int status = CL_QUEUED;
-        const cl_int err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
-        clReleaseEvent(ev);
-        cl_check(err, "clGetEventInfo");
-        *done = status == CL_COMPLETE || status < 0 ? 1 : 0;
-        if (*done) finish(s, "stream_query");  // done: synchronize's status and effects, without a wait
+        const uint64_t now = s.submitted.load();
+        bool finished;
+        {
+            std::lock_guard<std::mutex> lock(s.mu);
+            if (s.done_through < now && s.query_event) {  // the marker of an earlier query
+                cl_int status = CL_QUEUED;
+                clGetEventInfo(s.query_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+                if (status == CL_COMPLETE || status < 0) {
+                    s.done_through = std::max(s.done_through, s.query_through);
+                    clReleaseEvent(s.query_event);
+                    s.query_event = nullptr;
+                }
+            }
+            if (s.done_through < now && !s.query_event) {  // a marker completes after everything before it
+                cl_check(clEnqueueMarkerWithWaitList(s.queue, 0, nullptr, &s.query_event), "clEnqueueMarkerWithWaitList");
+                s.query_through = now;
+                clFlush(s.queue);
+            }
+            finished = s.done_through >= now;
+        }
+        *done = finished ? 1 : 0;
+        if (finished) finish(s, "stream_query");  // done: synchronize's status and effects (the queue is idle)
     });
 }
 
