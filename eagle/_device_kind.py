@@ -23,6 +23,7 @@ KIND_OF_DEVICE_TYPE = {
     2: "cuda",   # kDLCUDA
     3: "cuda",   # kDLCUDAHost (page-locked host memory, served by the cuda kind)
     13: "cuda",  # kDLCUDAManaged
+    4: "opencl",  # kDLOpenCL (SVM addresses on the OpenCL device; no other framework consumes them today)
     8: "metal",  # kDLMetal
     10: "hip",   # kDLROCM
     11: "hip",   # kDLROCMHost
@@ -52,6 +53,7 @@ NEEDED_OF_KIND = {
     "cpu": (),
     "cuda": ("libcuda.so.1",),
     "hip": ("libamdhip64.so*", "libhsa-runtime64*"),
+    "opencl": ("libOpenCL.so.1",),  # the Khronos ICD loader, which finds the platform's driver
 }
 
 #: A DT_NEEDED entry's prefix no backend may carry, and what to do instead.

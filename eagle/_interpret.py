@@ -1,16 +1,25 @@
 """The host-decided path: where the backend cannot decide on the device, the runs of plain steps
 are recorded as *pieces* (one launcher each) and the host takes every decision, reading the guard
-words after synchronizing. Used by :meth:`eagle.Graph.build` and :meth:`eagle.Graph.launch`."""
+words after synchronizing. Used by :meth:`eagle.Graph.build` and :meth:`eagle.Graph.launch`.
+
+A backend that cannot record (no capture groups: the opencl kind) gets *eager* pieces: their steps
+are enqueued on the graph's stream again at every replay, in the same order, instead of replaying a
+launcher."""
 import ctypes
 
 from .constructs import Concurrent, is_plain
 
 
-class Piece:
-    """A run of plain steps recorded as one launcher (None when they recorded nothing)."""
+#: What recording a piece into a launcher needs.
+CAPTURE_GROUPS = ("capturer", "captured", "graph", "launcher")
 
-    def __init__(self, steps):
-        self.steps, self.launcher = steps, None
+
+class Piece:
+    """A run of plain steps recorded as one launcher (None when they recorded nothing), or, where
+    the backend cannot record (``recorder`` set), enqueued by ``recorder`` at every replay."""
+
+    def __init__(self, steps, recorder=None):
+        self.steps, self.launcher, self.recorder = steps, None, recorder
 
 
 class Decision:
@@ -55,6 +64,8 @@ class Compiler:
 
     def _piece(self, steps):
         b, s = self.graph.backend, self.graph.stream
+        if not all(b.provides(g) for g in CAPTURE_GROUPS):
+            return Piece(list(steps), recorder=self.recorder)
         piece = Piece(list(steps))
         with b.capture(s) as cap:
             self.recorder.record_all(steps, s)
@@ -83,6 +94,8 @@ class Interpreter:
             if isinstance(item, Piece):
                 if item.launcher is not None:
                     item.launcher.launch()
+                elif item.recorder is not None:
+                    item.recorder.record_all(item.steps, self.graph.stream)
                 continue
             self.synchronize()
             item.construct.run_host(self, item.programs)

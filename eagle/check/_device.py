@@ -21,7 +21,8 @@ KERNELS = ("affine", "accum", "add_u32", "stamp")
 _INCLUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "include")
 
 # One source for every kind: the kind's own compiler picks its half through <eagle/kernel.h>'s
-# EAGLE_KIND_GPU (the cpu lane-loop ABI, or __global__ functions taking the partition triple).
+# EAGLE_KIND_GPU (the cpu lane-loop ABI, or __global__ functions taking the partition triple) and
+# EAGLE_KIND_OPENCL (__kernel functions taking 8-byte values (ulong), then the triple).
 # Arithmetic is on uint64_t so wrap-around is defined.
 SOURCE = r"""
 #include <eagle/kernel.h>
@@ -48,6 +49,22 @@ extern "C" __global__ void eagle_check_add_u32(uint32_t* w, uint64_t delta, int6
     LANE(i); w[i] += (uint32_t)delta; }
 extern "C" __global__ void eagle_check_stamp(uint64_t* out, int64_t base, int64_t count, int64_t n) {
     LANE(i); out[i] = out[i] * 2u + (uint64_t)n; }
+#elif EAGLE_KIND_OPENCL
+/* OpenCL C has no clock: the delay is a dependent chain of about 1 ns a step. */
+EAGLE_FN void check_delay(int64_t us) {
+    volatile uint64_t acc = 1;
+    for (int64_t k = 0; k < us * 1000; ++k) acc = acc * 3u + 1u;
+}
+#define LANE(l) const int64_t l = base + (int64_t)get_global_id(0); if (l >= base + count) return
+#define P(T, a) ((T)(a))
+__kernel void eagle_check_affine(ulong x, ulong a, ulong b, long delay, long base, long count, long n) {
+    LANE(i); check_delay(delay); P(uint64_t*, x)[i] = P(uint64_t*, x)[i] * a + b; }
+__kernel void eagle_check_accum(ulong dst, ulong src, long delay, long base, long count, long n) {
+    LANE(i); check_delay(delay); P(uint64_t*, dst)[i] = P(uint64_t*, dst)[i] * 3u + P(const uint64_t*, src)[i]; }
+__kernel void eagle_check_add_u32(ulong w, ulong delta, long base, long count, long n) {
+    LANE(i); P(uint32_t*, w)[i] += (uint32_t)delta; }
+__kernel void eagle_check_stamp(ulong out, long base, long count, long n) {
+    LANE(i); P(uint64_t*, out)[i] = P(uint64_t*, out)[i] * 2u + (uint64_t)n; }
 #else
 #include <time.h>
 static void check_delay(int64_t us) {

@@ -218,7 +218,7 @@ def left_out_lines(provided_groups=("stream",)):
 def _c_string_lines(lines):
     out = [f'    "{line}\\n"' for line in lines[:-1]]
     out.append(f'    "{lines[-1]}"' if lines else '    ""')
-    return "\n".join(out) + ";"
+    return "\n".join(out)
 
 
 def _remove(files, folders):

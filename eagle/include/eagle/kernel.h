@@ -41,6 +41,8 @@
  * On the cpu kind each is `void k(void* const* params, int64_t base, int64_t count, int64_t n)`
  * with a lane loop; on cuda and hip each is an extern "C" __global__ function taking the declared
  * arguments, then eagle's partition triple (int64 base, count, n_samples), one lane per thread.
+ * On opencl each is a __kernel taking every declared argument as its 8-byte value (ulong), then
+ * the partition triple, one work-item per lane (OpenCL C 2.0: unqualified pointers are generic).
  * The partition triple and the lane loop are eagle's, never the user's.
  *
  * Numerics: this header includes <eagle/numerics.h>, so every kind has C's numeric vocabulary
@@ -96,6 +98,12 @@
 #define EAGLE_KIND_GPU 1
 #else
 #define EAGLE_KIND_GPU 0
+#endif
+/* OpenCL C (the opencl kind): its own half below; EAGLE_KIND_GPU is 0 there (no CUDA syntax). */
+#if defined(__OPENCL_VERSION__) || defined(__OPENCL_C_VERSION__)
+#define EAGLE_KIND_OPENCL 1
+#else
+#define EAGLE_KIND_OPENCL 0
 #endif
 
 /* A pointer parameter of any length (eagle checks no sample count for it): see "Typed launches". */
@@ -332,6 +340,63 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
             if (eagle_d.p >= 0)                                                                      \
                 eagle_body_##name(eagle_d.i, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));       \
         eagle_drain_end(eagle_queue);                                                                \
+    }                                                                                                \
+    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
+
+#elif EAGLE_KIND_OPENCL
+/* ---- the opencl kind: OpenCL C 2.0, or 3.0 with the generic address space (the backend picks
+ * the -cl-std the device offers), so a pointer the
+ * user writes without an address space (double*) is a generic pointer, in the body and in the
+ * helpers alike. Every kernel entry takes each declared argument as the 8-byte value eagle passes
+ * (ulong: a scalar's bits, or an array's device address -- a coarse-grained SVM address, the same
+ * on the host and the device) and reinterprets it as the declared type; then eagle's partition
+ * triple (long base, count, n_samples), one work-item per lane: lane = base + get_global_id(0).
+ * Taking addresses as integers is what lets eagle do arithmetic on them (plane offsets). */
+#define EAGLE_FN static inline
+#define EAGLE_OCL_ARG(p) EAGLE_PP_CAT(eagle_arg_, EAGLE_PP_NAME p)
+#define EAGLE_OCL_PARAM(k, p) ulong EAGLE_OCL_ARG(p),
+/* The declared type from its 8 bytes (little-endian: a narrower scalar is the low bytes). */
+#define EAGLE_OCL_AS(T, bits) (((union { ulong eagle_u; T eagle_v; }){.eagle_u = (bits)}).eagle_v)
+#define EAGLE_OCL_UNPACK(k, p) EAGLE_PP_TYPE p EAGLE_PP_NAME p = EAGLE_OCL_AS(EAGLE_PP_TYPE p, EAGLE_OCL_ARG(p));
+#define EAGLE_OCL_LANE const int64_t eagle_l = eagle_base + (int64_t)get_global_id(0)
+
+#define EAGLE_KERNEL(name, ...)                                                                      \
+    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__));  \
+    __kernel void name(EAGLE_PP_MAP(EAGLE_OCL_PARAM, __VA_ARGS__) long eagle_base, long eagle_count,  \
+                       long eagle_n) {                                                               \
+        EAGLE_PP_MAP(EAGLE_OCL_UNPACK, __VA_ARGS__)                                                   \
+        EAGLE_OCL_LANE;                                                                              \
+        if (eagle_l < eagle_base + eagle_count)                                                      \
+            eagle_body_##name(eagle_l, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));             \
+    }                                                                                                \
+    __kernel void name##_active(EAGLE_PP_MAP(EAGLE_OCL_PARAM, __VA_ARGS__) ulong eagle_map_bits,      \
+                                ulong eagle_live_bits, long eagle_base, long eagle_count, long eagle_n) { \
+        EAGLE_PP_MAP(EAGLE_OCL_UNPACK, __VA_ARGS__)                                                   \
+        const int32_t* eagle_map = (const int32_t*)eagle_map_bits;                                   \
+        const uint32_t* eagle_live = (const uint32_t*)eagle_live_bits;                               \
+        EAGLE_OCL_LANE;                                                                              \
+        if (eagle_l < eagle_base + eagle_count && eagle_l < (int64_t)*eagle_live)                     \
+            eagle_body_##name(eagle_map[eagle_l], eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));  \
+    }                                                                                                \
+    /* the drain: lane w takes map positions w, w + workers, ... (the cpu kind's strided form); */  \
+    /* the queue words are not used (left at zero). */                                              \
+    __kernel void name##_drain(EAGLE_PP_MAP(EAGLE_OCL_PARAM, __VA_ARGS__) ulong eagle_map_bits,       \
+                               ulong eagle_live_bits, ulong eagle_mask_bits, ulong eagle_queue_bits,  \
+                               long eagle_rounds, long eagle_workers, long eagle_base,               \
+                               long eagle_count, long eagle_n) {                                     \
+        EAGLE_PP_MAP(EAGLE_OCL_UNPACK, __VA_ARGS__)                                                   \
+        (void)eagle_queue_bits;                                                                      \
+        const int32_t* eagle_map = (const int32_t*)eagle_map_bits;                                   \
+        const uint32_t* eagle_live_p = (const uint32_t*)eagle_live_bits;                             \
+        const int64_t eagle_live = eagle_live_p ? (int64_t)*eagle_live_p : eagle_n; /* NULL: all n */ \
+        const uint8_t* eagle_mask = (const uint8_t*)eagle_mask_bits;                                 \
+        EAGLE_OCL_LANE;                                                                              \
+        if (eagle_l >= eagle_base + eagle_count) return;                                             \
+        for (int64_t eagle_p = eagle_l; eagle_p < eagle_live; eagle_p += eagle_workers) {            \
+            const int64_t eagle_i = eagle_map ? (int64_t)eagle_map[eagle_p] : eagle_p;               \
+            for (int64_t eagle_r = 0; eagle_r < eagle_rounds && eagle_mask[eagle_i] == 0; ++eagle_r)  \
+                eagle_body_##name(eagle_i, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));         \
+        }                                                                                            \
     }                                                                                                \
     EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
 

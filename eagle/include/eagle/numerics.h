@@ -18,6 +18,11 @@
  *   from <stdbool.h> bool true false;   from <stddef.h> size_t ptrdiff_t NULL
  *
  * Where they come from, per kind:
+ *   opencl (OpenCL C, __OPENCL_VERSION__): the language's own built-ins (its math functions are
+ *       overloaded for float and double as C++'s are, and some platforms (PoCL) define them as
+ *       macros already, so the double-converting macros below are NOT applied: a call that mixes
+ *       float and double arguments (nextafter(t, INFINITY)) may be ambiguous there -- write
+ *       (double)INFINITY); the fixed-width types are typedefs here, FP64 is enabled by cl_khr_fp64.
  *   cpu (the system C compiler): the C library's own headers. A strict -std=c11 hides the M_
  *       constants in glibc's <math.h>; they are then defined here, with the same values.
  *   cuda by NVRTC (__CUDACC_RTC__) and hip by hiprtc (__HIPCC_RTC__): a runtime compiler has no C
@@ -46,7 +51,221 @@
 #ifndef EAGLE_NUMERICS_H
 #define EAGLE_NUMERICS_H
 
-#if defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)
+#if defined(__OPENCL_VERSION__) || defined(__OPENCL_C_VERSION__)
+/* ---- OpenCL C (the opencl kind, by the platform's clBuildProgram): no C library headers. size_t,
+ * ptrdiff_t, intptr_t, uintptr_t, bool/true/false, NULL, INFINITY, NAN, HUGE_VAL(F), the FLT_ and
+ * DBL_ limits, M_PI & co. and the math functions are the language's own; the fixed-width types
+ * are ours (long is 64 bits in OpenCL C), and FP64 is switched on (cl_khr_fp64). */
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#if !defined(EAGLE_HAVE_STDINT)
+typedef char int8_t;
+typedef uchar uint8_t;
+typedef short int16_t;
+typedef ushort uint16_t;
+typedef int int32_t;
+typedef uint uint32_t;
+typedef long int64_t;
+typedef ulong uint64_t;
+typedef long intmax_t;
+typedef ulong uintmax_t;
+#endif
+/* OpenCL C has no long long: the 64-bit limits and constant macros use long. */
+#define INT64_MAX 9223372036854775807l
+#define INT64_MIN (-9223372036854775807l - 1)
+#define UINT64_MAX 18446744073709551615ul
+#define INT8_C(c) c
+#define INT16_C(c) c
+#define INT32_C(c) c
+#define INT64_C(c) c##l
+#define UINT8_C(c) c
+#define UINT16_C(c) c
+#define UINT32_C(c) c##u
+#define UINT64_C(c) c##ul
+#define INTMAX_C(c) c##l
+#define UINTMAX_C(c) c##ul
+/* C's float functions (sqrtf, ...) are OpenCL C's overloads at float; the C functions OpenCL C
+ * lacks are written with the ones it has (the same result in the default rounding mode). */
+#ifndef acosf
+#define acosf(x) acos((float)(x))
+#endif
+#ifndef asinf
+#define asinf(x) asin((float)(x))
+#endif
+#ifndef atanf
+#define atanf(x) atan((float)(x))
+#endif
+#ifndef cosf
+#define cosf(x) cos((float)(x))
+#endif
+#ifndef sinf
+#define sinf(x) sin((float)(x))
+#endif
+#ifndef tanf
+#define tanf(x) tan((float)(x))
+#endif
+#ifndef acoshf
+#define acoshf(x) acosh((float)(x))
+#endif
+#ifndef asinhf
+#define asinhf(x) asinh((float)(x))
+#endif
+#ifndef atanhf
+#define atanhf(x) atanh((float)(x))
+#endif
+#ifndef coshf
+#define coshf(x) cosh((float)(x))
+#endif
+#ifndef sinhf
+#define sinhf(x) sinh((float)(x))
+#endif
+#ifndef tanhf
+#define tanhf(x) tanh((float)(x))
+#endif
+#ifndef expf
+#define expf(x) exp((float)(x))
+#endif
+#ifndef exp2f
+#define exp2f(x) exp2((float)(x))
+#endif
+#ifndef expm1f
+#define expm1f(x) expm1((float)(x))
+#endif
+#ifndef logf
+#define logf(x) log((float)(x))
+#endif
+#ifndef log10f
+#define log10f(x) log10((float)(x))
+#endif
+#ifndef log1pf
+#define log1pf(x) log1p((float)(x))
+#endif
+#ifndef log2f
+#define log2f(x) log2((float)(x))
+#endif
+#ifndef logbf
+#define logbf(x) logb((float)(x))
+#endif
+#ifndef cbrtf
+#define cbrtf(x) cbrt((float)(x))
+#endif
+#ifndef fabsf
+#define fabsf(x) fabs((float)(x))
+#endif
+#ifndef sqrtf
+#define sqrtf(x) sqrt((float)(x))
+#endif
+#ifndef erff
+#define erff(x) erf((float)(x))
+#endif
+#ifndef erfcf
+#define erfcf(x) erfc((float)(x))
+#endif
+#ifndef lgammaf
+#define lgammaf(x) lgamma((float)(x))
+#endif
+#ifndef tgammaf
+#define tgammaf(x) tgamma((float)(x))
+#endif
+#ifndef ceilf
+#define ceilf(x) ceil((float)(x))
+#endif
+#ifndef floorf
+#define floorf(x) floor((float)(x))
+#endif
+#ifndef rintf
+#define rintf(x) rint((float)(x))
+#endif
+#ifndef roundf
+#define roundf(x) round((float)(x))
+#endif
+#ifndef truncf
+#define truncf(x) trunc((float)(x))
+#endif
+#ifndef atan2f
+#define atan2f(x, y) atan2((float)(x), (float)(y))
+#endif
+#ifndef hypotf
+#define hypotf(x, y) hypot((float)(x), (float)(y))
+#endif
+#ifndef powf
+#define powf(x, y) pow((float)(x), (float)(y))
+#endif
+#ifndef fmodf
+#define fmodf(x, y) fmod((float)(x), (float)(y))
+#endif
+#ifndef remainderf
+#define remainderf(x, y) remainder((float)(x), (float)(y))
+#endif
+#ifndef copysignf
+#define copysignf(x, y) copysign((float)(x), (float)(y))
+#endif
+#ifndef nextafterf
+#define nextafterf(x, y) nextafter((float)(x), (float)(y))
+#endif
+#ifndef fdimf
+#define fdimf(x, y) fdim((float)(x), (float)(y))
+#endif
+#ifndef fmaxf
+#define fmaxf(x, y) fmax((float)(x), (float)(y))
+#endif
+#ifndef fminf
+#define fminf(x, y) fmin((float)(x), (float)(y))
+#endif
+#ifndef fmaf
+#define fmaf(x, y, z) fma((float)(x), (float)(y), (float)(z))
+#endif
+#ifndef ilogbf
+#define ilogbf(x) ilogb((float)(x))
+#endif
+#ifndef frexpf
+#define frexpf(x, e) frexp((float)(x), e)
+#endif
+#ifndef ldexpf
+#define ldexpf(x, e) ldexp((float)(x), (int)(e))
+#endif
+#ifndef modff
+#define modff(x, ip) modf((float)(x), ip)
+#endif
+#ifndef remquof
+#define remquof(x, y, q) remquo((float)(x), (float)(y), q)
+#endif
+#ifndef scalbnf
+#define scalbnf(x, e) ldexp((float)(x), (int)(e))
+#endif
+#ifndef scalbn
+#define scalbn(x, e) ldexp((double)(x), (int)(e))
+#endif
+#ifndef nearbyintf
+#define nearbyintf(x) rint((float)(x))
+#endif
+#ifndef nearbyint
+#define nearbyint(x) rint((double)(x))
+#endif
+#ifndef lrintf
+#define lrintf(x) ((long)rint((float)(x)))
+#endif
+#ifndef lrint
+#define lrint(x) ((long)rint((double)(x)))
+#endif
+#ifndef llrintf
+#define llrintf(x) ((long)rint((float)(x)))
+#endif
+#ifndef llrint
+#define llrint(x) ((long)rint((double)(x)))
+#endif
+#ifndef lroundf
+#define lroundf(x) ((long)round((float)(x)))
+#endif
+#ifndef lround
+#define lround(x) ((long)round((double)(x)))
+#endif
+#ifndef llroundf
+#define llroundf(x) ((long)round((float)(x)))
+#endif
+#ifndef llround
+#define llround(x) ((long)round((double)(x)))
+#endif
+#elif defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)
 /* ---- a runtime compiler: no C library headers; the types are ours */
 #if !defined(EAGLE_HAVE_STDINT)
 typedef signed char int8_t;

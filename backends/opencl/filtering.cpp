@@ -1,0 +1,234 @@
+// Group filtering (bit 12) and reorder_device of the opencl backend, as OpenCL C kernels of the
+// backend's own, enqueued on the stream (no host read of device memory, no allocation).
+//
+// compact_device: one work-item walks the mask in order (numpy.flatnonzero's order); a parallel
+// two-pass scan is future work.
+// reorder_device: a plan kernel (one work-item) checks *span and perm, counts the kept samples and
+// writes each position's destination into the scratch; then, per plane row, a scatter into the
+// scratch and a copy back (one work-item per position below *span); then inv and *span. Bad input
+// found on the device (a span past n, a perm entry outside [0, n)) moves nothing and is reported
+// by the stream's next synchronize: the plan's verdict is copied to the host and read by a host
+// call in stream order.
+#include <array>
+#include <map>
+#include <memory>
+
+#include "common.h"
+
+namespace {
+const char* kSource = R"CL(
+__kernel void eagle_opencl_compact(ulong mask_a, ulong map_a, ulong count_a, long n, uint drop,
+                                   ulong live_a, ulong span_a, ulong fire_a, float theta) {
+    const __global uchar* mask = (const __global uchar*)mask_a;
+    __global int* map = (__global int*)map_a;
+    uint k = 0;
+    for (long i = 0; i < n; ++i)
+        if ((mask[i] != 0) != (drop != 0)) map[k++] = (int)i;
+    *(__global uint*)count_a = k;
+    if (live_a) *(__global uint*)live_a = k;
+    if (fire_a && span_a) {
+        const uint span = *(__global const uint*)span_a;
+        *(__global uint*)fire_a = (k < span && (float)k <= theta * (float)span) ? 1u : 0u;
+    }
+}
+
+/* The scratch: uint header[16] = {verdict (0 go, 1 skip, 2 span > n, 3 perm out of range), kept,
+ * span, the bad position}, then int dest[n] (64-byte aligned), then the elements' staging area. */
+#define HDR(s) ((__global uint*)(s))
+#define DEST(s) ((__global int*)((s) + 64))
+#define TMP(s, n) ((__global uchar*)((s) + 64 + (((n) * 4 + 63) / 64) * 64))
+
+__kernel void eagle_opencl_reorder_plan(ulong mask_a, ulong perm_a, ulong span_a, ulong fire_a, ulong scr, long n,
+                                        uint drop) {
+    __global uint* hdr = HDR(scr);
+    hdr[0] = 0; hdr[1] = 0; hdr[2] = 0; hdr[3] = 0;
+    if (fire_a) {
+        __global uint* fire = (__global uint*)fire_a;
+        const uint f = *fire;
+        *fire = 0;
+        if (f == 0) { hdr[0] = 1; return; }
+    }
+    if (n == 0) { hdr[0] = 1; return; }
+    const uint s = *(__global const uint*)span_a;
+    hdr[2] = s;
+    if ((long)s > n) { hdr[0] = 2; return; }
+    const __global int* perm = (const __global int*)perm_a;
+    for (long p = 0; p < (long)s; ++p)
+        if (perm[p] < 0 || (long)perm[p] >= n) { hdr[0] = 3; hdr[3] = (uint)p; return; }
+    const __global uchar* m = (const __global uchar*)mask_a;
+    uint kept = 0;
+    for (long i = 0; i < (long)s; ++i) kept += (m[i] != 0) != (drop != 0);
+    uint k = 0, d = kept;
+    __global int* dest = DEST(scr);
+    for (long i = 0; i < (long)s; ++i) dest[i] = ((m[i] != 0) != (drop != 0)) ? (int)k++ : (int)d++;
+    hdr[1] = kept;
+}
+
+__kernel void eagle_opencl_reorder_scatter(ulong row_a, ulong scr, long n, uint elem) {
+    const long i = get_global_id(0);
+    if (HDR(scr)[0] != 0 || i >= (long)HDR(scr)[2]) return;
+    const __global uchar* row = (const __global uchar*)row_a;
+    __global uchar* tmp = TMP(scr, n);
+    const long to = (long)DEST(scr)[i];
+    for (uint b = 0; b < elem; ++b) tmp[to * elem + b] = row[i * elem + b];
+}
+
+__kernel void eagle_opencl_reorder_back(ulong row_a, ulong scr, long n, uint elem) {
+    const long i = get_global_id(0);
+    if (HDR(scr)[0] != 0 || i >= (long)HDR(scr)[2]) return;
+    __global uchar* row = (__global uchar*)row_a;
+    const __global uchar* tmp = TMP(scr, n);
+    for (uint b = 0; b < elem; ++b) row[i * elem + b] = tmp[i * elem + b];
+}
+
+__kernel void eagle_opencl_reorder_finish(ulong perm_a, ulong inv_a, ulong span_a, ulong scr, long n) {
+    (void)n;
+    __global const uint* hdr = HDR(scr);
+    if (hdr[0] != 0) return;
+    const __global int* perm = (const __global int*)perm_a;
+    __global int* inv = (__global int*)inv_a;
+    for (long p = 0; p < (long)hdr[2]; ++p) inv[perm[p]] = (int)p;
+    *(__global uint*)span_a = hdr[1];
+}
+)CL";
+
+std::mutex g_mu;  // serialises the backend's own kernels (a cl_kernel holds its arguments)
+
+int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
+int64_t reorder_scratch_bytes(int64_t n) { return 64 + align64(4 * n) + 16 * n; }
+}  // namespace
+
+namespace eagle_opencl {
+cl_kernel own_kernel(const char* source, const char* name) {
+    static std::map<std::pair<const char*, std::string>, cl_kernel> kernels;  // live as long as the process
+    static std::map<const char*, cl_program> programs;
+    auto key = std::make_pair(source, std::string(name));
+    auto it = kernels.find(key);
+    if (it != kernels.end()) return it->second;
+    Runtime& rt = runtime();
+    cl_int err = CL_SUCCESS;
+    cl_program& prog = programs[source];
+    if (!prog) {
+        cl_program p = clCreateProgramWithSource(rt.context, 1, &source, nullptr, &err);
+        cl_check(err, "clCreateProgramWithSource (the backend's own kernels)");
+        err = clBuildProgram(p, 1, &rt.device, "", nullptr, nullptr);
+        if (err != CL_SUCCESS) {
+            clReleaseProgram(p);
+            cl_check(err, "clBuildProgram (the backend's own kernels)", EAGLE_BACKEND_UNAVAILABLE);
+        }
+        prog = p;
+    }
+    cl_kernel k = clCreateKernel(prog, name, &err);
+    cl_check(err, "clCreateKernel (the backend's own kernels)");
+    kernels.emplace(key, k);
+    return k;
+}
+
+void launch_own(Stream& s, cl_kernel k, const std::vector<std::pair<const void*, size_t>>& args, size_t global) {
+    for (size_t a = 0; a < args.size(); ++a)
+        cl_check(clSetKernelArg(k, static_cast<cl_uint>(a), args[a].second, args[a].first), "clSetKernelArg");
+    const std::vector<void*> svm = live_allocations();
+    cl_check(clSetKernelExecInfo(k, CL_KERNEL_EXEC_INFO_SVM_PTRS, svm.size() * sizeof(void*),
+                                 svm.empty() ? nullptr : svm.data()),
+             "clSetKernelExecInfo(SVM_PTRS)");
+    cl_check(clEnqueueNDRangeKernel(s.queue, k, 1, nullptr, &global, nullptr, 0, nullptr, nullptr),
+             "clEnqueueNDRangeKernel");
+}
+}  // namespace eagle_opencl
+
+using namespace eagle_opencl;
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_backend_compact_desc* desc) {
+    return eagle::guarded("eagle_backend_compact_device", [&] {
+        auto d = eagle::read_desc(desc, "desc");
+        eagle::check_flags(d.flags, EAGLE_BACKEND_COMPACT_MASK_IS_DROP, "desc->flags");
+        check_device(d.device, "desc->device");
+        eagle::check_sample_count(d.n, "desc->n");
+        Stream& s = enqueue_stream(d.stream, "desc->stream");
+        if (eagle::scratch_query_or_check(desc, d, 16, "compaction")) return;  // the scratch is not used
+        if (!d.count) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->count is 0");
+        if (d.n > 0 && !d.mask) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->mask is 0");
+        if (d.n > 0 && !d.index_map) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->index_map is 0");
+        if (d.fire && d.span && !(d.theta > 0.0f && d.theta <= 1.0f))
+            eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->theta must be in (0, 1] when fire is given");
+        const cl_long n = d.n;
+        const cl_uint drop = (d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP) ? 1u : 0u;
+        const cl_float theta = d.theta;
+        std::lock_guard<std::mutex> lock(g_mu);
+        launch_own(s, own_kernel(kSource, "eagle_opencl_compact"),
+                   {{&d.mask, 8}, {&d.index_map, 8}, {&d.count, 8}, {&n, 8}, {&drop, 4}, {&d.live32, 8},
+                    {&d.span, 8}, {&d.fire, 8}, {&theta, 4}},
+                   1);
+    });
+}
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_backend_reorder_desc* desc) {
+    return eagle::guarded("eagle_backend_reorder_device", [&] {
+        auto d = eagle::read_desc(desc, "desc");
+        eagle::check_flags(d.flags, EAGLE_BACKEND_COMPACT_MASK_IS_DROP, "desc->flags");
+        check_device(d.device, "desc->device");
+        eagle::check_sample_count(d.n, "desc->n");
+        if (d.plane_count > 64)
+            eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->plane_count is " + std::to_string(d.plane_count) + " (0..64)");
+        if (d.plane_count > 0 && !d.planes) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->planes is NULL");
+        std::vector<eagle_backend_reorder_plane> planes(d.planes, d.planes + d.plane_count);
+        for (size_t i = 0; i < planes.size(); ++i) {
+            const auto& p = planes[i];
+            const std::string name = "desc->planes[" + std::to_string(i) + "]";
+            if (p.elem_size != 1 && p.elem_size != 2 && p.elem_size != 4 && p.elem_size != 8 && p.elem_size != 16)
+                eagle::fail(EAGLE_BACKEND_UNSUPPORTED, name + ".elem_size is " + std::to_string(p.elem_size) +
+                                                           " (1, 2, 4, 8 or 16)");
+            if (d.n > 0 && !p.data) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, name + ".data is 0");
+            if (p.pitch_bytes < 0) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, name + ".pitch_bytes is negative");
+            if (p.pitch_bytes != 0 && p.pitch_bytes < d.n * int64_t(p.elem_size) && p.width > 1)
+                eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, name + ".pitch_bytes is smaller than a row");
+        }
+        Stream& s = enqueue_stream(d.stream, "desc->stream");
+        if (eagle::scratch_query_or_check(desc, d, reorder_scratch_bytes(d.n), "reorder")) return;
+        if (d.n > 0) {
+            if (!d.mask) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->mask is 0");
+            if (!d.perm) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->perm is 0");
+            if (!d.inv) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->inv is 0");
+            if (!d.span) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->span is 0");
+        }
+        const cl_long n = d.n;
+        const cl_uint drop = (d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP) ? 1u : 0u;
+        const size_t global = d.n > 0 ? static_cast<size_t>(d.n) : 1;
+        std::lock_guard<std::mutex> lock(g_mu);
+        launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_plan"),
+                   {{&d.mask, 8}, {&d.perm, 8}, {&d.span, 8}, {&d.fire, 8}, {&d.scratch, 8}, {&n, 8}, {&drop, 4}}, 1);
+        auto move_row = [&](uint64_t row, cl_uint elem) {
+            launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_scatter"), {{&row, 8}, {&d.scratch, 8}, {&n, 8}, {&elem, 4}},
+                       global);
+            launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_back"), {{&row, 8}, {&d.scratch, 8}, {&n, 8}, {&elem, 4}},
+                       global);
+        };
+        for (const auto& pl : planes) {
+            const uint32_t width = pl.width ? pl.width : 1;
+            const int64_t pitch = pl.pitch_bytes ? pl.pitch_bytes : d.n * static_cast<int64_t>(pl.elem_size);
+            for (uint32_t r = 0; r < width; ++r) move_row(pl.data + static_cast<uint64_t>(r * pitch), pl.elem_size);
+        }
+        move_row(d.perm, 4);
+        launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_finish"),
+                   {{&d.perm, 8}, {&d.inv, 8}, {&d.span, 8}, {&d.scratch, 8}, {&n, 8}}, 1);
+        // The verdict to the host, then read in stream order: bad input surfaces at synchronize.
+        auto verdict = std::make_shared<std::array<uint32_t, 4>>();
+        cl_check(clEnqueueSVMMemcpy(s.queue, CL_FALSE, verdict->data(), reinterpret_cast<const void*>(d.scratch), 16, 0,
+                                    nullptr, nullptr),
+                 "clEnqueueSVMMemcpy (reorder verdict)");
+        Stream* sp = &s;
+        const int64_t nn = d.n;
+        enqueue_host_call(s, [verdict, sp, nn] {
+            const auto& v = *verdict;
+            std::string why;
+            if (v[0] == 2)
+                why = "reorder_device: *span (" + std::to_string(v[2]) + ") exceeds n (" + std::to_string(nn) +
+                      "); nothing was moved";
+            else if (v[0] == 3)
+                why = "reorder_device: perm[" + std::to_string(v[3]) + "] is outside [0, n); nothing was moved";
+            if (why.empty()) return;
+            std::lock_guard<std::mutex> lock(sp->mu);
+            if (sp->failure.empty()) sp->failure = why;
+        });
+    });
+}

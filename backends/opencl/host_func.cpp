@@ -1,0 +1,100 @@
+// host_func of the opencl backend: fn runs in stream order on the stream's host thread. A marker
+// event's completion callback hands fn to that thread, which runs it and then completes a user
+// event; a barrier that waits for the user event holds back the work enqueued after it (and
+// clFinish) until fn has returned.
+#include <memory>
+
+#include "common.h"
+
+namespace {
+struct HostCall {
+    std::function<void()> fn;
+    cl_event gate;  // the user event the barrier waits for
+    eagle_opencl::Stream* stream;
+};
+
+void CL_CALLBACK run_host_call(cl_event marker, cl_int status, void* data) {
+    std::shared_ptr<HostCall> call(static_cast<HostCall*>(data));
+    clReleaseEvent(marker);
+    if (status != CL_COMPLETE) {  // an earlier command failed: fn is not run, the work after it fails too
+        clSetUserEventStatus(call->gate, -1);
+        clReleaseEvent(call->gate);
+        return;
+    }
+    call->stream->post_host([call] {
+        try {
+            call->fn();
+        } catch (...) {
+        }
+        clSetUserEventStatus(call->gate, CL_COMPLETE);
+        clReleaseEvent(call->gate);
+    });
+}
+}  // namespace
+
+namespace eagle_opencl {
+void Stream::post_host(std::function<void()> call) {
+    std::lock_guard<std::mutex> lock(host_mu);
+    host_calls.push_back(std::move(call));
+    if (!host_thread.joinable()) {
+        host_thread = std::thread([this] {
+            std::unique_lock<std::mutex> lk(host_mu);
+            for (;;) {
+                host_cv.wait(lk, [this] { return host_stop || !host_calls.empty(); });
+                if (host_calls.empty()) return;  // stopped and drained
+                auto next = std::move(host_calls.front());
+                host_calls.pop_front();
+                lk.unlock();
+                next();
+                lk.lock();
+            }
+        });
+    }
+    host_cv.notify_one();
+}
+
+void Stream::stop_host() noexcept {
+    {
+        std::lock_guard<std::mutex> lock(host_mu);
+        host_stop = true;
+    }
+    host_cv.notify_one();
+    if (host_thread.joinable()) host_thread.join();
+    host_thread = std::thread();
+    host_stop = false;
+}
+}  // namespace eagle_opencl
+
+namespace eagle_opencl {
+void enqueue_host_call(Stream& s, std::function<void()> fn) {
+    Runtime& rt = runtime();
+    cl_int err = CL_SUCCESS;
+    cl_event gate = clCreateUserEvent(rt.context, &err);
+    cl_check(err, "clCreateUserEvent");
+    cl_event marker = nullptr;
+    err = clEnqueueMarkerWithWaitList(s.queue, 0, nullptr, &marker);
+    if (err != CL_SUCCESS) {
+        clReleaseEvent(gate);
+        cl_check(err, "clEnqueueMarkerWithWaitList");
+    }
+    err = clEnqueueBarrierWithWaitList(s.queue, 1, &gate, nullptr);
+    auto call = std::make_unique<HostCall>(HostCall{std::move(fn), gate, &s});
+    if (err == CL_SUCCESS) err = clSetEventCallback(marker, CL_COMPLETE, run_host_call, call.get());
+    if (err != CL_SUCCESS) {
+        clSetUserEventStatus(gate, -1);  // the barrier, if enqueued, fails rather than waiting forever
+        clReleaseEvent(gate);
+        clReleaseEvent(marker);
+        cl_check(err, "host_func");
+    }
+    call.release();  // run_host_call owns it now
+}
+}  // namespace eagle_opencl
+
+using namespace eagle_opencl;
+
+EAGLE_EXPORT eagle_backend_status eagle_backend_host_func(uint64_t stream, eagle_backend_host_fn fn, void* user_data) {
+    return eagle::guarded("eagle_backend_host_func", [&] {
+        eagle::require(reinterpret_cast<void*>(fn), "fn");
+        enqueue_host_call(enqueue_stream(stream, "stream"), [fn, user_data] { fn(user_data); });
+    });
+}

@@ -1,0 +1,136 @@
+// The platform, the device and the context of the opencl backend, made once on first use.
+#include <cstdlib>
+#include <cstring>
+
+#include "common.h"
+
+namespace eagle_opencl {
+
+std::string cl_error(cl_int err, const char* what) {
+    const char* name = "CL error";
+    switch (err) {
+        case CL_DEVICE_NOT_FOUND: name = "CL_DEVICE_NOT_FOUND"; break;
+        case CL_OUT_OF_RESOURCES: name = "CL_OUT_OF_RESOURCES"; break;
+        case CL_OUT_OF_HOST_MEMORY: name = "CL_OUT_OF_HOST_MEMORY"; break;
+        case CL_MEM_OBJECT_ALLOCATION_FAILURE: name = "CL_MEM_OBJECT_ALLOCATION_FAILURE"; break;
+        case CL_BUILD_PROGRAM_FAILURE: name = "CL_BUILD_PROGRAM_FAILURE"; break;
+        case CL_INVALID_VALUE: name = "CL_INVALID_VALUE"; break;
+        case CL_INVALID_KERNEL_ARGS: name = "CL_INVALID_KERNEL_ARGS"; break;
+        case CL_INVALID_ARG_SIZE: name = "CL_INVALID_ARG_SIZE"; break;
+        case CL_INVALID_ARG_INDEX: name = "CL_INVALID_ARG_INDEX"; break;
+        case CL_INVALID_WORK_GROUP_SIZE: name = "CL_INVALID_WORK_GROUP_SIZE"; break;
+        case CL_INVALID_KERNEL_NAME: name = "CL_INVALID_KERNEL_NAME"; break;
+        case CL_INVALID_BUILD_OPTIONS: name = "CL_INVALID_BUILD_OPTIONS"; break;
+        case CL_INVALID_BINARY: name = "CL_INVALID_BINARY"; break;
+        case -1001:  /* CL_PLATFORM_NOT_FOUND_KHR */ name = "CL_PLATFORM_NOT_FOUND_KHR (no OpenCL platform: install an ICD)"; break;
+        case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: name = "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST"; break;
+        default: break;
+    }
+    return std::string(what) + ": " + name + " (" + std::to_string(err) + ")";
+}
+
+void cl_check(cl_int err, const char* what, eagle_backend_status status) {
+    if (err != CL_SUCCESS) eagle::fail(status, cl_error(err, what));
+}
+
+namespace {
+std::string info_string(cl_platform_id p, cl_platform_info what) {
+    size_t n = 0;
+    if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+    std::string s(n, '\0');
+    clGetPlatformInfo(p, what, n, s.data(), nullptr);
+    s.resize(std::strlen(s.c_str()));
+    return s;
+}
+
+// The runtime, or the reason there is none; made once.
+struct Made {
+    Runtime rt;
+    std::string why;  // non-empty: unusable
+};
+
+Made make() {
+    Made m;
+    cl_uint np = 0;
+    cl_int err = clGetPlatformIDs(0, nullptr, &np);
+    if (err != CL_SUCCESS || np == 0) {
+        m.why = "no OpenCL platform (" + cl_error(err, "clGetPlatformIDs") +
+                "); install an ICD, e.g. Debian's pocl-opencl-icd, or name a vendor's in /etc/OpenCL/vendors";
+        return m;
+    }
+    std::vector<cl_platform_id> ps(np);
+    clGetPlatformIDs(np, ps.data(), nullptr);
+    const char* want = std::getenv("EAGLE_OPENCL_PLATFORM");
+    for (cl_platform_id p : ps) {
+        const std::string name = info_string(p, CL_PLATFORM_NAME);
+        if (want && *want && name.find(want) == std::string::npos) continue;
+        cl_device_id d = nullptr;
+        if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &d, nullptr) != CL_SUCCESS || !d) continue;
+        m.rt.platform = p;
+        m.rt.device = d;
+        m.rt.platform_name = name;
+        break;
+    }
+    if (!m.rt.device) {
+        m.why = want && *want ? std::string("no OpenCL platform named like $EAGLE_OPENCL_PLATFORM='") + want +
+                                    "' has a device"
+                              : "no OpenCL platform has a device";
+        return m;
+    }
+    char dn[256] = {0};
+    clGetDeviceInfo(m.rt.device, CL_DEVICE_NAME, sizeof dn - 1, dn, nullptr);
+    m.rt.device_name = dn;
+    cl_device_svm_capabilities svm = 0;
+    if (clGetDeviceInfo(m.rt.device, CL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, nullptr) == CL_SUCCESS)
+        m.rt.svm_coarse = (svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER) != 0;
+    if (!m.rt.svm_coarse) {
+        m.why = "the OpenCL device '" + m.rt.device_name + "' of '" + m.rt.platform_name +
+                "' has no coarse-grained SVM (CL_DEVICE_SVM_CAPABILITIES), which the opencl backend's device "
+                "memory is";
+        return m;
+    }
+    cl_device_fp_config fp = 0;
+    clGetDeviceInfo(m.rt.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr);
+    m.rt.fp32_correct_div = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+    size_t nf = 0;
+    if (clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_FEATURES, 0, nullptr, &nf) == CL_SUCCESS && nf > 0) {
+        std::vector<cl_name_version> feats(nf / sizeof(cl_name_version));
+        clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_FEATURES, nf, feats.data(), nullptr);
+        for (const auto& f : feats)
+            if (std::strcmp(f.name, "__opencl_c_generic_address_space") == 0) m.rt.cl_std = "-cl-std=CL3.0";
+    }
+    m.rt.context = clCreateContext(nullptr, 1, &m.rt.device, nullptr, nullptr, &err);
+    if (err != CL_SUCCESS) m.why = cl_error(err, "clCreateContext");
+    return m;
+}
+
+Made& made() {
+    static Made m = make();  // thread-safe, once; the context lives as long as the process
+    return m;
+}
+}  // namespace
+
+Runtime& runtime() {
+    Made& m = made();
+    if (!m.why.empty()) eagle::fail(EAGLE_BACKEND_UNAVAILABLE, m.why);
+    return m.rt;
+}
+
+bool runtime_usable(std::string* why) noexcept {
+    try {
+        Made& m = made();
+        if (why) *why = m.why;
+        return m.why.empty();
+    } catch (...) {
+        if (why) *why = "out of memory";
+        return false;
+    }
+}
+
+void check_device(int32_t device, const char* name) {
+    if (device != -1 && device != 0)
+        eagle::fail(EAGLE_BACKEND_INDEX, std::string(name) + " is " + std::to_string(device) +
+                                             "; the opencl backend has only device 0 (or -1)");
+}
+
+}  // namespace eagle_opencl
