@@ -38,7 +38,7 @@ CONSUMING = _c("general", "takes ownership of it on OK only; on any other status
 FREE = _c("general", "Buffers the backend allocates for the caller are freed with eagle_backend_free().")
 BAD_ARG = _c("EAGLE_BACKEND_INVALID_ARGUMENT", "An argument is out of its documented domain "
                                                "(NULL output pointer, bad size, bad value).")
-BAD_HANDLE = _c("EAGLE_BACKEND_BAD_HANDLE", "A handle is not one this backend made, or has been released or consumed.")
+RELEASED_HANDLE = _c("EAGLE_BACKEND_BAD_HANDLE", "A handle is not one this backend made, or has been released or consumed.")
 STATUSES = _c("general", "Every function returns an eagle_backend_status unless stated.")
 GROUP_WHOLE = _c("EAGLE_BACKEND_CAP_STREAM", "A set bit promises every 1.0 symbol of its group.")
 PER_SYMBOL = _c("EAGLE_BACKEND_CAP_STREAM", "Symbols added after 1.0 are bound one by one: their presence is the capability.")
@@ -106,7 +106,7 @@ CITES = {
     "stream.create_and_ptr": _c("stream_ptr", "Writes the stream's raw value (e.g. a cudaStream_t) to *raw; "
                                               "valid while the stream lives.")
                              + _c("stream_create", "INDEX for a device that does not exist."),
-    "stream.bad_handle": BAD_HANDLE,
+    "stream.bad_handle": RELEASED_HANDLE,
     "stream.null_out": BAD_ARG + DESC,
     "stream.desc_read_to_struct_size": DESC,
     "stream.non_blocking": _c("EAGLE_BACKEND_STREAM_NON_BLOCKING",
@@ -128,11 +128,11 @@ CITES = {
     "capturer.release_abandons": _c("capturer_release", "a capture still in progress is abandoned."),
     "capturer.end_broken": _c("capturer_end", "or was broken by misuse (then nothing is returned)")
                            + _c("conditional_release", "an open body is abandoned, breaking the capture"),
-    "capturer.bad_handle": BAD_HANDLE,
+    "capturer.bad_handle": RELEASED_HANDLE,
     "captured.release_null": _release_null("captured_release"),
     "captured.is_valid": _c("captured_is_valid", "*valid = 1 when the captured work can become a graph (it "
                                                  "recorded at least one node), else 0."),
-    "captured.bad_handle": BAD_HANDLE,
+    "captured.bad_handle": RELEASED_HANDLE,
     # ---------------------------------------------------------------- fork
     "fork.release_null": _release_null("fork_release"),
     "fork.unknown_flags": FLAGS + _c("struct fork_desc", "No flags are defined."),
@@ -146,7 +146,7 @@ CITES = {
                     + _c("fork_branch", "INDEX when i >= branch_count.")
                     + _c("fork_join", "INVALID_ARGUMENT when not forked.")
                     + _c("fork_fork", "INVALID_ARGUMENT when already forked."),
-    "fork.bad_handle": BAD_HANDLE,
+    "fork.bad_handle": RELEASED_HANDLE,
     "fork.null_out": BAD_ARG + _c("struct fork_desc", ">= 1"),
     "fork.release_frees": _c("fork_release", "Releases the fork and its branch streams"),
     # ---------------------------------------------------------------- conditional
@@ -163,7 +163,7 @@ CITES = {
                            + _c("conditional_begin", "INVALID_ARGUMENT when already begun.")
                            + _c("conditional_create", "which must be being captured (INVALID_ARGUMENT otherwise)"),
     "conditional.desc_read_to_struct_size": DESC,
-    "conditional.bad_handle": BAD_HANDLE,
+    "conditional.bad_handle": RELEASED_HANDLE,
     "conditional_begin_case.switch": _c("struct conditional_desc", "*count selects the case to run; a value >= "
                                                                    "case_count runs none.")
                                      + _c("conditional_begin_case", "INDEX when index >= case_count"),
@@ -187,7 +187,7 @@ CITES = {
                                    + _c("graph_add_node", "INVALID_ARGUMENT for an empty capture.") + CONSUMING,
     "graph.last_node_from_captured": _c("graph_last_node", "Writes the index of the last node added (-1 when none)"),
     "graph.stream_orders": _c("graph_stream", "Sets the raw stream the graph's launchers launch on"),
-    "graph.bad_handle": BAD_HANDLE,
+    "graph.bad_handle": RELEASED_HANDLE,
     "graph.null_out": BAD_ARG,
     # ---------------------------------------------------------------- launcher
     "launcher.release_null": _release_null("launcher_release"),
@@ -202,7 +202,7 @@ CITES = {
     "launcher.node_toggle": _c("launcher_set_node_enabled", "a disabled node does nothing in later replays",
                                "INVALID_ARGUMENT for a node not in this launcher"),
     "launcher.release_waits": _c("launcher_release", "Waits for the launcher's replays, then releases it."),
-    "launcher.bad_handle": BAD_HANDLE,
+    "launcher.bad_handle": RELEASED_HANDLE,
     "launcher.failed_replay_surfaces": _c("launcher_synchronize", "ERROR when its work failed."),
     "launcher.release_frees": _c("launcher_release", "Waits for the launcher's replays, then releases it.")
                               + _c("captured_release", "Releases captured work that was not consumed."),

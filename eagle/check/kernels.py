@@ -724,16 +724,17 @@ def mem_free_not_ours_kept(s):
     finally:
         s.raw("stream_release", h)
         s.raw("mem_free", a)
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
-    libc.free.argtypes = [ctypes.c_void_p]
+    # a block of this process's C heap: numpy's default allocator takes array memory straight from
+    # malloc (64 KiB: above numpy's small-block cache, below glibc's mmap threshold)
     for _ in range(4):
-        p = libc.malloc(96)
+        held = np.empty(1 << 16, np.uint8)
+        p = held.ctypes.data
         s.raw("mem_free", p)          # this process's heap block, not the backend's
-        q = libc.malloc(96)
-        libc.free(q)
-        libc.free(p)
+        again = np.empty(1 << 16, np.uint8)
+        q = again.ctypes.data
+        del again
         if q == p:
             raise CheckFailure(f"mem_free(0x{p:x}) of a C heap block mem_alloc never returned freed it (the heap "
                                "handed the same block out again while its owner still held it)")
+        del held
     return "an inner address and a heap block of the caller were left alone"
