@@ -54,7 +54,7 @@ from ..errors import EagleMemoryError, EagleTypeError, EagleValueError
 from . import _progress, _rhs
 from ._codegen import DONE, EVENT, FAIL_MAX_STEPS, FAIL_NONFINITE, RUNNING, RUNTIME, lit
 from ._solution import OdeSolution
-from ._solver import _DTYPES, _events, _on_device, _positive, _real_of
+from ._solver import _DTYPES, _events, _on_device, _positive, _real_of, initial_states
 
 #: name -> (description, strong order, weak order, diffusion evaluations a step)
 SDE_METHODS = {
@@ -709,20 +709,7 @@ def solve_sde(drift, diffusion, t_span, y0, dt=None, method="EulerMaruyama", noi
         ``t``, ``y``, ``status`` (0 reached t1, 1 terminal event, -1 non-finite state), ``failure``,
         ``n_steps``, ``nfev``, ``ys``, ``t_events``, ``y_events``, ``n_events``, ``noise``, ``source``.
     """
-    if not hasattr(y0, "shape"):
-        try:
-            y0 = np.asarray(y0)
-        except (ValueError, TypeError) as e:
-            raise EagleValueError(f"eagle.ode.solve_sde: y0 must be an array of shape (N, d) or (d,): {e}") from None
-    shape = tuple(getattr(y0, "shape", ()))
-    if len(shape) not in (1, 2) or shape[-1] < 1:
-        raise EagleValueError(f"eagle.ode.solve_sde: y0 must have shape (N, d) or (d,), got {shape}")
-    if not hasattr(y0, "dtype") or np.dtype(y0.dtype).kind not in "fiu":
-        raise EagleTypeError(f"eagle.ode.solve_sde: y0 must hold real numbers, got dtype {getattr(y0, 'dtype', None)}")
-    if dtype is None:
-        dtype = "float32" if np.dtype(y0.dtype) == np.float32 else "float64"
-    if not isinstance(args, (tuple, list)):
-        args = (args,)
+    y0, shape, dtype, args = initial_states(y0, dtype, args, "eagle.ode.solve_sde")
     solver = SdeSolver(drift, diffusion, t_span=t_span, dt=dt, n_state=shape[-1], n_args=len(args), method=method,
                        noise=noise, seed=seed, t_eval=t_eval, events=events, dtype=dtype, backend=backend,
                        exact=exact, progress=progress, return_noise=return_noise)

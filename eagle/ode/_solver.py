@@ -463,6 +463,27 @@ def _on_device(a):
     return eagle.kind_of_array(a) != "cpu"
 
 
+def initial_states(y0, dtype, args, what):
+    """``(y0, its shape, the solve's dtype, args as a tuple)`` of a solve's y0 ((N, d) or (d,)
+    real numbers; float32 stays float32 unless ``dtype`` says otherwise, anything else is
+    float64), refused with an EagleError naming y0 otherwise."""
+    if not hasattr(y0, "shape"):
+        try:
+            y0 = np.asarray(y0)
+        except (ValueError, TypeError) as e:
+            raise EagleValueError(f"{what}: y0 must be an array of shape (N, d) or (d,): {e}") from None
+    shape = tuple(getattr(y0, "shape", ()))
+    if len(shape) not in (1, 2) or shape[-1] < 1:
+        raise EagleValueError(f"{what}: y0 must have shape (N, d) or (d,), got {shape}")
+    if not hasattr(y0, "dtype") or np.dtype(y0.dtype).kind not in "fiu":
+        raise EagleTypeError(f"{what}: y0 must hold real numbers, got dtype {getattr(y0, 'dtype', None)}")
+    if dtype is None:
+        dtype = "float32" if np.dtype(y0.dtype) == np.float32 else "float64"
+    if not isinstance(args, (tuple, list)):
+        args = (args,)
+    return y0, shape, dtype, tuple(args)
+
+
 def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e-6, atol=1e-8, dt=None, args=(),
               backend=None, *, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf, dtype=None,
               exact=False, fast_math=False, controller="PI", progress=None, distributed=None):
@@ -507,20 +528,7 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
         ``message``, ``nfev``, ``n_accepted``, ``n_rejected``, ``ys``, ``t_events``, ``y_events``,
         ``source``.
     """
-    if not hasattr(y0, "shape"):
-        try:
-            y0 = np.asarray(y0)
-        except (ValueError, TypeError) as e:
-            raise EagleValueError(f"eagle.ode: y0 must be an array of shape (N, d) or (d,): {e}") from None
-    shape = tuple(getattr(y0, "shape", ()))
-    if len(shape) not in (1, 2) or shape[-1] < 1:
-        raise EagleValueError(f"eagle.ode: y0 must have shape (N, d) or (d,), got {shape}")
-    if not hasattr(y0, "dtype") or np.dtype(y0.dtype).kind not in "fiu":
-        raise EagleTypeError(f"eagle.ode: y0 must hold real numbers, got dtype {getattr(y0, 'dtype', None)}")
-    if dtype is None:
-        dtype = "float32" if np.dtype(y0.dtype) == np.float32 else "float64"
-    if not isinstance(args, (tuple, list)):
-        args = (args,)
+    y0, shape, dtype, args = initial_states(y0, dtype, args, "eagle.ode")
     solver = Solver(fun, t_span=t_span, n_state=shape[-1], n_args=len(args), method=method, t_eval=t_eval,
                     events=events, rtol=rtol, atol=atol, dt=dt, adaptive=adaptive, max_steps=max_steps,
                     first_step=first_step, max_step=max_step, dtype=dtype, backend=backend, exact=exact,
