@@ -60,6 +60,7 @@ def _answers_at_once(s, symbol, handle, finished):
 def stream_query_without_waiting(s):
     """stream_query answers at once: done = 0 while slow work runs, 1 once it has finished (and
     never before), 1 on an idle stream; a NULL done is INVALID_ARGUMENT."""
+    s.need_device()
     with Objects(s) as o:
         h, raw = o.stream()
         if s.provides("exec"):
