@@ -54,7 +54,7 @@ from ..errors import EagleMemoryError, EagleTypeError, EagleValueError
 from . import _progress, _rhs
 from ._codegen import DONE, EVENT, FAIL_MAX_STEPS, FAIL_NONFINITE, RUNNING, RUNTIME, lit
 from ._solution import OdeSolution
-from ._solver import _DTYPES, _events, _on_device, _positive, _real_of, initial_states
+from ._solver import _DTYPES, _events, _on_device, _positive, _real_of, agreed_n, initial_states, sample_args
 
 #: name -> (description, strong order, weak order, diffusion evaluations a step)
 SDE_METHODS = {
@@ -320,31 +320,8 @@ class SdeSolver:
             if isinstance(n_paths, bool) or not isinstance(n_paths, numbers.Integral):
                 raise EagleTypeError(f"eagle.ode.solve_sde: n_paths must be an int, got a {type(n_paths).__name__}")
             ns["n_paths"] = int(n_paths)
-        host = []
-        for k, a in enumerate(args):
-            if _on_device(a):
-                if len(a.shape) != 1 or np.dtype(a.dtype) != self.dtype:
-                    raise EagleValueError(f"eagle.ode.solve_sde: args[{k}] on the device must be an (N,) array of "
-                                          f"{self.dtype}, got shape {tuple(a.shape)} of {np.dtype(a.dtype)}")
-                ns[f"args[{k}]"] = a.shape[0]
-                host.append(a)
-                continue
-            if hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray):
-                a = np.from_dlpack(a)
-            a = np.asarray(a)
-            if a.dtype.kind not in "fiub" or a.ndim > 1:
-                raise EagleValueError(f"eagle.ode.solve_sde: args[{k}] must be a number or an (N,) array of "
-                                      f"numbers, got shape {a.shape} of {a.dtype}")
-            if a.ndim == 1:
-                ns[f"args[{k}]"] = a.shape[0]
-            host.append(a)
-        sizes = set(ns.values())
-        if len(sizes) > 1:
-            raise EagleValueError("eagle.ode.solve_sde: the paths disagree on N: " +
-                                  ", ".join(f"{k} has {v}" for k, v in ns.items()))
-        n = sizes.pop() if sizes else 1
-        if not 1 <= n < 2**31 - 1:
-            raise EagleValueError(f"eagle.ode.solve_sde: N = {n} paths; one solve takes 1 .. 2**31 - 2")
+        host = sample_args(args, self.dtype, ns, "eagle.ode.solve_sde")
+        n = agreed_n(ns, "eagle.ode.solve_sde", "paths")
         return n, y0, host
 
     def _run(self, b, n):

@@ -289,37 +289,10 @@ class Solver:
         ns = {}
         if len(shape) == 2:
             ns["y0"] = shape[0]
-        host_args = []
-        for k, a in enumerate(args):
-            if _on_device(a):  # stays where it is: copied device to device into the argument plane
-                if len(a.shape) != 1:
-                    raise EagleValueError(f"eagle.ode: args[{k}] must be an (N,) array, got shape {tuple(a.shape)}")
-                if np.dtype(a.dtype) != self.dtype:
-                    raise EagleTypeError(f"eagle.ode: args[{k}] lives on the device as {np.dtype(a.dtype)}; the solve "
-                                         f"is {self.dtype}: convert it there (or pass a host array)")
-                ns[f"args[{k}]"] = a.shape[0]
-                host_args.append(a)
-                continue
-            if hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray):
-                a = np.from_dlpack(a)
-            a = np.asarray(a)
-            if a.dtype.kind not in "fiub":
-                raise EagleTypeError(f"eagle.ode: args[{k}] must be a number or an (N,) array of numbers, got dtype {a.dtype}")
-            if a.ndim > 1:
-                raise EagleValueError(f"eagle.ode: args[{k}] must be a number or an (N,) array, got shape {a.shape}")
-            if a.ndim == 1:
-                ns[f"args[{k}]"] = a.shape[0]
-            host_args.append(a)
+        host_args = sample_args(args, self.dtype, ns, "eagle.ode")
         if np.ndim(self.t1):
             ns["t_span's t1"] = self.t1.shape[0]
-        sizes = set(ns.values())
-        if len(sizes) > 1:
-            raise EagleValueError("eagle.ode: the samples disagree on N: " + ", ".join(f"{k} has {v}" for k, v in ns.items()))
-        n = sizes.pop() if sizes else 1
-        if n < 1:
-            raise EagleValueError("eagle.ode: no samples (N = 0)")
-        if n >= 2**31 - 1:
-            raise EagleValueError(f"eagle.ode: N = {n} samples is more than one solve takes (2**31 - 2); split them")
+        n = agreed_n(ns, "eagle.ode", "samples")
         return n, y0, host_args
 
     def _run(self, b, n):
@@ -461,6 +434,46 @@ def _on_device(a):
     if isinstance(a, np.ndarray) or not hasattr(a, "__dlpack_device__"):
         return False
     return eagle.kind_of_array(a) != "cpu"
+
+
+def sample_args(args, dtype, ns, what):
+    """The arguments of a solve as it copies them: a device array stays where it lives (an (N,)
+    array of the solve's dtype), anything else becomes a numpy number or (N,) array; each (N,)
+    array's length is recorded in ``ns`` (name -> N) for :func:`agreed_n`."""
+    out = []
+    for k, a in enumerate(args):
+        if _on_device(a):  # stays where it is: copied device to device into the argument plane
+            if len(a.shape) != 1:
+                raise EagleValueError(f"{what}: args[{k}] must be an (N,) array, got shape {tuple(a.shape)}")
+            if np.dtype(a.dtype) != dtype:
+                raise EagleTypeError(f"{what}: args[{k}] lives on the device as {np.dtype(a.dtype)}; the solve "
+                                     f"is {dtype}: convert it there (or pass a host array)")
+            ns[f"args[{k}]"] = a.shape[0]
+            out.append(a)
+            continue
+        if hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray):
+            a = np.from_dlpack(a)
+        a = np.asarray(a)
+        if a.dtype.kind not in "fiub":
+            raise EagleTypeError(f"{what}: args[{k}] must be a number or an (N,) array of numbers, got dtype {a.dtype}")
+        if a.ndim > 1:
+            raise EagleValueError(f"{what}: args[{k}] must be a number or an (N,) array, got shape {a.shape}")
+        if a.ndim == 1:
+            ns[f"args[{k}]"] = a.shape[0]
+        out.append(a)
+    return out
+
+
+def agreed_n(ns, what, noun):
+    """The one N every per-sample input in ``ns`` (name -> length) agrees on (1 when none is
+    per sample), refused naming each input when they disagree or N is out of 1 .. 2**31 - 2."""
+    sizes = set(ns.values())
+    if len(sizes) > 1:
+        raise EagleValueError(f"{what}: the {noun} disagree on N: " + ", ".join(f"{k} has {v}" for k, v in ns.items()))
+    n = sizes.pop() if sizes else 1
+    if not 1 <= n < 2**31 - 1:
+        raise EagleValueError(f"{what}: N = {n} {noun}; one solve takes 1 .. 2**31 - 2 (split them)")
+    return n
 
 
 def initial_states(y0, dtype, args, what):
