@@ -20,6 +20,10 @@ import time
 
 import numpy as np
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "oscillator"))
+from oscillator import at_least, backend_name  # noqa: E402  (the examples' argument types)
+
 T_TRANSIENT, T_END, N_EVAL = 20.0, 40.0, 1000
 RHO_MAX = 200.0
 
@@ -79,25 +83,6 @@ def save(rho, sol, out):
     plt.close(fig)
     print(f"wrote {out}")
     return out
-
-
-# argparse types, as the other examples have them: a bad value is refused before anything runs
-def at_least(minimum):
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-    return parse
-
-
-def backend_name(text):
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f"must name a backend (cpu, cuda, hip, gpu or a library's path), got {text!r}")
-    return text
 
 
 def main(argv=None):
