@@ -21,7 +21,7 @@ Step-size control, the initial step and the error norm are scipy.integrate's (Ru
 the RMS norm of err / (atol + rtol max(|y|, |y_new|)), safety 0.9, factors in [0.2, 10], the
 first step from Hairer's rule; the accepted-step factor is a PI controller (beta1 = 0.7/k,
 beta2 = 0.4/k, k = the error estimate's order + 1) unless controller="I". The step-size exponents
-use eagle's own log/exp written in + - * / (ode_pow), so that in exact mode every kind takes the
+use eagle's own log/exp written in + - * / (ode_log, ode_exp), so that in exact mode every kind takes the
 same steps."""
 from ..errors import EagleValueError
 
@@ -337,7 +337,7 @@ class _Gen:
         return "\n".join(out)
 
     def step_body(self):
-        o, m, L = self.o, self.m, self.L
+        o, m = self.o, self.m
         S = m.stages
         k = (m.error_order + 1) if m.error_order else 1
         ev = bool(o.events)
@@ -531,11 +531,11 @@ class _Gen:
         parts.append(self.dense())
         if ne:
             parts.append(self.events())
-        parts.append(self.kernels(nw, ni))
+        parts.append(self.kernels())
         return "\n\n".join(p for p in parts if p) + "\n"
 
-    def kernels(self, nw, ni):
-        o, m, L = self.o, self.m, self.L
+    def kernels(self):
+        o, m = self.o, self.m
         ne = len(o.events)
         # TE (the t_eval times), YS (sample-major: (n, D, nt)) and Y0 ((n, D)) are not planes of
         # samples along their last axis: EAGLE_BUFFER, so a typed launch does not count them so
@@ -710,5 +710,4 @@ EAGLE_FN double ode_exp(double x)
     p = 1.0 + r * p;
     return ldexp(p, (int)k);
 }
-/* x^p for x > 0 (the step-size factors): exp(p log x). */
-EAGLE_FN double ode_pow(const double x, const double p) { return ode_exp(p * ode_log(x)); }"""
+"""

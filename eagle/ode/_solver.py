@@ -10,7 +10,6 @@ launches, and reads the planes back when the solution's fields are first read.""
 import math
 import numbers
 import threading
-import time
 import weakref
 
 import numpy as np
@@ -260,6 +259,7 @@ class Solver:
         if got is None:
             spc = self.steps_per_call or self._default_steps_per_call(b)
             src = self._source(spc)
+            self.source = src  # what the solutions show: the source this backend compiled
             got = self._compiled[b.path] = (b.compile(src.encode(), name="eagle_ode.c", fast_math=self.fast_math,
                                                       kernels=["ode_init", "ode_step_drain"], exact=self.exact), spc)
         return got
