@@ -9,7 +9,7 @@ samples)."""
 import numpy as np
 
 from ..errors import EagleTypeError, EagleValueError
-from ._solution import OdeSolution
+from ._solution import MESSAGES
 
 
 def _job(distributed, n, backend):
@@ -74,26 +74,23 @@ def solve_over_ranks(solver, y0, args, distributed, backend):
     return GatheredSolution(solver, fields)
 
 
-class GatheredSolution(OdeSolution):
-    """An :class:`OdeSolution` whose fields were gathered from every rank (host arrays)."""
+class GatheredSolution:
+    """The fields of an :class:`OdeSolution`, gathered from every rank in sample order (host
+    arrays): ``t``, ``y``, ``status``, ``failure``, ``nfev``, ``n_accepted``, ``n_rejected``,
+    ``ys``, ``t_events``, ``y_events``, ``n_events``, ``message``, ``source``."""
 
     def __init__(self, solver, fields):
-        self._fields = fields
         self.source = solver.source
         self.method = solver.method.name
         self.t_eval = solver.t_eval
-        self.message = dict(__import__("eagle.ode._solution", fromlist=["MESSAGES"]).MESSAGES)
-
-    def __getattribute__(self, name):
-        fields = object.__getattribute__(self, "_fields")
-        if name in fields:
-            return fields[name]
-        if name in ("ys",):
-            return None
-        if name in ("t_events", "y_events"):
-            return []
-        return object.__getattribute__(self, name)
+        self.message = dict(MESSAGES)
+        self.ys, self.t_events, self.y_events = None, [], []
+        self.n_events = np.zeros((len(fields["t"]), 0), np.int32)
+        self.__dict__.update(fields)
 
     @property
     def success(self):
-        return bool(np.all(self._fields["status"] >= 0))
+        return bool(np.all(self.status >= 0))
+
+    def __repr__(self):
+        return f"<eagle.ode gathered solution {self.method}: {self.status.size} samples>"
