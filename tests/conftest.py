@@ -103,3 +103,47 @@ def cuda():
     if b is None:
         pytest.skip(reason)
     return b
+
+
+def _opencl_backend_or_reason():
+    import eagle
+    try:
+        b = eagle.backend("opencl")
+    except eagle.EagleError as e:
+        return None, (f"no opencl backend (build backends/opencl, see its README, and set $EAGLE_BACKEND_OPENCL "
+                      f"to libeagle_opencl.so): {e}")
+    try:
+        b.probe()
+    except eagle.BackendUnavailable as e:
+        return None, f"the opencl backend has no usable platform: {e}"
+    return b, ""
+
+
+@pytest.fixture(scope="session")
+def opencl():
+    """The opencl backend ($EAGLE_BACKEND_OPENCL or an installed libeagle_opencl) with a usable
+    platform (PoCL in CI); skips naming why otherwise."""
+    b, reason = _opencl_backend_or_reason()
+    if b is None:
+        pytest.skip(reason)
+    return b
+
+
+# The device kinds a kind-generic test runs on: each a fixture of its own above, which skips with
+# its reason where that kind is absent. cuda tests are marked gpu, opencl ones opencl (CI's
+# opencl step selects them with -m opencl on PoCL).
+DEVICE_KINDS = [pytest.param("cuda", marks=pytest.mark.gpu), pytest.param("opencl", marks=pytest.mark.opencl)]
+
+
+@pytest.fixture(params=DEVICE_KINDS)
+def device(request):
+    """A device kind's backend (cuda, opencl), for the tests every such kind must pass."""
+    return request.getfixturevalue(request.param)
+
+
+def require(backend, *entries):
+    """Skip unless the backend provides every group or per-symbol entry named, with the backend's
+    own why line for the first it leaves out (its capabilities' left-out lines, not a list here)."""
+    for entry in entries:
+        if not backend.provides(entry):
+            pytest.skip(f"the {backend.kind} backend leaves out '{entry}': {backend.unavailable.get(entry)}")
