@@ -5,8 +5,8 @@ isnan/isinf/isfinite/signbit, fmin/fmax/fabs/copysign/nextafter/fma/fmod/trunc/r
 versions, DBL_/FLT_ limits, the <stdint.h> types and limits, bool, size_t, NULL). Here it is
 compiled through eagle.compile on cpu and run against independent references (exact rational
 arithmetic with fractions, mpmath for the constants, numpy's IEEE arithmetic), compiled
-for cuda by NVRTC with no GPU, and, on a GPU, run on cuda and compared with cpu bit for bit in
-exact mode for the operations IEEE 754 rounds correctly."""
+for cuda by NVRTC with no GPU, and, on a device kind (cuda on a GPU, opencl on PoCL), run and
+compared with cpu bit for bit in exact mode for the operations IEEE 754 rounds correctly."""
 import math
 import os
 from fractions import Fraction
@@ -390,22 +390,24 @@ def test_nvrtc_alone_lacks_the_names_so_the_header_is_what_provides_them():
     assert res != 0 and 'identifier "INFINITY" is undefined' in log
 
 
-# ------------------------------------------------------------------------------ cuda on a GPU
+# ------------------------------------------------------------------------------ on a device kind (cuda, opencl)
 
-@pytest.mark.gpu
-def test_the_corpus_on_cuda_equals_cpu_bit_for_bit_in_exact_mode(cuda, cpu_results):
-    gd, gf, gconst = run_corpus(cuda, **EXACT)
+def test_the_corpus_on_a_device_kind_equals_cpu_bit_for_bit_in_exact_mode(device, cpu_results):
+    gd, gf, gconst = run_corpus(device, **EXACT)
     for dtype, got, want in ((np.float64, gd, cpu_results[0]), (np.float32, gf, cpu_results[1])):
         a, b, c = inputs(dtype)
         ref = reference(a, b, c, dtype)
-        assert_matches(got, ref, a, b, c, f"cuda {dtype.__name__}")
+        assert_matches(got, ref, a, b, c, f"{device.kind} {dtype.__name__}")
         assert_matches(got, [(name, want[k]) for k, (name, _) in enumerate(ref)], a, b, c,
-                       f"cuda vs cpu {dtype.__name__}")
-    assert_constants(gconst, "cuda")
+                       f"{device.kind} vs cpu {dtype.__name__}")
+    assert_constants(gconst, device.kind)
 
 
-@pytest.mark.gpu
-def test_cuda_fuses_the_multiply_add_by_default_and_not_when_exact(cuda):
+def test_a_device_kind_fuses_the_multiply_add_by_default_and_not_when_exact(device):
+    """cuda: NVRTC's --fmad=true; opencl: OpenCL C's FP_CONTRACT ON, fused where the device has a
+    fused multiply-add (every GPU; PoCL where the host CPU has FMA instructions)."""
+    if device.kind == "opencl" and not host_has_fma():  # the host of every GPU has FMA: PoCL's case
+        pytest.skip("this host CPU has no FMA instructions: OpenCL on it (PoCL) has nothing to contract into")
     fused, twice = mul_add_references()
-    assert np.array_equal(run_mul_add(cuda, exact=True), twice)
-    assert np.array_equal(run_mul_add(cuda), fused)
+    assert np.array_equal(run_mul_add(device, exact=True), twice)
+    assert np.array_equal(run_mul_add(device), fused)

@@ -18,11 +18,10 @@
  *   from <stdbool.h> bool true false;   from <stddef.h> size_t ptrdiff_t NULL
  *
  * Where they come from, per kind:
- *   opencl (OpenCL C, __OPENCL_VERSION__): the language's own built-ins (its math functions are
- *       overloaded for float and double as C++'s are, and some platforms (PoCL) define them as
- *       macros already, so the double-converting macros below are NOT applied: a call that mixes
- *       float and double arguments (nextafter(t, INFINITY)) may be ambiguous there -- write
- *       (double)INFINITY); the fixed-width types are typedefs here, FP64 is enabled by cl_khr_fp64.
+ *   opencl (OpenCL C, __OPENCL_VERSION__): the language's own built-ins, each double function
+ *       made to take doubles and each float one floats as in C (OpenCL C overloads them as C++
+ *       does; see the opencl block below); the fixed-width types are typedefs here, FP64 is
+ *       enabled by cl_khr_fp64.
  *   cpu (the system C compiler): the C library's own headers. A strict -std=c11 hides the M_
  *       constants in glibc's <math.h>; they are then defined here, with the same values.
  *   cuda by NVRTC (__CUDACC_RTC__) and hip by hiprtc (__HIPCC_RTC__): a runtime compiler has no C
@@ -34,8 +33,8 @@
  *       payload, as glibc's).
  *   cuda by nvcc, hip by hipcc (offline): the C headers the toolkit brings, then the same
  *       fallbacks.
- *   On every GPU kind the double functions (sqrt, nextafter, fmax, ...) convert their arguments
- *   to double as C does, rather than picking a C++ float overload (see below).
+ *   On every GPU kind and on opencl the double functions (sqrt, nextafter, fmax, ...) convert their
+ *   arguments to double as C does, rather than picking a float overload (see below).
  * Every kind eagle ships offers every name above. A kind that cannot offer one must say so here,
  * at compile time, by name (a declaration that fails to compile only where it is used), never by a
  * silent different meaning.
@@ -69,6 +68,10 @@ typedef ulong uint64_t;
 typedef long intmax_t;
 typedef ulong uintmax_t;
 #endif
+/* NAN is the quiet NaN with a clear sign bit and payload (0x7fc00000), as glibc's and the GPU
+ * kinds' (PoCL's own is 0x7fffffff). */
+#undef NAN
+#define NAN as_float(0x7fc00000u)
 /* OpenCL C has no long long: the 64-bit limits and constant macros use long. */
 #define INT64_MAX 9223372036854775807l
 #define INT64_MIN (-9223372036854775807l - 1)
@@ -83,145 +86,257 @@ typedef ulong uintmax_t;
 #define UINT64_C(c) c##ul
 #define INTMAX_C(c) c##l
 #define UINTMAX_C(c) c##ul
-/* C's float functions (sqrtf, ...) are OpenCL C's overloads at float; the C functions OpenCL C
- * lacks are written with the ones it has (the same result in the default rounding mode). */
-#ifndef acosf
-#define acosf(x) acos((float)(x))
-#endif
-#ifndef asinf
-#define asinf(x) asin((float)(x))
-#endif
-#ifndef atanf
-#define atanf(x) atan((float)(x))
-#endif
-#ifndef cosf
-#define cosf(x) cos((float)(x))
-#endif
-#ifndef sinf
-#define sinf(x) sin((float)(x))
-#endif
-#ifndef tanf
-#define tanf(x) tan((float)(x))
-#endif
-#ifndef acoshf
-#define acoshf(x) acosh((float)(x))
-#endif
-#ifndef asinhf
-#define asinhf(x) asinh((float)(x))
-#endif
-#ifndef atanhf
-#define atanhf(x) atanh((float)(x))
-#endif
-#ifndef coshf
-#define coshf(x) cosh((float)(x))
-#endif
-#ifndef sinhf
-#define sinhf(x) sinh((float)(x))
-#endif
-#ifndef tanhf
-#define tanhf(x) tanh((float)(x))
-#endif
-#ifndef expf
-#define expf(x) exp((float)(x))
-#endif
-#ifndef exp2f
-#define exp2f(x) exp2((float)(x))
-#endif
-#ifndef expm1f
-#define expm1f(x) expm1((float)(x))
-#endif
-#ifndef logf
-#define logf(x) log((float)(x))
-#endif
-#ifndef log10f
-#define log10f(x) log10((float)(x))
-#endif
-#ifndef log1pf
-#define log1pf(x) log1p((float)(x))
-#endif
-#ifndef log2f
-#define log2f(x) log2((float)(x))
-#endif
-#ifndef logbf
-#define logbf(x) logb((float)(x))
-#endif
-#ifndef cbrtf
-#define cbrtf(x) cbrt((float)(x))
-#endif
-#ifndef fabsf
-#define fabsf(x) fabs((float)(x))
-#endif
-#ifndef sqrtf
-#define sqrtf(x) sqrt((float)(x))
-#endif
-#ifndef erff
-#define erff(x) erf((float)(x))
-#endif
-#ifndef erfcf
-#define erfcf(x) erfc((float)(x))
-#endif
-#ifndef lgammaf
-#define lgammaf(x) lgamma((float)(x))
-#endif
-#ifndef tgammaf
-#define tgammaf(x) tgamma((float)(x))
-#endif
-#ifndef ceilf
-#define ceilf(x) ceil((float)(x))
-#endif
-#ifndef floorf
-#define floorf(x) floor((float)(x))
-#endif
-#ifndef rintf
-#define rintf(x) rint((float)(x))
-#endif
-#ifndef roundf
-#define roundf(x) round((float)(x))
-#endif
-#ifndef truncf
-#define truncf(x) trunc((float)(x))
-#endif
-#ifndef atan2f
-#define atan2f(x, y) atan2((float)(x), (float)(y))
-#endif
-#ifndef hypotf
-#define hypotf(x, y) hypot((float)(x), (float)(y))
-#endif
-#ifndef powf
-#define powf(x, y) pow((float)(x), (float)(y))
-#endif
-#ifndef fmodf
-#define fmodf(x, y) fmod((float)(x), (float)(y))
-#endif
-#ifndef remainderf
-#define remainderf(x, y) remainder((float)(x), (float)(y))
-#endif
-#ifndef copysignf
-#define copysignf(x, y) copysign((float)(x), (float)(y))
-#endif
-#ifndef nextafterf
-#define nextafterf(x, y) nextafter((float)(x), (float)(y))
-#endif
-#ifndef fdimf
-#define fdimf(x, y) fdim((float)(x), (float)(y))
-#endif
-#ifndef fmaxf
-#define fmaxf(x, y) fmax((float)(x), (float)(y))
-#endif
-#ifndef fminf
-#define fminf(x, y) fmin((float)(x), (float)(y))
-#endif
-#ifndef fmaf
-#define fmaf(x, y, z) fma((float)(x), (float)(y), (float)(z))
-#endif
-#ifndef ilogbf
-#define ilogbf(x) ilogb((float)(x))
-#endif
+/* C's <math.h> functions with C's meaning. OpenCL C's math functions are overloaded for float and
+ * double (as C++'s are): nextafter(t, INFINITY) (a double and a float) matches two overloads and
+ * does not compile, sqrt(2) neither, and sqrt(x) of a float is the float square root. So, as on
+ * the GPU kinds below, each double function f takes doubles (an argument of another type is
+ * converted, as a C prototype converts it) and each float function ff (sqrtf, ...) floats: both
+ * are macros that call an eagle_ocl_ function of fixed types, defined here while f is still the
+ * platform's own name (some platforms, PoCL among them, define their built-ins as macros, which
+ * is why f cannot simply call itself). The classifications (isnan, isinf, isfinite, signbit) are
+ * type-generic in C too and stay the platform's. The C functions OpenCL C lacks are written with
+ * the ones it has (the same result in the default rounding mode). */
+#define EAGLE_OCL_MATH1(fn) \
+    static inline double eagle_ocl_##fn(double x) { return fn(x); } \
+    static inline float eagle_ocl_##fn##f(float x) { return fn(x); }
+#define EAGLE_OCL_MATH2(fn) \
+    static inline double eagle_ocl_##fn(double x, double y) { return fn(x, y); } \
+    static inline float eagle_ocl_##fn##f(float x, float y) { return fn(x, y); }
+
+EAGLE_OCL_MATH1(acos)
+EAGLE_OCL_MATH1(asin)
+EAGLE_OCL_MATH1(atan)
+EAGLE_OCL_MATH1(cos)
+EAGLE_OCL_MATH1(sin)
+EAGLE_OCL_MATH1(tan)
+EAGLE_OCL_MATH1(acosh)
+EAGLE_OCL_MATH1(asinh)
+EAGLE_OCL_MATH1(atanh)
+EAGLE_OCL_MATH1(cosh)
+EAGLE_OCL_MATH1(sinh)
+EAGLE_OCL_MATH1(tanh)
+EAGLE_OCL_MATH1(exp)
+EAGLE_OCL_MATH1(exp2)
+EAGLE_OCL_MATH1(expm1)
+EAGLE_OCL_MATH1(log)
+EAGLE_OCL_MATH1(log10)
+EAGLE_OCL_MATH1(log1p)
+EAGLE_OCL_MATH1(log2)
+EAGLE_OCL_MATH1(logb)
+EAGLE_OCL_MATH1(cbrt)
+EAGLE_OCL_MATH1(fabs)
+EAGLE_OCL_MATH1(sqrt)
+EAGLE_OCL_MATH1(erf)
+EAGLE_OCL_MATH1(erfc)
+EAGLE_OCL_MATH1(lgamma)
+EAGLE_OCL_MATH1(tgamma)
+EAGLE_OCL_MATH1(ceil)
+EAGLE_OCL_MATH1(floor)
+EAGLE_OCL_MATH1(rint)
+EAGLE_OCL_MATH1(round)
+EAGLE_OCL_MATH1(trunc)
+EAGLE_OCL_MATH2(atan2)
+EAGLE_OCL_MATH2(hypot)
+EAGLE_OCL_MATH2(pow)
+EAGLE_OCL_MATH2(fmod)
+EAGLE_OCL_MATH2(remainder)
+EAGLE_OCL_MATH2(copysign)
+EAGLE_OCL_MATH2(nextafter)
+EAGLE_OCL_MATH2(fdim)
+EAGLE_OCL_MATH2(fmax)
+EAGLE_OCL_MATH2(fmin)
+static inline double eagle_ocl_fma(double x, double y, double z) { return fma(x, y, z); }
+static inline float eagle_ocl_fmaf(float x, float y, float z) { return fma(x, y, z); }
+static inline double eagle_ocl_ldexp(double x, int e) { return ldexp(x, e); }
+static inline float eagle_ocl_ldexpf(float x, int e) { return ldexp(x, e); }
+static inline int eagle_ocl_ilogb(double x) { return ilogb(x); }
+static inline int eagle_ocl_ilogbf(float x) { return ilogb(x); }
+#undef EAGLE_OCL_MATH1
+#undef EAGLE_OCL_MATH2
+#undef acos
+#define acos(x) eagle_ocl_acos(x)
+#undef acosf
+#define acosf(x) eagle_ocl_acosf(x)
+#undef asin
+#define asin(x) eagle_ocl_asin(x)
+#undef asinf
+#define asinf(x) eagle_ocl_asinf(x)
+#undef atan
+#define atan(x) eagle_ocl_atan(x)
+#undef atanf
+#define atanf(x) eagle_ocl_atanf(x)
+#undef cos
+#define cos(x) eagle_ocl_cos(x)
+#undef cosf
+#define cosf(x) eagle_ocl_cosf(x)
+#undef sin
+#define sin(x) eagle_ocl_sin(x)
+#undef sinf
+#define sinf(x) eagle_ocl_sinf(x)
+#undef tan
+#define tan(x) eagle_ocl_tan(x)
+#undef tanf
+#define tanf(x) eagle_ocl_tanf(x)
+#undef acosh
+#define acosh(x) eagle_ocl_acosh(x)
+#undef acoshf
+#define acoshf(x) eagle_ocl_acoshf(x)
+#undef asinh
+#define asinh(x) eagle_ocl_asinh(x)
+#undef asinhf
+#define asinhf(x) eagle_ocl_asinhf(x)
+#undef atanh
+#define atanh(x) eagle_ocl_atanh(x)
+#undef atanhf
+#define atanhf(x) eagle_ocl_atanhf(x)
+#undef cosh
+#define cosh(x) eagle_ocl_cosh(x)
+#undef coshf
+#define coshf(x) eagle_ocl_coshf(x)
+#undef sinh
+#define sinh(x) eagle_ocl_sinh(x)
+#undef sinhf
+#define sinhf(x) eagle_ocl_sinhf(x)
+#undef tanh
+#define tanh(x) eagle_ocl_tanh(x)
+#undef tanhf
+#define tanhf(x) eagle_ocl_tanhf(x)
+#undef exp
+#define exp(x) eagle_ocl_exp(x)
+#undef expf
+#define expf(x) eagle_ocl_expf(x)
+#undef exp2
+#define exp2(x) eagle_ocl_exp2(x)
+#undef exp2f
+#define exp2f(x) eagle_ocl_exp2f(x)
+#undef expm1
+#define expm1(x) eagle_ocl_expm1(x)
+#undef expm1f
+#define expm1f(x) eagle_ocl_expm1f(x)
+#undef log
+#define log(x) eagle_ocl_log(x)
+#undef logf
+#define logf(x) eagle_ocl_logf(x)
+#undef log10
+#define log10(x) eagle_ocl_log10(x)
+#undef log10f
+#define log10f(x) eagle_ocl_log10f(x)
+#undef log1p
+#define log1p(x) eagle_ocl_log1p(x)
+#undef log1pf
+#define log1pf(x) eagle_ocl_log1pf(x)
+#undef log2
+#define log2(x) eagle_ocl_log2(x)
+#undef log2f
+#define log2f(x) eagle_ocl_log2f(x)
+#undef logb
+#define logb(x) eagle_ocl_logb(x)
+#undef logbf
+#define logbf(x) eagle_ocl_logbf(x)
+#undef cbrt
+#define cbrt(x) eagle_ocl_cbrt(x)
+#undef cbrtf
+#define cbrtf(x) eagle_ocl_cbrtf(x)
+#undef fabs
+#define fabs(x) eagle_ocl_fabs(x)
+#undef fabsf
+#define fabsf(x) eagle_ocl_fabsf(x)
+#undef sqrt
+#define sqrt(x) eagle_ocl_sqrt(x)
+#undef sqrtf
+#define sqrtf(x) eagle_ocl_sqrtf(x)
+#undef erf
+#define erf(x) eagle_ocl_erf(x)
+#undef erff
+#define erff(x) eagle_ocl_erff(x)
+#undef erfc
+#define erfc(x) eagle_ocl_erfc(x)
+#undef erfcf
+#define erfcf(x) eagle_ocl_erfcf(x)
+#undef lgamma
+#define lgamma(x) eagle_ocl_lgamma(x)
+#undef lgammaf
+#define lgammaf(x) eagle_ocl_lgammaf(x)
+#undef tgamma
+#define tgamma(x) eagle_ocl_tgamma(x)
+#undef tgammaf
+#define tgammaf(x) eagle_ocl_tgammaf(x)
+#undef ceil
+#define ceil(x) eagle_ocl_ceil(x)
+#undef ceilf
+#define ceilf(x) eagle_ocl_ceilf(x)
+#undef floor
+#define floor(x) eagle_ocl_floor(x)
+#undef floorf
+#define floorf(x) eagle_ocl_floorf(x)
+#undef rint
+#define rint(x) eagle_ocl_rint(x)
+#undef rintf
+#define rintf(x) eagle_ocl_rintf(x)
+#undef round
+#define round(x) eagle_ocl_round(x)
+#undef roundf
+#define roundf(x) eagle_ocl_roundf(x)
+#undef trunc
+#define trunc(x) eagle_ocl_trunc(x)
+#undef truncf
+#define truncf(x) eagle_ocl_truncf(x)
+#undef atan2
+#define atan2(x, y) eagle_ocl_atan2(x, y)
+#undef atan2f
+#define atan2f(x, y) eagle_ocl_atan2f(x, y)
+#undef hypot
+#define hypot(x, y) eagle_ocl_hypot(x, y)
+#undef hypotf
+#define hypotf(x, y) eagle_ocl_hypotf(x, y)
+#undef pow
+#define pow(x, y) eagle_ocl_pow(x, y)
+#undef powf
+#define powf(x, y) eagle_ocl_powf(x, y)
+#undef fmod
+#define fmod(x, y) eagle_ocl_fmod(x, y)
+#undef fmodf
+#define fmodf(x, y) eagle_ocl_fmodf(x, y)
+#undef remainder
+#define remainder(x, y) eagle_ocl_remainder(x, y)
+#undef remainderf
+#define remainderf(x, y) eagle_ocl_remainderf(x, y)
+#undef copysign
+#define copysign(x, y) eagle_ocl_copysign(x, y)
+#undef copysignf
+#define copysignf(x, y) eagle_ocl_copysignf(x, y)
+#undef nextafter
+#define nextafter(x, y) eagle_ocl_nextafter(x, y)
+#undef nextafterf
+#define nextafterf(x, y) eagle_ocl_nextafterf(x, y)
+#undef fdim
+#define fdim(x, y) eagle_ocl_fdim(x, y)
+#undef fdimf
+#define fdimf(x, y) eagle_ocl_fdimf(x, y)
+#undef fmax
+#define fmax(x, y) eagle_ocl_fmax(x, y)
+#undef fmaxf
+#define fmaxf(x, y) eagle_ocl_fmaxf(x, y)
+#undef fmin
+#define fmin(x, y) eagle_ocl_fmin(x, y)
+#undef fminf
+#define fminf(x, y) eagle_ocl_fminf(x, y)
+#undef fma
+#define fma(x, y, z) eagle_ocl_fma(x, y, z)
+#undef fmaf
+#define fmaf(x, y, z) eagle_ocl_fmaf(x, y, z)
+#undef ldexp
+#define ldexp(x, e) eagle_ocl_ldexp(x, e)
+#undef ldexpf
+#define ldexpf(x, e) eagle_ocl_ldexpf(x, e)
+#undef ilogb
+#define ilogb(x) eagle_ocl_ilogb(x)
+#undef ilogbf
+#define ilogbf(x) eagle_ocl_ilogbf(x)
+/* frexp, modf and remquo write through a pointer: they stay OpenCL C's overloads (a float
+ * argument picks the float one, which is what frexpf and the others are). */
 #ifndef frexpf
 #define frexpf(x, e) frexp((float)(x), e)
-#endif
-#ifndef ldexpf
-#define ldexpf(x, e) ldexp((float)(x), (int)(e))
 #endif
 #ifndef modff
 #define modff(x, ip) modf((float)(x), ip)
@@ -229,42 +344,18 @@ typedef ulong uintmax_t;
 #ifndef remquof
 #define remquof(x, y, q) remquo((float)(x), (float)(y), q)
 #endif
-#ifndef scalbnf
-#define scalbnf(x, e) ldexp((float)(x), (int)(e))
-#endif
-#ifndef scalbn
-#define scalbn(x, e) ldexp((double)(x), (int)(e))
-#endif
-#ifndef nearbyintf
-#define nearbyintf(x) rint((float)(x))
-#endif
-#ifndef nearbyint
-#define nearbyint(x) rint((double)(x))
-#endif
-#ifndef lrintf
-#define lrintf(x) ((long)rint((float)(x)))
-#endif
-#ifndef lrint
-#define lrint(x) ((long)rint((double)(x)))
-#endif
-#ifndef llrintf
-#define llrintf(x) ((long)rint((float)(x)))
-#endif
-#ifndef llrint
-#define llrint(x) ((long)rint((double)(x)))
-#endif
-#ifndef lroundf
-#define lroundf(x) ((long)round((float)(x)))
-#endif
-#ifndef lround
-#define lround(x) ((long)round((double)(x)))
-#endif
-#ifndef llroundf
-#define llroundf(x) ((long)round((float)(x)))
-#endif
-#ifndef llround
-#define llround(x) ((long)round((double)(x)))
-#endif
+#define scalbnf(x, e) eagle_ocl_ldexpf(x, (int)(e))
+#define scalbn(x, e) eagle_ocl_ldexp(x, (int)(e))
+#define nearbyintf(x) eagle_ocl_rintf(x)
+#define nearbyint(x) eagle_ocl_rint(x)
+#define lrintf(x) ((long)eagle_ocl_rintf(x))
+#define lrint(x) ((long)eagle_ocl_rint(x))
+#define llrintf(x) ((long)eagle_ocl_rintf(x))
+#define llrint(x) ((long)eagle_ocl_rint(x))
+#define lroundf(x) ((long)eagle_ocl_roundf(x))
+#define lround(x) ((long)eagle_ocl_round(x))
+#define llroundf(x) ((long)eagle_ocl_roundf(x))
+#define llround(x) ((long)eagle_ocl_round(x))
 #elif defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)
 /* ---- a runtime compiler: no C library headers; the types are ours */
 #if !defined(EAGLE_HAVE_STDINT)
