@@ -1,5 +1,6 @@
 """eagle.ActiveSet on the cpu backend: compaction and reorder bit-exact against numpy, capturable
-compaction, restore, and refusal to export reordered planes."""
+compaction, restore, and refusal to export reordered planes; the compaction and the reorder on a
+device kind (cuda, opencl: the `device` fixture) against numpy too."""
 import numpy as np
 import pytest
 
@@ -293,3 +294,63 @@ def test_restore_clears_a_fired_trigger_whose_reorder_has_not_run(cpu):
     aset.compact(s)
     s.synchronize()
     assert not aset.permuted and aset.live == 1
+
+
+# ------------------------------------------------------------------------------ on a device kind (cuda, opencl)
+
+def _host(a):
+    return a.numpy() if hasattr(a, "numpy") else np.asarray(a)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1000, 100003])
+def test_compact_on_a_device_kind_gives_the_ascending_live_samples(device, n):
+    """The device's compaction (compact_device) writes numpy.flatnonzero's order and count."""
+    rng = np.random.default_rng(n + 1)
+    mask_host = (rng.random(n) < 0.6).astype(np.uint8)
+    mask = device.asarray(mask_host)
+    aset = eagle.ActiveSet(mask, backend=device)
+    s = device.stream()
+    for _ in range(2):  # a second compaction of the same mask gives the same
+        aset.compact(s)
+        s.synchronize()
+        want = live_of(mask_host)
+        assert aset.live == want.size == int(_host(aset.count)[0])
+        assert np.array_equal(_host(aset.index_map)[:want.size], want)
+    mask_host[::5] = 0  # samples come live again: the next compaction follows the mask
+    s.copy(mask, mask_host)
+    aset.compact(s)
+    s.synchronize()
+    assert np.array_equal(_host(aset.index_map)[:aset.live], live_of(mask_host))
+
+
+@pytest.mark.parametrize("theta", [0.25, 0.75])
+def test_reorder_on_a_device_kind_moves_the_live_samples_first_and_restore_puts_them_back(device, theta):
+    """reorder_device's stable partition (kept first) of every plane and the perm, as on cpu."""
+    n = 20000
+    rng = np.random.default_rng(int(theta * 100) + 7)
+    x0 = rng.random(n)
+    y0 = rng.integers(-1000, 1000, (3, n)).astype(np.int32)
+    z0 = rng.integers(0, 255, n).astype(np.uint8)
+    x, y, z = device.asarray(x0), device.asarray(y0), device.asarray(z0)
+    drop = rng.random(n) < 0.9
+    mask = device.asarray(np.zeros(n, np.uint8))
+    aset = eagle.ActiveSet(mask, reorder=theta, planes=[x, y, z], backend=device)
+    s = device.stream()
+    s.copy(mask, drop.astype(np.uint8))
+    aset.compact(s)                      # computes the trigger from the count
+    s.synchronize()
+    assert not aset.permuted
+    aset.compact(s)                      # the fired reorder, then the compaction of the moved mask
+    s.synchronize()
+    keep = np.flatnonzero(~drop)
+    order = np.concatenate([keep, np.flatnonzero(drop)])
+    k = keep.size
+    assert aset.permuted and aset.live == k
+    assert np.array_equal(x.numpy(), x0[order]) and np.array_equal(y.numpy(), y0[:, order])
+    assert np.array_equal(z.numpy(), z0[order])
+    assert np.array_equal(_host(aset.perm)[:n], order)
+    assert np.array_equal(_host(aset.index_map)[:k], np.arange(k, dtype=np.int32))
+    aset.restore()
+    assert not aset.permuted
+    assert np.array_equal(x.numpy(), x0) and np.array_equal(y.numpy(), y0) and np.array_equal(z.numpy(), z0)
+    assert np.array_equal(mask.numpy(), drop.astype(np.uint8))
