@@ -302,7 +302,8 @@ def _host(a):
     return a.numpy() if hasattr(a, "numpy") else np.asarray(a)
 
 
-@pytest.mark.parametrize("n", [0, 1, 7, 1000, 100003])
+# around one tile of opencl's parallel compaction (1024 bytes) and past 256 tiles (its scan's carry)
+@pytest.mark.parametrize("n", [0, 1, 7, 1000, 1024, 1025, 100003, 300007])
 def test_compact_on_a_device_kind_gives_the_ascending_live_samples(device, n):
     """The device's compaction (compact_device) writes numpy.flatnonzero's order and count."""
     rng = np.random.default_rng(n + 1)

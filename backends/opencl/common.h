@@ -124,6 +124,8 @@ void enqueue_host_call(Stream& s, std::function<void()> fn);
 // Builds an OpenCL C source of the backend's own (compaction, reorder) once; its kernel `name`.
 cl_kernel own_kernel(const char* source, const char* name);
 // Sets 8-byte arguments (and 4-byte ones where sizes[i] is 4), the live SVM allocations, and
-// enqueues `global` work-items of k on s; the caller holds the lock that serialises k.
-void launch_own(Stream& s, cl_kernel k, const std::vector<std::pair<const void*, size_t>>& args, size_t global);
+// enqueues `global` work-items of k on s in work-groups of `local` (0: the platform's choice);
+// the caller holds the lock that serialises k.
+void launch_own(Stream& s, cl_kernel k, const std::vector<std::pair<const void*, size_t>>& args, size_t global,
+                size_t local = 0);
 }  // namespace eagle_opencl

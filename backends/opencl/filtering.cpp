@@ -1,14 +1,15 @@
 // Group filtering (bit 12) and reorder_device of the opencl backend, as OpenCL C kernels of the
 // backend's own, enqueued on the stream (no host read of device memory, no allocation).
 //
-// compact_device: one work-item walks the mask in order (numpy.flatnonzero's order); a parallel
-// two-pass scan is future work.
+// compact_device: per-tile counts, a scan of them, a scatter (see the kernels), so it runs on as
+// many work-items as the mask has bytes / 4; the map in numpy.flatnonzero's order.
 // reorder_device: a plan kernel (one work-item) checks *span and perm, counts the kept samples and
 // writes each position's destination into the scratch; then, per plane row, a scatter into the
 // scratch and a copy back (one work-item per position below *span); then inv and *span. Bad input
 // found on the device (a span past n, a perm entry outside [0, n)) moves nothing and is reported
 // by the stream's next synchronize: the plan's verdict is copied to the host and read by a host
 // call in stream order.
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
@@ -17,18 +18,88 @@
 
 namespace {
 const char* kSource = R"CL(
-__kernel void eagle_opencl_compact(ulong mask_a, ulong map_a, ulong count_a, long n, uint drop,
-                                   ulong live_a, ulong span_a, ulong fire_a, float theta) {
-    const __global uchar* mask = (const __global uchar*)mask_a;
-    __global int* map = (__global int*)map_a;
-    uint k = 0;
-    for (long i = 0; i < n; ++i)
-        if ((mask[i] != 0) != (drop != 0)) map[k++] = (int)i;
+/* compact_device on many work-items, in three launches over tiles of TILE mask bytes: the kept
+ * count of each tile (one work-group per tile), an exclusive scan of those counts in one
+ * work-group (which also writes the total and the reorder trigger), and a scatter (one work-group
+ * per tile) that writes each kept index at its tile's offset plus its rank in the tile. A tile is
+ * PER rounds of WG consecutive bytes (work-item l reads byte round * WG + l: neighbouring
+ * work-items read neighbouring bytes); ranks follow (round, l), so the map is ascending, as
+ * numpy.flatnonzero's. The scratch holds the tiles' counts, then their offsets (uint each). */
+#define WG 256
+#define PER 4
+#define TILE (WG * PER)
+
+uint eagle_keep(const __global uchar* m, long i, long n, uint drop) {
+    return i < n && ((m[i] != 0) != (drop != 0));
+}
+
+/* The exclusive prefix of v over the work-group; *total gets the sum of every v. */
+uint eagle_scan_group(__local uint* buf, uint v, uint* total) {
+    const uint l = get_local_id(0);
+    buf[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint off = 1; off < WG; off <<= 1) {
+        const uint add = l >= off ? buf[l - off] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        buf[l] += add;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const uint inclusive = buf[l];
+    *total = buf[WG - 1];
+    barrier(CLK_LOCAL_MEM_FENCE);  /* buf is free again */
+    return inclusive - v;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void eagle_opencl_compact_count(ulong mask_a, ulong sums_a, long n, uint drop) {
+    __local uint buf[WG];
+    const __global uchar* m = (const __global uchar*)mask_a;
+    const long first = (long)get_group_id(0) * TILE + get_local_id(0);
+    uint c = 0, total = 0;
+    for (int r = 0; r < PER; ++r) c += eagle_keep(m, first + (long)r * WG, n, drop);
+    eagle_scan_group(buf, c, &total);
+    if (get_local_id(0) == 0) ((__global uint*)sums_a)[get_group_id(0)] = total;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void eagle_opencl_compact_scan(ulong sums_a, long tiles, ulong count_a, ulong live_a, ulong span_a,
+                               ulong fire_a, float theta) {
+    __local uint buf[WG];
+    __global uint* sums = (__global uint*)sums_a;
+    const uint l = get_local_id(0);
+    uint carry = 0;
+    for (long b = 0; b < tiles; b += WG) {
+        const long t = b + l;
+        const uint v = t < tiles ? sums[t] : 0u;
+        uint total = 0;
+        const uint ex = eagle_scan_group(buf, v, &total);
+        if (t < tiles) sums[tiles + t] = carry + ex;
+        carry += total;
+    }
+    if (l != 0) return;
+    const uint k = carry;
     *(__global uint*)count_a = k;
     if (live_a) *(__global uint*)live_a = k;
     if (fire_a && span_a) {
         const uint span = *(__global const uint*)span_a;
         *(__global uint*)fire_a = (k < span && (float)k <= theta * (float)span) ? 1u : 0u;
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void eagle_opencl_compact_scatter(ulong mask_a, ulong map_a, ulong sums_a, long tiles, long n, uint drop) {
+    __local uint buf[WG];
+    const __global uchar* m = (const __global uchar*)mask_a;
+    __global int* map = (__global int*)map_a;
+    const long first = (long)get_group_id(0) * TILE + get_local_id(0);
+    uint at = ((__global const uint*)sums_a)[tiles + get_group_id(0)];
+    for (int r = 0; r < PER; ++r) {
+        const long i = first + (long)r * WG;
+        const uint k = eagle_keep(m, i, n, drop);
+        uint total = 0;
+        const uint ex = eagle_scan_group(buf, k, &total);
+        if (k) map[at + ex] = (int)i;
+        at += total;
     }
 }
 
@@ -93,6 +164,8 @@ __kernel void eagle_opencl_reorder_finish(ulong perm_a, ulong inv_a, ulong span_
 )CL";
 
 std::mutex g_mu;  // serialises the backend's own kernels (a cl_kernel holds its arguments)
+constexpr size_t kWorkGroup = 256;    // WG of the compaction kernels (their reqd_work_group_size)
+constexpr int64_t kTile = 256 * 4;    // TILE: mask bytes per work-group
 
 int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
 int64_t reorder_scratch_bytes(int64_t n) { return 64 + align64(4 * n) + 16 * n; }
@@ -124,14 +197,15 @@ cl_kernel own_kernel(const char* source, const char* name) {
     return k;
 }
 
-void launch_own(Stream& s, cl_kernel k, const std::vector<std::pair<const void*, size_t>>& args, size_t global) {
+void launch_own(Stream& s, cl_kernel k, const std::vector<std::pair<const void*, size_t>>& args, size_t global,
+                size_t local) {
     for (size_t a = 0; a < args.size(); ++a)
         cl_check(clSetKernelArg(k, static_cast<cl_uint>(a), args[a].second, args[a].first), "clSetKernelArg");
     const std::vector<void*> svm = live_allocations();
     cl_check(clSetKernelExecInfo(k, CL_KERNEL_EXEC_INFO_SVM_PTRS, svm.size() * sizeof(void*),
                                  svm.empty() ? nullptr : svm.data()),
              "clSetKernelExecInfo(SVM_PTRS)");
-    cl_check(clEnqueueNDRangeKernel(s.queue, k, 1, nullptr, &global, nullptr, 0, nullptr, nullptr),
+    cl_check(clEnqueueNDRangeKernel(s.queue, k, 1, nullptr, &global, local ? &local : nullptr, 0, nullptr, nullptr),
              "clEnqueueNDRangeKernel");
 }
 }  // namespace eagle_opencl
@@ -145,20 +219,28 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
         check_device(d.device, "desc->device");
         eagle::check_sample_count(d.n, "desc->n");
         Stream& s = enqueue_stream(d.stream, "desc->stream");
-        if (eagle::scratch_query_or_check(desc, d, 16, "compaction")) return;  // the scratch is not used
+        const int64_t tiles = (d.n + kTile - 1) / kTile;
+        if (eagle::scratch_query_or_check(desc, d, std::max<int64_t>(16, 8 * tiles), "compaction")) return;
         if (!d.count) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->count is 0");
         if (d.n > 0 && !d.mask) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->mask is 0");
         if (d.n > 0 && !d.index_map) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->index_map is 0");
         if (d.fire && d.span && !(d.theta > 0.0f && d.theta <= 1.0f))
             eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->theta must be in (0, 1] when fire is given");
-        const cl_long n = d.n;
+        const cl_long n = d.n, t = tiles;
         const cl_uint drop = (d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP) ? 1u : 0u;
         const cl_float theta = d.theta;
         std::lock_guard<std::mutex> lock(g_mu);
-        launch_own(s, own_kernel(kSource, "eagle_opencl_compact"),
-                   {{&d.mask, 8}, {&d.index_map, 8}, {&d.count, 8}, {&n, 8}, {&drop, 4}, {&d.live32, 8},
-                    {&d.span, 8}, {&d.fire, 8}, {&theta, 4}},
-                   1);
+        const size_t groups = static_cast<size_t>(tiles) * kWorkGroup;
+        if (tiles > 0)
+            launch_own(s, own_kernel(kSource, "eagle_opencl_compact_count"),
+                       {{&d.mask, 8}, {&d.scratch, 8}, {&n, 8}, {&drop, 4}}, groups, kWorkGroup);
+        launch_own(s, own_kernel(kSource, "eagle_opencl_compact_scan"),
+                   {{&d.scratch, 8}, {&t, 8}, {&d.count, 8}, {&d.live32, 8}, {&d.span, 8}, {&d.fire, 8}, {&theta, 4}},
+                   kWorkGroup, kWorkGroup);
+        if (tiles > 0)
+            launch_own(s, own_kernel(kSource, "eagle_opencl_compact_scatter"),
+                       {{&d.mask, 8}, {&d.index_map, 8}, {&d.scratch, 8}, {&t, 8}, {&n, 8}, {&drop, 4}}, groups,
+                       kWorkGroup);
     });
 }
 
