@@ -45,6 +45,7 @@ struct Runtime {
     // The -cl-std kernels are built with: CL3.0 where the device offers OpenCL C 3.0 with the
     // generic address space, else CL2.0 (PoCL 3.1 reports OpenCL C 1.2 but compiles CL2.0).
     std::string cl_std = "-cl-std=CL2.0";
+    bool generic = true;  // kernels built with cl_std have the generic address space (kernel.h)
 };
 // The runtime, or UNAVAILABLE with the reason (no ICD, no platform, no device, no SVM).
 Runtime& runtime();

@@ -6,6 +6,7 @@
 // correctly rounded float division and square root (-cl-fp32-correctly-rounded-divide-sqrt, where
 // the device has it; double's are always correctly rounded); CONTRACT sets FP_CONTRACT ON (OpenCL
 // C's own default) with the same division; FAST_MATH is -cl-fast-relaxed-math.
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -54,6 +55,80 @@ std::string first_error_line(const std::string& log) {
         pos = end + 1;
     }
     return log.substr(0, log.find('\n'));
+}
+
+// The source without its comments (each one space), so declarations inside comments are not read.
+std::string without_comments(const std::string& src) {
+    std::string out;
+    out.reserve(src.size());
+    for (size_t i = 0; i < src.size();) {
+        if (src.compare(i, 2, "//") == 0) {
+            i = src.find('\n', i);
+            if (i == std::string::npos) break;
+        } else if (src.compare(i, 2, "/*") == 0) {
+            const size_t end = src.find("*/", i + 2);
+            if (end == std::string::npos) break;
+            out += ' ';
+            i = end + 2;
+        } else {
+            out += src[i++];
+        }
+    }
+    return out;
+}
+
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+std::string trimmed(const std::string& s) {
+    const size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
+    return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+// kernel.h's address-space lines for a device without the generic address space, from the
+// source's EAGLE_KERNEL(name, (T, p), ...) declarations (T is a pointer where it holds a '*'):
+// EAGLE_OCL_SPACES, per kernel and parameter `#define EAGLE_OCL_SPACE_name__p ~, __global` (a
+// scalar: `~,`), and per parameter name declared the same way everywhere
+// `#define EAGLE_OCL_SPACE__p __global` (a scalar: empty); see kernel.h. Each also under PoCL's
+// name for a parameter named as one of its built-ins (its headers #define step _cl_step).
+std::string address_space_lines(const std::string& source) {
+    const std::string text = without_comments(source);
+    std::map<std::string, int> by_param;                   // param -> 1 pointer, 2 scalar, 3 both
+    std::map<std::pair<std::string, std::string>, int> by_kernel;
+    const std::string key = "EAGLE_KERNEL";
+    for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + key.size())) {
+        if ((at > 0 && ident_char(text[at - 1])) || ident_char(text[at + key.size()])) continue;
+        size_t i = text.find_first_not_of(" \t\r\n", at + key.size());
+        if (i == std::string::npos || text[i] != '(') continue;
+        size_t j = i + 1;
+        while (j < text.size() && (ident_char(text[j]) || std::isspace(static_cast<unsigned char>(text[j])))) ++j;
+        const std::string name = trimmed(text.substr(i + 1, j - i - 1));
+        while (j < text.size()) {  // the (T, p) pairs up to the declaration's closing parenthesis
+            j = text.find_first_not_of(" \t\r\n\\", j);
+            if (j == std::string::npos || text[j] != ',') break;
+            j = text.find_first_not_of(" \t\r\n\\", j + 1);
+            if (j == std::string::npos || text[j] != '(') break;
+            const size_t close = text.find(')', j);
+            if (close == std::string::npos) break;
+            const std::string pair = text.substr(j + 1, close - j - 1);
+            const size_t comma = pair.rfind(',');
+            if (comma == std::string::npos || pair.find('(') != std::string::npos) break;
+            const std::string param = trimmed(pair.substr(comma + 1));
+            const int k = pair.substr(0, comma).find('*') != std::string::npos ? 1 : 2;
+            by_param[param] |= k;
+            if (!name.empty()) by_kernel[{name, param}] |= k;
+            j = close + 1;
+        }
+    }
+    std::string out = "#define EAGLE_OCL_SPACES 1\n";
+    for (const char* prefix : {"", "_cl_"}) {
+        for (const auto& [kp, k] : by_kernel)
+            if (k != 3)
+                out += "#define EAGLE_OCL_SPACE_" + kp.first + "__" + prefix + kp.second +
+                       (k == 1 ? " ~, __global\n" : " ~,\n");
+        for (const auto& [param, k] : by_param)
+            if (k != 3) out += "#define EAGLE_OCL_SPACE__" + std::string(prefix) + param + (k == 1 ? " __global\n" : "\n");
+    }
+    return out;
 }
 
 // An option as one token for the platform's option parser: quoted when it holds a space.
@@ -149,6 +224,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         const bool contract = d.flags & EAGLE_BACKEND_MODULE_CONTRACT;
         // The mode's pragma, then the source under its own name and line numbers.
         std::string text = fast ? "" : contract ? "#pragma OPENCL FP_CONTRACT ON\n" : "#pragma OPENCL FP_CONTRACT OFF\n";
+        if (!rt.generic) text += address_space_lines(std::string(source ? source : "", static_cast<size_t>(source_bytes)));
         std::string line_name;
         for (char c : name) line_name += (c == '"' || c == '\\') ? '_' : c;
         text += "#line 1 \"" + line_name + "\"\n";
@@ -158,8 +234,9 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         // early, so each becomes a space; the source is still source_bytes long, line numbers kept.
         for (size_t c = start; c < text.size(); ++c)
             if (text[c] == '\0') text[c] = ' ';
-        // OpenCL C 2.0 or 3.0 with the generic address space: pointers the user writes without an
-        // address space are generic (kernel.h).
+        // OpenCL C 2.0, or 3.0 (see runtime.cpp): kernel.h's declared pointers are __global
+        // either way; pointers the user writes without an address space are generic where the
+        // device has the generic address space, private where it has not.
         std::string options = rt.cl_std + " -cl-kernel-arg-info";
         if (fast)
             options += " -cl-fast-relaxed-math";

@@ -49,6 +49,18 @@ struct Made {
     std::string why;  // non-empty: unusable
 };
 
+// Whether the device builds OpenCL C 2.0 with a generic pointer (a probe program, released).
+bool builds_generic(cl_context context, cl_device_id device) {
+    const char* src = "static void eagle_g(int* p) { *p = 1; }\n"
+                      "__kernel void eagle_probe(__global int* x) { eagle_g(x); }\n";
+    cl_int err = CL_SUCCESS;
+    cl_program p = clCreateProgramWithSource(context, 1, &src, nullptr, &err);
+    if (err != CL_SUCCESS) return false;
+    err = clBuildProgram(p, 1, &device, "-cl-std=CL2.0", nullptr, nullptr);
+    clReleaseProgram(p);
+    return err == CL_SUCCESS;
+}
+
 Made make() {
     Made m;
     cl_uint np = 0;
@@ -92,15 +104,44 @@ Made make() {
     cl_device_fp_config fp = 0;
     clGetDeviceInfo(m.rt.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr);
     m.rt.fp32_correct_div = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+    // The OpenCL C kernels are built as: CL3.0 where the device has it with the generic address
+    // space; else CL2.0 where it lists OpenCL C 2.0, or lists no 3.0 (PoCL 3.1 lists 1.2 and 3.0
+    // without the generic space, yet builds CL2.0 with it: tried below); else CL3.0 without the
+    // generic space (NVIDIA's OpenCL: its compiler takes variadic macros only from CL3.0 on).
+    // $EAGLE_OPENCL_STD (CL2.0, CL3.0, CL1.2) overrides the choice: CL3.0 on PoCL is NVIDIA's case.
+    bool generic = false, c20 = false, c30 = false;
     size_t nf = 0;
     if (clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_FEATURES, 0, nullptr, &nf) == CL_SUCCESS && nf > 0) {
         std::vector<cl_name_version> feats(nf / sizeof(cl_name_version));
         clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_FEATURES, nf, feats.data(), nullptr);
         for (const auto& f : feats)
-            if (std::strcmp(f.name, "__opencl_c_generic_address_space") == 0) m.rt.cl_std = "-cl-std=CL3.0";
+            if (std::strcmp(f.name, "__opencl_c_generic_address_space") == 0) generic = true;
+    }
+    size_t nv = 0;
+    if (clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_ALL_VERSIONS, 0, nullptr, &nv) == CL_SUCCESS && nv > 0) {
+        std::vector<cl_name_version> vers(nv / sizeof(cl_name_version));
+        clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_ALL_VERSIONS, nv, vers.data(), nullptr);
+        for (const auto& v : vers) {
+            c20 = c20 || CL_VERSION_MAJOR(v.version) == 2;
+            c30 = c30 || CL_VERSION_MAJOR(v.version) == 3;
+        }
     }
     m.rt.context = clCreateContext(nullptr, 1, &m.rt.device, nullptr, nullptr, &err);
-    if (err != CL_SUCCESS) m.why = cl_error(err, "clCreateContext");
+    if (err != CL_SUCCESS) {
+        m.why = cl_error(err, "clCreateContext");
+        return m;
+    }
+    if (const char* forced = std::getenv("EAGLE_OPENCL_STD"); forced && *forced) {
+        m.rt.cl_std = std::string("-cl-std=") + forced;
+        m.rt.generic = m.rt.cl_std == "-cl-std=CL2.0" || (m.rt.cl_std == "-cl-std=CL3.0" && generic);
+    } else if (c30 && generic) {
+        m.rt.cl_std = "-cl-std=CL3.0";
+    } else if (c20 || !c30 || builds_generic(m.rt.context, m.rt.device)) {
+        m.rt.cl_std = "-cl-std=CL2.0";
+    } else {
+        m.rt.cl_std = "-cl-std=CL3.0";
+        m.rt.generic = false;
+    }
     return m;
 }
 

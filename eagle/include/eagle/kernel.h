@@ -108,6 +108,13 @@
 
 /* A pointer parameter of any length (eagle checks no sample count for it): see "Typed launches". */
 #define EAGLE_BUFFER
+/* A helper's pointer parameter that receives a pointer into a declared array
+ * (EAGLE_FN void f(EAGLE_GLOBAL double* p), called as f(&x[i])): __global on an opencl device
+ * without the generic address space (see the opencl half), nothing on every other kind. A helper
+ * that takes pointers to the body's own locals needs nothing. */
+#if !EAGLE_KIND_OPENCL
+#define EAGLE_GLOBAL
+#endif
 
 /* ------------------------------------------------------------------ preprocessor helpers */
 /* Argument counting and an indexed map over (type, name) pairs; generated for up to 24 pairs. */
@@ -137,6 +144,32 @@
 #define EAGLE_PP_MAP_22(M, k, a, ...) M(k, a) EAGLE_PP_MAP_21(M, (k) + 1, __VA_ARGS__)
 #define EAGLE_PP_MAP_23(M, k, a, ...) M(k, a) EAGLE_PP_MAP_22(M, (k) + 1, __VA_ARGS__)
 #define EAGLE_PP_MAP_24(M, k, a, ...) M(k, a) EAGLE_PP_MAP_23(M, (k) + 1, __VA_ARGS__)
+/* The same map with a fixed context c (the kernel's name) in place of the index: M(c, pair). */
+#define EAGLE_PP_MAPK_1(M, c, a) M(c, a)
+#define EAGLE_PP_MAPK_2(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_1(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_3(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_2(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_4(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_3(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_5(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_4(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_6(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_5(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_7(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_6(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_8(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_7(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_9(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_8(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_10(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_9(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_11(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_10(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_12(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_11(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_13(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_12(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_14(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_13(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_15(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_14(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_16(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_15(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_17(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_16(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_18(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_17(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_19(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_18(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_20(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_19(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_21(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_20(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_22(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_21(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_23(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_22(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK_24(M, c, a, ...) M(c, a) EAGLE_PP_MAPK_23(M, c, __VA_ARGS__)
+#define EAGLE_PP_MAPK(M, c, ...) EAGLE_PP_CAT(EAGLE_PP_MAPK_, EAGLE_PP_NARGS(__VA_ARGS__))(M, c, __VA_ARGS__)
 #define EAGLE_PP_CAT(a, b) EAGLE_PP_CAT_(a, b)
 #define EAGLE_PP_CAT_(a, b) a##b
 #define EAGLE_PP_MAP(M, ...) EAGLE_PP_CAT(EAGLE_PP_MAP_, EAGLE_PP_NARGS(__VA_ARGS__))(M, 0, __VA_ARGS__)
@@ -357,23 +390,50 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
 #define EAGLE_OCL_PARAM(k, p) ulong EAGLE_OCL_ARG(p),
 /* The declared type from its 8 bytes (little-endian: a narrower scalar is the low bytes). */
 #define EAGLE_OCL_AS(T, bits) (((union { ulong eagle_u; T eagle_v; }){.eagle_u = (bits)}).eagle_v)
-#define EAGLE_OCL_UNPACK(k, p) EAGLE_PP_TYPE p EAGLE_PP_NAME p = EAGLE_OCL_AS(EAGLE_PP_TYPE p, EAGLE_OCL_ARG(p));
+/* A declared parameter's address space. On a device without the generic address space (OpenCL
+ * C 1.2, or 3.0 without __opencl_c_generic_address_space: NVIDIA's, and PoCL's), where an
+ * unqualified pointer is private, the opencl backend reads the source's EAGLE_KERNEL declarations
+ * (as eagle does) and prepends, with EAGLE_OCL_SPACES,
+ *   #define EAGLE_OCL_SPACE_<kernel>__<param> ~, __global   (a pointer: its type holds a '*')
+ *   #define EAGLE_OCL_SPACE_<kernel>__<param> ~,            (a scalar)
+ * and, for a name that is a pointer in every declaration (or a scalar in every one),
+ *   #define EAGLE_OCL_SPACE__<param> __global   (or nothing),
+ * which serves a kernel the backend did not see by its name (one declared inside a macro that
+ * names its kernels, as eagle's restore kernels are). `double* x` becomes `__global double* x`
+ * in the entries and the body. EAGLE_OCL_SPACE picks the first that is defined (the second item
+ * of "<kernel line>, <param line>, ~" is __global or nothing when the kernel line is defined, the
+ * param line otherwise). With the generic address space nothing is prepended. */
+#ifdef EAGLE_OCL_SPACES
+#define EAGLE_OCL_SECOND(a, b, ...) b
+#define EAGLE_OCL_SECOND_(...) EAGLE_OCL_SECOND(__VA_ARGS__)
+#define EAGLE_OCL_UNPAIR(T, param) T, param
+#define EAGLE_OCL_KEY(name, T, param) EAGLE_OCL_SPACE_##name##__##param, EAGLE_OCL_SPACE__##param, ~
+#define EAGLE_OCL_KEY_(...) EAGLE_OCL_KEY(__VA_ARGS__)
+#define EAGLE_OCL_SPACE(name, p) EAGLE_OCL_SECOND_(EAGLE_OCL_KEY_(name, EAGLE_OCL_UNPAIR p))
+#define EAGLE_GLOBAL __global
+#else
+#define EAGLE_OCL_SPACE(name, p)
+#define EAGLE_GLOBAL
+#endif
+#define EAGLE_OCL_TYPE(name, p) EAGLE_OCL_SPACE(name, p) EAGLE_PP_TYPE p
+#define EAGLE_OCL_UNPACK(name, p) EAGLE_OCL_TYPE(name, p) EAGLE_PP_NAME p = EAGLE_OCL_AS(EAGLE_OCL_TYPE(name, p), EAGLE_OCL_ARG(p));
+#define EAGLE_OCL_DECL(name, p) , EAGLE_OCL_TYPE(name, p) EAGLE_PP_NAME p
 #define EAGLE_OCL_LANE const int64_t eagle_l = eagle_base + (int64_t)get_global_id(0)
 
 #define EAGLE_KERNEL(name, ...)                                                                      \
-    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__));  \
+    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAPK(EAGLE_OCL_DECL, name, __VA_ARGS__));  \
     __kernel void name(EAGLE_PP_MAP(EAGLE_OCL_PARAM, __VA_ARGS__) long eagle_base, long eagle_count,  \
                        long eagle_n) {                                                               \
-        EAGLE_PP_MAP(EAGLE_OCL_UNPACK, __VA_ARGS__)                                                   \
+        EAGLE_PP_MAPK(EAGLE_OCL_UNPACK, name, __VA_ARGS__)                                                   \
         EAGLE_OCL_LANE;                                                                              \
         if (eagle_l < eagle_base + eagle_count)                                                      \
             eagle_body_##name(eagle_l, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));             \
     }                                                                                                \
     __kernel void name##_active(EAGLE_PP_MAP(EAGLE_OCL_PARAM, __VA_ARGS__) ulong eagle_map_bits,      \
                                 ulong eagle_live_bits, long eagle_base, long eagle_count, long eagle_n) { \
-        EAGLE_PP_MAP(EAGLE_OCL_UNPACK, __VA_ARGS__)                                                   \
-        const int32_t* eagle_map = (const int32_t*)eagle_map_bits;                                   \
-        const uint32_t* eagle_live = (const uint32_t*)eagle_live_bits;                               \
+        EAGLE_PP_MAPK(EAGLE_OCL_UNPACK, name, __VA_ARGS__)                                                   \
+        __global const int32_t* eagle_map = (__global const int32_t*)eagle_map_bits;                                   \
+        __global const uint32_t* eagle_live = (__global const uint32_t*)eagle_live_bits;                               \
         EAGLE_OCL_LANE;                                                                              \
         if (eagle_l < eagle_base + eagle_count && eagle_l < (int64_t)*eagle_live)                     \
             eagle_body_##name(eagle_map[eagle_l], eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));  \
@@ -384,12 +444,12 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
                                ulong eagle_live_bits, ulong eagle_mask_bits, ulong eagle_queue_bits,  \
                                long eagle_rounds, long eagle_workers, long eagle_base,               \
                                long eagle_count, long eagle_n) {                                     \
-        EAGLE_PP_MAP(EAGLE_OCL_UNPACK, __VA_ARGS__)                                                   \
+        EAGLE_PP_MAPK(EAGLE_OCL_UNPACK, name, __VA_ARGS__)                                                   \
         (void)eagle_queue_bits;                                                                      \
-        const int32_t* eagle_map = (const int32_t*)eagle_map_bits;                                   \
-        const uint32_t* eagle_live_p = (const uint32_t*)eagle_live_bits;                             \
+        __global const int32_t* eagle_map = (__global const int32_t*)eagle_map_bits;                                   \
+        __global const uint32_t* eagle_live_p = (__global const uint32_t*)eagle_live_bits;                             \
         const int64_t eagle_live = eagle_live_p ? (int64_t)*eagle_live_p : eagle_n; /* NULL: all n */ \
-        const uint8_t* eagle_mask = (const uint8_t*)eagle_mask_bits;                                 \
+        __global const uint8_t* eagle_mask = (__global const uint8_t*)eagle_mask_bits;                                 \
         EAGLE_OCL_LANE;                                                                              \
         if (eagle_l >= eagle_base + eagle_count) return;                                             \
         for (int64_t eagle_p = eagle_l; eagle_p < eagle_live; eagle_p += eagle_workers) {            \
@@ -398,7 +458,7 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
                 eagle_body_##name(eagle_i, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));         \
         }                                                                                            \
     }                                                                                                \
-    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
+    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAPK(EAGLE_OCL_DECL, name, __VA_ARGS__))
 
 #else /* the cpu kind */
 #define EAGLE_FN static inline __attribute__((always_inline))
