@@ -42,10 +42,11 @@ struct Runtime {
     std::string platform_name, device_name;
     bool svm_coarse = false;         // CL_DEVICE_SVM_COARSE_GRAIN_BUFFER
     bool fp32_correct_div = false;   // CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT for float
-    // The -cl-std kernels are built with: CL3.0 where the device offers OpenCL C 3.0 with the
-    // generic address space, else CL2.0 (PoCL 3.1 reports OpenCL C 1.2 but compiles CL2.0).
+    // The -cl-std kernels are built with (runtime.cpp says how it is chosen), and whether an
+    // unqualified pointer is generic there; where not, module.cpp tells kernel.h which declared
+    // parameters are pointers, to be __global.
     std::string cl_std = "-cl-std=CL2.0";
-    bool generic = true;  // kernels built with cl_std have the generic address space (kernel.h)
+    bool generic = true;
 };
 // The runtime, or UNAVAILABLE with the reason (no ICD, no platform, no device, no SVM).
 Runtime& runtime();

@@ -105,10 +105,12 @@ Made make() {
     clGetDeviceInfo(m.rt.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr);
     m.rt.fp32_correct_div = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
     // The OpenCL C kernels are built as: CL3.0 where the device has it with the generic address
-    // space; else CL2.0 where it lists OpenCL C 2.0, or lists no 3.0 (PoCL 3.1 lists 1.2 and 3.0
-    // without the generic space, yet builds CL2.0 with it: tried below); else CL3.0 without the
-    // generic space (NVIDIA's OpenCL: its compiler takes variadic macros only from CL3.0 on).
-    // $EAGLE_OPENCL_STD (CL2.0, CL3.0, CL1.2) overrides the choice: CL3.0 on PoCL is NVIDIA's case.
+    // space; else CL2.0 where it lists OpenCL C 2.0, or lists no 3.0, or builds CL2.0 with a real
+    // generic pointer (a helper's unqualified pointer parameter taking a __global one: tried
+    // below; PoCL 3.1 builds CL2.0 but its unqualified pointers are private, so it fails); else
+    // CL3.0 without the generic space (NVIDIA's OpenCL, PoCL 3.1), where kernel.h qualifies the
+    // declared pointers (module.cpp) and NVIDIA's compiler takes variadic macros (below CL3.0 it
+    // does not). $EAGLE_OPENCL_STD (CL1.2, CL2.0 or CL3.0) overrides the choice.
     bool generic = false, c20 = false, c30 = false;
     size_t nf = 0;
     if (clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_FEATURES, 0, nullptr, &nf) == CL_SUCCESS && nf > 0) {
@@ -132,8 +134,13 @@ Made make() {
         return m;
     }
     if (const char* forced = std::getenv("EAGLE_OPENCL_STD"); forced && *forced) {
-        m.rt.cl_std = std::string("-cl-std=") + forced;
-        m.rt.generic = m.rt.cl_std == "-cl-std=CL2.0" || (m.rt.cl_std == "-cl-std=CL3.0" && generic);
+        const std::string f = forced;
+        if (f != "CL1.2" && f != "CL2.0" && f != "CL3.0") {
+            m.why = "$EAGLE_OPENCL_STD='" + f + "' is not CL1.2, CL2.0 or CL3.0";
+            return m;
+        }
+        m.rt.cl_std = "-cl-std=" + f;
+        m.rt.generic = (f == "CL2.0" && builds_generic(m.rt.context, m.rt.device)) || (f == "CL3.0" && generic);
     } else if (c30 && generic) {
         m.rt.cl_std = "-cl-std=CL3.0";
     } else if (c20 || !c30 || builds_generic(m.rt.context, m.rt.device)) {
