@@ -3,9 +3,9 @@
 //
 // compact_device: per-tile counts, a scan of them, a scatter (see the kernels), so it runs on as
 // many work-items as the mask has bytes / 4; the map in numpy.flatnonzero's order.
-// reorder_device: a plan kernel (one work-item) checks *span and perm, counts the kept samples and
-// writes each position's destination into the scratch; then, per plane row, a scatter into the
-// scratch and a copy back (one work-item per position below *span); then inv and *span. Bad input
+// reorder_device: plan kernels check *span and perm and write each position's destination into
+// the scratch (compact's count and scan, on many work-items); then, per plane row, a scatter into
+// the scratch and a copy back (one work-item per position below *span); then inv (a work-item per position) and *span. Bad input
 // found on the device (a span past n, a perm entry outside [0, n)) moves nothing and is reported
 // by the stream's next synchronize: the plan's verdict is copied to the host and read by a host
 // call in stream order.
@@ -104,15 +104,21 @@ void eagle_opencl_compact_scatter(ulong mask_a, ulong map_a, ulong sums_a, long 
 }
 
 /* The scratch: uint header[16] = {verdict (0 go, 1 skip, 2 span > n, 3 perm out of range), kept,
- * span, the bad position}, then int dest[n] (64-byte aligned), then the elements' staging area. */
+ * span, the first bad position}, then int dest[n] (64-byte aligned), then the tiles' counts and
+ * offsets (uint[2 * tiles], as compact's), then the elements' staging area. */
 #define HDR(s) ((__global uint*)(s))
 #define DEST(s) ((__global int*)((s) + 64))
-#define TMP(s, n) ((__global uchar*)((s) + 64 + (((n) * 4 + 63) / 64) * 64))
+#define TILES(n) (((n) + TILE - 1) / TILE)
+#define SUMS(s, n) ((s) + 64 + (((n) * 4 + 63) / 64) * 64)
+#define TMP(s, n) ((__global uchar*)(SUMS(s, n) + ((TILES(n) * 8 + 63) / 64) * 64))
 
-__kernel void eagle_opencl_reorder_plan(ulong mask_a, ulong perm_a, ulong span_a, ulong fire_a, ulong scr, long n,
-                                        uint drop) {
+/* The plan of a reorder, on many work-items: check (one work-item: the trigger, n, *span), the
+ * perm's range (a work-item per position; the first bad one by atomic_min), the verdict, then
+ * compact's count and scan over the positions below *span, and each position's destination:
+ * a kept one its rank among the kept, a dropped one kept + its rank among the dropped. */
+__kernel void eagle_opencl_reorder_check(ulong span_a, ulong fire_a, ulong scr, long n) {
     __global uint* hdr = HDR(scr);
-    hdr[0] = 0; hdr[1] = 0; hdr[2] = 0; hdr[3] = 0;
+    hdr[0] = 0; hdr[1] = 0; hdr[2] = 0; hdr[3] = 0xffffffffu;
     if (fire_a) {
         __global uint* fire = (__global uint*)fire_a;
         const uint f = *fire;
@@ -122,17 +128,54 @@ __kernel void eagle_opencl_reorder_plan(ulong mask_a, ulong perm_a, ulong span_a
     if (n == 0) { hdr[0] = 1; return; }
     const uint s = *(__global const uint*)span_a;
     hdr[2] = s;
-    if ((long)s > n) { hdr[0] = 2; return; }
-    const __global int* perm = (const __global int*)perm_a;
-    for (long p = 0; p < (long)s; ++p)
-        if (perm[p] < 0 || (long)perm[p] >= n) { hdr[0] = 3; hdr[3] = (uint)p; return; }
+    if ((long)s > n) hdr[0] = 2;
+}
+
+__kernel void eagle_opencl_reorder_perm(ulong perm_a, ulong scr, long n) {
+    const long p = get_global_id(0);
+    __global uint* hdr = HDR(scr);
+    if (p >= n || hdr[0] != 0 || p >= (long)hdr[2]) return;
+    const int v = ((const __global int*)perm_a)[p];
+    if (v < 0 || (long)v >= n) atomic_min(&hdr[3], (uint)p);
+}
+
+__kernel void eagle_opencl_reorder_verdict(ulong scr) {
+    __global uint* hdr = HDR(scr);
+    if (hdr[0] == 0 && hdr[3] != 0xffffffffu) hdr[0] = 3;
+}
+
+/* Positions below this limit take part: *span where the reorder goes on, none otherwise. */
+long eagle_reorder_limit(ulong scr) { return HDR(scr)[0] == 0 ? (long)HDR(scr)[2] : 0; }
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void eagle_opencl_reorder_count(ulong mask_a, ulong scr, long n, uint drop) {
+    __local uint buf[WG];
+    const long limit = eagle_reorder_limit(scr);
     const __global uchar* m = (const __global uchar*)mask_a;
-    uint kept = 0;
-    for (long i = 0; i < (long)s; ++i) kept += (m[i] != 0) != (drop != 0);
-    uint k = 0, d = kept;
+    const long first = (long)get_group_id(0) * TILE + get_local_id(0);
+    uint c = 0, total = 0;
+    for (int r = 0; r < PER; ++r) c += eagle_keep(m, first + (long)r * WG, limit, drop);
+    eagle_scan_group(buf, c, &total);
+    if (get_local_id(0) == 0) ((__global uint*)SUMS(scr, n))[get_group_id(0)] = total;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void eagle_opencl_reorder_dest(ulong mask_a, ulong scr, long n, uint drop) {
+    __local uint buf[WG];
+    const long limit = eagle_reorder_limit(scr);
+    const __global uchar* m = (const __global uchar*)mask_a;
     __global int* dest = DEST(scr);
-    for (long i = 0; i < (long)s; ++i) dest[i] = ((m[i] != 0) != (drop != 0)) ? (int)k++ : (int)d++;
-    hdr[1] = kept;
+    const uint kept = HDR(scr)[1];
+    const long first = (long)get_group_id(0) * TILE + get_local_id(0);
+    uint at = ((__global const uint*)SUMS(scr, n))[TILES(n) + get_group_id(0)];
+    for (int r = 0; r < PER; ++r) {
+        const long i = first + (long)r * WG;
+        const uint k = eagle_keep(m, i, limit, drop);
+        uint total = 0;
+        const uint ex = eagle_scan_group(buf, k, &total);
+        if (i < limit) dest[i] = k ? (int)(at + ex) : (int)(kept + (uint)i - (at + ex));
+        at += total;
+    }
 }
 
 __kernel void eagle_opencl_reorder_scatter(ulong row_a, ulong scr, long n, uint elem) {
@@ -152,14 +195,17 @@ __kernel void eagle_opencl_reorder_back(ulong row_a, ulong scr, long n, uint ele
     for (uint b = 0; b < elem; ++b) row[i * elem + b] = tmp[i * elem + b];
 }
 
-__kernel void eagle_opencl_reorder_finish(ulong perm_a, ulong inv_a, ulong span_a, ulong scr, long n) {
-    (void)n;
+/* inv of the moved perm (a work-item per position: perm is a permutation), then *span. */
+__kernel void eagle_opencl_reorder_inv(ulong perm_a, ulong inv_a, ulong scr, long n) {
+    const long p = get_global_id(0);
     __global const uint* hdr = HDR(scr);
-    if (hdr[0] != 0) return;
-    const __global int* perm = (const __global int*)perm_a;
-    __global int* inv = (__global int*)inv_a;
-    for (long p = 0; p < (long)hdr[2]; ++p) inv[perm[p]] = (int)p;
-    *(__global uint*)span_a = hdr[1];
+    if (p >= n || hdr[0] != 0 || p >= (long)hdr[2]) return;
+    ((__global int*)inv_a)[((const __global int*)perm_a)[p]] = (int)p;
+}
+
+__kernel void eagle_opencl_reorder_finish(ulong span_a, ulong scr) {
+    __global const uint* hdr = HDR(scr);
+    if (hdr[0] == 0) *(__global uint*)span_a = hdr[1];
 }
 )CL";
 
@@ -168,7 +214,7 @@ constexpr size_t kWorkGroup = 256;    // WG of the compaction kernels (their req
 constexpr int64_t kTile = 256 * 4;    // TILE: mask bytes per work-group
 
 int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
-int64_t reorder_scratch_bytes(int64_t n) { return 64 + align64(4 * n) + 16 * n; }
+int64_t reorder_scratch_bytes(int64_t n) { return 64 + align64(4 * n) + align64(8 * ((n + kTile - 1) / kTile)) + 16 * n; }
 }  // namespace
 
 namespace eagle_opencl {
@@ -277,8 +323,29 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_back
         const cl_uint drop = (d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP) ? 1u : 0u;
         const size_t global = d.n > 0 ? static_cast<size_t>(d.n) : 1;
         std::lock_guard<std::mutex> lock(g_mu);
-        launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_plan"),
-                   {{&d.mask, 8}, {&d.perm, 8}, {&d.span, 8}, {&d.fire, 8}, {&d.scratch, 8}, {&n, 8}, {&drop, 4}}, 1);
+        // the plan (see the kernels): check, the perm's range, the verdict, count, scan, destinations
+        const int64_t tiles = (d.n + kTile - 1) / kTile;
+        const cl_long t = tiles;
+        const uint64_t sums = d.scratch + static_cast<uint64_t>(64 + align64(4 * d.n));
+        const uint64_t kept_word = d.scratch + 4;  // header[1]
+        const uint64_t none = 0;
+        const cl_float no_theta = 0.0f;
+        launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_check"),
+                   {{&d.span, 8}, {&d.fire, 8}, {&d.scratch, 8}, {&n, 8}}, 1);
+        if (d.n > 0) {
+            launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_perm"), {{&d.perm, 8}, {&d.scratch, 8}, {&n, 8}},
+                       global);
+            launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_verdict"), {{&d.scratch, 8}}, 1);
+            launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_count"),
+                       {{&d.mask, 8}, {&d.scratch, 8}, {&n, 8}, {&drop, 4}}, static_cast<size_t>(tiles) * kWorkGroup,
+                       kWorkGroup);
+            launch_own(s, own_kernel(kSource, "eagle_opencl_compact_scan"),
+                       {{&sums, 8}, {&t, 8}, {&kept_word, 8}, {&none, 8}, {&none, 8}, {&none, 8}, {&no_theta, 4}},
+                       kWorkGroup, kWorkGroup);
+            launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_dest"),
+                       {{&d.mask, 8}, {&d.scratch, 8}, {&n, 8}, {&drop, 4}}, static_cast<size_t>(tiles) * kWorkGroup,
+                       kWorkGroup);
+        }
         auto move_row = [&](uint64_t row, cl_uint elem) {
             launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_scatter"), {{&row, 8}, {&d.scratch, 8}, {&n, 8}, {&elem, 4}},
                        global);
@@ -291,8 +358,10 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_back
             for (uint32_t r = 0; r < width; ++r) move_row(pl.data + static_cast<uint64_t>(r * pitch), pl.elem_size);
         }
         move_row(d.perm, 4);
-        launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_finish"),
-                   {{&d.perm, 8}, {&d.inv, 8}, {&d.span, 8}, {&d.scratch, 8}, {&n, 8}}, 1);
+        if (d.n > 0)
+            launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_inv"),
+                       {{&d.perm, 8}, {&d.inv, 8}, {&d.scratch, 8}, {&n, 8}}, global);
+        launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_finish"), {{&d.span, 8}, {&d.scratch, 8}}, 1);
         // The verdict to the host, then read in stream order: bad input surfaces at synchronize.
         auto verdict = std::make_shared<std::array<uint32_t, 4>>();
         cl_check(clEnqueueSVMMemcpy(s.queue, CL_FALSE, verdict->data(), reinterpret_cast<const void*>(d.scratch), 16, 0,
