@@ -388,13 +388,12 @@ def test_solver_solve_twice_equals_two_solve_ivp_calls(kind):
     assert isinstance(a.source, str) and a.source.strip()
 
 
-@pytest.mark.gpu
-def test_cpu_and_cuda_agree_bit_for_bit_in_exact_mode(cuda):
+def test_a_device_kind_agrees_with_cpu_bit_for_bit_in_exact_mode(device):
     fun, span, y0, args, _ = problem("lorenz", n=64)
     for method, kw in (("RK45", dict(rtol=RTOL, atol=ATOL)), ("RK4", dict(dt=1e-3)),
                        ("Tsit5", dict(rtol=RTOL, atol=ATOL, t_eval=np.linspace(0.0, 1.0, 5)))):
         c = eagle.ode.solve_ivp(fun, span, y0, method=method, args=args, backend="cpu", exact=True, **kw)
-        g = eagle.ode.solve_ivp(fun, span, y0, method=method, args=args, backend="cuda", exact=True, **kw)
+        g = eagle.ode.solve_ivp(fun, span, y0, method=method, args=args, backend=device.kind, exact=True, **kw)
         np.testing.assert_array_equal(c.y, g.y, err_msg=method)
         np.testing.assert_array_equal(c.n_accepted, g.n_accepted, err_msg=method)
         if "t_eval" in kw:

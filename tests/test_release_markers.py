@@ -50,10 +50,10 @@ def _run(code, timeout, **globals_):
     return run_snippet(code, timeout=timeout, globals=globals_)
 
 
-@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu), pytest.param("opencl", marks=pytest.mark.opencl)])
 def kind(request):
-    if request.param == "cuda":
-        request.getfixturevalue("cuda")  # skips, naming why, where there is no usable GPU
+    if request.param != "cpu":
+        request.getfixturevalue(request.param)  # skips, naming why, where that kind is not usable
     return request.param
 
 

@@ -313,8 +313,7 @@ def test_hostile_input_is_refused_naming_the_argument(case):
         assert w in out.exc_message, out.describe()
 
 
-@pytest.mark.gpu
-def test_cpu_and_cuda_agree_bit_for_bit_in_exact_mode(cuda):
+def test_a_device_kind_agrees_with_cpu_bit_for_bit_in_exact_mode(device):
     def knock(t, y):
         return y[0] - 1.6
     knock.terminal = True
@@ -323,7 +322,7 @@ def test_cpu_and_cuda_agree_bit_for_bit_in_exact_mode(cuda):
         kw = dict(dt=1 / 64, method=method, seed=77, events=[knock], t_eval=[0.5, 1.0], exact=True,
                   return_noise=True)
         c = eagle.ode.solve_sde(gbm_drift, gbm_diffusion, (0.0, 1.0), y0, backend="cpu", **kw)
-        g = eagle.ode.solve_sde(gbm_drift, gbm_diffusion, (0.0, 1.0), y0, backend="cuda", **kw)
+        g = eagle.ode.solve_sde(gbm_drift, gbm_diffusion, (0.0, 1.0), y0, backend=device.kind, **kw)
         assert 0.05 < np.mean(c.status == 1) < 0.95
         for f in ("y", "t", "status", "n_steps", "ys", "noise"):
             np.testing.assert_array_equal(getattr(g, f), getattr(c, f), err_msg=f"{method}: {f}")

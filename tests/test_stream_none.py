@@ -28,7 +28,7 @@ MASK = (np.arange(N) % 3 == 0).astype(np.uint8)
 KERNEL = "#include <eagle/kernel.h>\nEAGLE_KERNEL(bump, (double*, x)) { (void)n; x[i] += 1.0; }\n"
 
 
-@pytest.fixture(scope="module", params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.fixture(scope="module", params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu), pytest.param("opencl", marks=pytest.mark.opencl)])
 def b(request):
     return request.getfixturevalue(request.param)
 

@@ -20,7 +20,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_run_device(const struct eagle_ba
             eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->nparams is " + std::to_string(d.nparams) + "; it must be 0..64");
         if (d.nparams > 0) eagle::require(d.params, "desc->params");
         eagle::check_partition(d.base, d.count, d.n_samples, "desc");
-        Stream& s = enqueue_stream(d.stream, "desc->stream");
+        stream_of_raw(d.stream, "desc->stream");  // checked now, ordered (enqueue_stream) once there is work
         Kernel& k = kernel_of(d.function, "desc->function");
         if (static_cast<int64_t>(k.nargs) != d.nparams + 3)
             eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT,
@@ -34,6 +34,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_run_device(const struct eagle_ba
         }
         *launched = 0;
         if (d.count == 0) return;
+        Stream& s = enqueue_stream(d.stream, "desc->stream");
         size_t global = static_cast<size_t>(d.count), local = d.block;
         if (local) global = (global + local - 1) / local * local;
         const std::vector<void*> svm = live_allocations();

@@ -264,7 +264,9 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
         eagle::check_flags(d.flags, EAGLE_BACKEND_COMPACT_MASK_IS_DROP, "desc->flags");
         check_device(d.device, "desc->device");
         eagle::check_sample_count(d.n, "desc->n");
-        Stream& s = enqueue_stream(d.stream, "desc->stream");
+        // the stream is checked now and ordered (enqueue_stream) only where work is enqueued: a
+        // query enqueues nothing, so it must not order the default stream after the others
+        stream_of_raw(d.stream, "desc->stream");
         const int64_t tiles = (d.n + kTile - 1) / kTile;
         if (eagle::scratch_query_or_check(desc, d, std::max<int64_t>(16, 8 * tiles), "compaction")) return;
         if (!d.count) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->count is 0");
@@ -275,6 +277,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
         const cl_long n = d.n, t = tiles;
         const cl_uint drop = (d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP) ? 1u : 0u;
         const cl_float theta = d.theta;
+        Stream& s = enqueue_stream(d.stream, "desc->stream");
         std::lock_guard<std::mutex> lock(g_mu);
         const size_t groups = static_cast<size_t>(tiles) * kWorkGroup;
         if (tiles > 0)
@@ -311,7 +314,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_back
             if (p.pitch_bytes != 0 && p.pitch_bytes < d.n * int64_t(p.elem_size) && p.width > 1)
                 eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, name + ".pitch_bytes is smaller than a row");
         }
-        Stream& s = enqueue_stream(d.stream, "desc->stream");
+        stream_of_raw(d.stream, "desc->stream");  // ordered below, once there is work (see compact)
         if (eagle::scratch_query_or_check(desc, d, reorder_scratch_bytes(d.n), "reorder")) return;
         if (d.n > 0) {
             if (!d.mask) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "desc->mask is 0");
@@ -322,6 +325,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_back
         const cl_long n = d.n;
         const cl_uint drop = (d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP) ? 1u : 0u;
         const size_t global = d.n > 0 ? static_cast<size_t>(d.n) : 1;
+        Stream& s = enqueue_stream(d.stream, "desc->stream");
         std::lock_guard<std::mutex> lock(g_mu);
         // the plan (see the kernels): check, the perm's range, the verdict, count, scan, destinations
         const int64_t tiles = (d.n + kTile - 1) / kTile;

@@ -49,18 +49,6 @@ struct Made {
     std::string why;  // non-empty: unusable
 };
 
-// Whether the device builds OpenCL C 2.0 with a generic pointer (a probe program, released).
-bool builds_generic(cl_context context, cl_device_id device) {
-    const char* src = "static void eagle_g(int* p) { *p = 1; }\n"
-                      "__kernel void eagle_probe(__global int* x) { eagle_g(x); }\n";
-    cl_int err = CL_SUCCESS;
-    cl_program p = clCreateProgramWithSource(context, 1, &src, nullptr, &err);
-    if (err != CL_SUCCESS) return false;
-    err = clBuildProgram(p, 1, &device, "-cl-std=CL2.0", nullptr, nullptr);
-    clReleaseProgram(p);
-    return err == CL_SUCCESS;
-}
-
 Made make() {
     Made m;
     cl_uint np = 0;
@@ -104,13 +92,13 @@ Made make() {
     cl_device_fp_config fp = 0;
     clGetDeviceInfo(m.rt.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr);
     m.rt.fp32_correct_div = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
-    // The OpenCL C kernels are built as: CL3.0 where the device has it with the generic address
-    // space; else CL2.0 where it lists OpenCL C 2.0, or lists no 3.0, or builds CL2.0 with a real
-    // generic pointer (a helper's unqualified pointer parameter taking a __global one: tried
-    // below; PoCL 3.1 builds CL2.0 but its unqualified pointers are private, so it fails); else
-    // CL3.0 without the generic space (NVIDIA's OpenCL, PoCL 3.1), where kernel.h qualifies the
-    // declared pointers (module.cpp) and NVIDIA's compiler takes variadic macros (below CL3.0 it
-    // does not). $EAGLE_OPENCL_STD (CL1.2, CL2.0 or CL3.0) overrides the choice.
+    // The OpenCL C kernels are built as: CL3.0 where the device lists OpenCL C 3.0 with the
+    // generic address space; else CL2.0 where it lists OpenCL C 2.0 (which has it); else CL3.0
+    // where it lists 3.0 without it (NVIDIA's OpenCL; PoCL 3.1, which does build CL2.0, but with
+    // unqualified pointers private there too); else as its CL_DEVICE_OPENCL_C_VERSION says (a
+    // platform older than 3.0). Without the generic space kernel.h qualifies the declared
+    // pointers (module.cpp); NVIDIA's compiler takes variadic macros only from CL3.0 on.
+    // $EAGLE_OPENCL_STD (CL1.2, CL2.0 or CL3.0) overrides the choice (CL2.0 counts as generic).
     bool generic = false, c20 = false, c30 = false;
     size_t nf = 0;
     if (clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_FEATURES, 0, nullptr, &nf) == CL_SUCCESS && nf > 0) {
@@ -140,14 +128,20 @@ Made make() {
             return m;
         }
         m.rt.cl_std = "-cl-std=" + f;
-        m.rt.generic = (f == "CL2.0" && builds_generic(m.rt.context, m.rt.device)) || (f == "CL3.0" && generic);
+        m.rt.generic = f == "CL2.0" || (f == "CL3.0" && generic);
     } else if (c30 && generic) {
         m.rt.cl_std = "-cl-std=CL3.0";
-    } else if (c20 || !c30 || builds_generic(m.rt.context, m.rt.device)) {
+    } else if (c20) {
         m.rt.cl_std = "-cl-std=CL2.0";
-    } else {
+    } else if (c30) {
         m.rt.cl_std = "-cl-std=CL3.0";
         m.rt.generic = false;
+    } else {
+        char cv[128] = {0};
+        clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_VERSION, sizeof cv - 1, cv, nullptr);
+        const bool two = std::strncmp(cv, "OpenCL C 2.", 11) == 0;
+        m.rt.cl_std = two ? "-cl-std=CL2.0" : "-cl-std=CL1.2";
+        m.rt.generic = two;
     }
     return m;
 }
