@@ -26,11 +26,13 @@ RTOL, ATOL = 1e-6, 1e-8
 K = 50  # a sample's error may be K (rtol |y| + atol); scipy reaches <= 24 on these samples (RK23, Lorenz)
 
 
-@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu),
+                        pytest.param("opencl", marks=pytest.mark.opencl)])
 def kind(request):
-    """The backend a test runs on: cpu always; cuda where a GPU is usable (skipped naming why)."""
-    if request.param == "cuda":
-        request.getfixturevalue("cuda")
+    """The backend a test runs on: cpu always; cuda where a GPU is usable, opencl where
+    $EAGLE_BACKEND_OPENCL names a backend with a platform (each skipped naming why)."""
+    if request.param != "cpu":
+        request.getfixturevalue(request.param)
     return request.param
 
 

@@ -676,11 +676,14 @@ class _Gen:
 # step-size exponents round the same everywhere; relative error below 1e-15 (tests/test_ode_*).
 RUNTIME = r"""/* x - x is 0 exactly when x is finite (inf - inf and nan - nan are nan). */
 EAGLE_FN int ode_finite(const ode_real x) { return x - x == 0; }
-/* One more sample has ended (the progress word; relaxed: it is only ever displayed). */
-EAGLE_FN void ode_count_done(uint32_t* c)
+/* One more sample has ended (the progress word; relaxed: it is only ever displayed). c points
+ * into a kernel's array: EAGLE_GLOBAL (an opencl device without the generic address space). */
+EAGLE_FN void ode_count_done(EAGLE_GLOBAL uint32_t* c)
 {
 #if EAGLE_KIND_GPU
     atomicAdd(c, 1u);
+#elif EAGLE_KIND_OPENCL
+    atomic_add((volatile __global uint32_t*)c, 1u);
 #else
     __atomic_fetch_add(c, 1u, __ATOMIC_RELAXED);
 #endif
