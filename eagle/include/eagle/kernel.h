@@ -42,7 +42,8 @@
  * with a lane loop; on cuda and hip each is an extern "C" __global__ function taking the declared
  * arguments, then eagle's partition triple (int64 base, count, n_samples), one lane per thread.
  * On opencl each is a __kernel taking every declared argument as its 8-byte value (ulong), then
- * the partition triple, one work-item per lane (OpenCL C 2.0: unqualified pointers are generic).
+ * the partition triple, one work-item per lane; a declared pointer is a __global pointer where
+ * the device has no generic address space (NVIDIA's OpenCL, PoCL), else generic.
  * The partition triple and the lane loop are eagle's, never the user's.
  *
  * Numerics: this header includes <eagle/numerics.h>, so every kind has C's numeric vocabulary
@@ -51,7 +52,12 @@
  *
  * Rules: 1 to 24 arguments; each type is one token sequence without commas or parentheses (a
  * pointer, double, int32_t, ...). The names i and n are the body's own. Helper functions the body
- * calls are marked EAGLE_FN.
+ * calls are marked EAGLE_FN. A helper's pointer parameter that receives a pointer into a declared
+ * array (f(&x[i]), f(x)), and a local pointer variable that holds one, are written EAGLE_GLOBAL
+ * double*: __global on an opencl device without the generic address space, nothing elsewhere
+ * (pointers to the body's own locals need nothing); without it that device's compiler refuses the
+ * call, naming the address space. A pointer parameter's type shows its '*' (not a typedef of a
+ * pointer), so that the opencl backend sees it is one (backends/opencl/README.md).
  *
  * Typed launches. eagle reads the declaration and checks every launch of the kernel against it
  * (eagle.run, Stream.run, Kernel.run, a step recorded by Graph.build, ActiveSet.drain) before the
@@ -416,24 +422,25 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
 #define EAGLE_GLOBAL
 #endif
 #define EAGLE_OCL_TYPE(name, p) EAGLE_OCL_SPACE(name, p) EAGLE_PP_TYPE p
-#define EAGLE_OCL_UNPACK(name, p) EAGLE_OCL_TYPE(name, p) EAGLE_PP_NAME p = EAGLE_OCL_AS(EAGLE_OCL_TYPE(name, p), EAGLE_OCL_ARG(p));
+#define EAGLE_OCL_UNPACK(name, p) \
+    EAGLE_OCL_TYPE(name, p) EAGLE_PP_NAME p = EAGLE_OCL_AS(EAGLE_OCL_TYPE(name, p), EAGLE_OCL_ARG(p));
 #define EAGLE_OCL_DECL(name, p) , EAGLE_OCL_TYPE(name, p) EAGLE_PP_NAME p
 #define EAGLE_OCL_LANE const int64_t eagle_l = eagle_base + (int64_t)get_global_id(0)
 
 #define EAGLE_KERNEL(name, ...)                                                                      \
-    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAPK(EAGLE_OCL_DECL, name, __VA_ARGS__));  \
+    EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAPK(EAGLE_OCL_DECL, name, __VA_ARGS__)); \
     __kernel void name(EAGLE_PP_MAP(EAGLE_OCL_PARAM, __VA_ARGS__) long eagle_base, long eagle_count,  \
                        long eagle_n) {                                                               \
-        EAGLE_PP_MAPK(EAGLE_OCL_UNPACK, name, __VA_ARGS__)                                                   \
+        EAGLE_PP_MAPK(EAGLE_OCL_UNPACK, name, __VA_ARGS__)                                           \
         EAGLE_OCL_LANE;                                                                              \
         if (eagle_l < eagle_base + eagle_count)                                                      \
             eagle_body_##name(eagle_l, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));             \
     }                                                                                                \
     __kernel void name##_active(EAGLE_PP_MAP(EAGLE_OCL_PARAM, __VA_ARGS__) ulong eagle_map_bits,      \
                                 ulong eagle_live_bits, long eagle_base, long eagle_count, long eagle_n) { \
-        EAGLE_PP_MAPK(EAGLE_OCL_UNPACK, name, __VA_ARGS__)                                                   \
-        __global const int32_t* eagle_map = (__global const int32_t*)eagle_map_bits;                                   \
-        __global const uint32_t* eagle_live = (__global const uint32_t*)eagle_live_bits;                               \
+        EAGLE_PP_MAPK(EAGLE_OCL_UNPACK, name, __VA_ARGS__)                                           \
+        __global const int32_t* eagle_map = (__global const int32_t*)eagle_map_bits;                 \
+        __global const uint32_t* eagle_live = (__global const uint32_t*)eagle_live_bits;             \
         EAGLE_OCL_LANE;                                                                              \
         if (eagle_l < eagle_base + eagle_count && eagle_l < (int64_t)*eagle_live)                     \
             eagle_body_##name(eagle_map[eagle_l], eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));  \
@@ -444,12 +451,12 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
                                ulong eagle_live_bits, ulong eagle_mask_bits, ulong eagle_queue_bits,  \
                                long eagle_rounds, long eagle_workers, long eagle_base,               \
                                long eagle_count, long eagle_n) {                                     \
-        EAGLE_PP_MAPK(EAGLE_OCL_UNPACK, name, __VA_ARGS__)                                                   \
+        EAGLE_PP_MAPK(EAGLE_OCL_UNPACK, name, __VA_ARGS__)                                           \
         (void)eagle_queue_bits;                                                                      \
-        __global const int32_t* eagle_map = (__global const int32_t*)eagle_map_bits;                                   \
-        __global const uint32_t* eagle_live_p = (__global const uint32_t*)eagle_live_bits;                             \
+        __global const int32_t* eagle_map = (__global const int32_t*)eagle_map_bits;                 \
+        __global const uint32_t* eagle_live_p = (__global const uint32_t*)eagle_live_bits;           \
         const int64_t eagle_live = eagle_live_p ? (int64_t)*eagle_live_p : eagle_n; /* NULL: all n */ \
-        __global const uint8_t* eagle_mask = (__global const uint8_t*)eagle_mask_bits;                                 \
+        __global const uint8_t* eagle_mask = (__global const uint8_t*)eagle_mask_bits;               \
         EAGLE_OCL_LANE;                                                                              \
         if (eagle_l >= eagle_base + eagle_count) return;                                             \
         for (int64_t eagle_p = eagle_l; eagle_p < eagle_live; eagle_p += eagle_workers) {            \
