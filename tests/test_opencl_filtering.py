@@ -7,6 +7,7 @@ import pytest
 
 import eagle
 from eagle._seam_ffi import ffi
+from _subproc import run_snippet
 
 pytestmark = pytest.mark.opencl
 
@@ -65,3 +66,55 @@ def test_a_bad_entry_past_span_is_not_looked_at(opencl):
     assert np.array_equal(plane.numpy()[:span_value], plane0[order])
     assert np.array_equal(plane.numpy()[span_value:], plane0[span_value:])
     assert np.array_equal(perm.numpy()[:span_value], perm_host[order]) and int(span.numpy()[0]) == kept.size
+
+
+@pytest.mark.parametrize("how", ["tiles", "chunks"])
+def test_both_compaction_strategies_equal_numpy_in_compact_and_reorder(opencl, how):
+    """$EAGLE_OPENCL_COMPACT forces the GPU's tiles (work-groups of 256 and a scan) or the CPU's
+    serially walked chunks; each gives numpy.flatnonzero's map and count for either mask sense and
+    leaves the map past the count alone, and the reorder's plan (the same strategy) the stable
+    partition of [0, span)."""
+    out = run_snippet("""
+        import numpy as np
+        import eagle
+        b = eagle.backend("opencl")
+        s = b.stream(non_blocking=True)
+        bad = []
+        for n in (0, 1, 1023, 1024, 1025, 70001, 300007):
+            mask_h = (np.random.default_rng(n).random(n) < 0.3).astype(np.uint8)
+            mask, idx = b.asarray(mask_h), b.asarray(np.full(n + 4, -7, np.int32))
+            count = b.zeros(1, "uint32")
+            scratch = b.zeros(max(b.compact_scratch_bytes(n, stream=s), 1), "uint8")
+            for drop in (False, True):
+                b.compact(mask, idx, count, scratch, n=n, stream=s, drop=drop)
+                s.synchronize()
+                want = np.flatnonzero(mask_h == 0 if drop else mask_h)
+                got = idx.numpy()
+                if int(count.numpy()[0]) != want.size or not np.array_equal(got[:want.size], want) \\
+                        or not np.all(got[n:] == -7):
+                    bad.append(("compact", n, drop))
+            # the reorder's plan takes the same strategy: a stable partition of [0, span), kept first
+            span_v = n - n // 7
+            a_h = np.random.default_rng(n + 1).random(n)
+            a, perm = b.asarray(a_h), b.asarray(np.arange(n, dtype=np.int32))
+            inv, span = b.asarray(np.arange(n, dtype=np.int32)), b.asarray(np.array([span_v], np.uint32))
+            rs = b.zeros(max(b.reorder_scratch_bytes(n, planes=[a], stream=s), 1), "uint8")
+            b.reorder([a], mask, perm, inv, span, rs, n=n, stream=s, drop=True)
+            s.synchronize()
+            pos = np.arange(span_v)
+            order = np.concatenate([pos[mask_h[:span_v] == 0], pos[mask_h[:span_v] != 0], np.arange(span_v, n)])
+            if not (np.array_equal(a.numpy(), a_h[order]) and np.array_equal(perm.numpy(), order)
+                    and int(span.numpy()[0]) == int((mask_h[:span_v] == 0).sum())):
+                bad.append(("reorder", n))
+        result = bad
+    """, env={"EAGLE_OPENCL_COMPACT": how, "EAGLE_BACKEND_OPENCL": opencl.path}, timeout=180)
+    out.expect_ok()
+    assert out.result == []
+
+
+def test_a_wrong_compaction_strategy_is_unavailable_naming_the_variable(opencl):
+    out = run_snippet("""
+        import eagle
+        eagle.backend("opencl").stream()
+    """, env={"EAGLE_OPENCL_COMPACT": "fast", "EAGLE_BACKEND_OPENCL": opencl.path}, timeout=60)
+    out.expect_raises("BackendUnavailable", match="EAGLE_OPENCL_COMPACT='fast'")

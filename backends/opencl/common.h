@@ -42,6 +42,10 @@ struct Runtime {
     std::string platform_name, device_name;
     bool svm_coarse = false;         // CL_DEVICE_SVM_COARSE_GRAIN_BUFFER
     bool fp32_correct_div = false;   // CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT for float
+    // Compaction by chunks walked serially (a CPU device, e.g. PoCL: barriers cost more than the
+    // bytes there) or by tiles of work-groups (a GPU); $EAGLE_OPENCL_COMPACT=chunks|tiles forces one.
+    bool compact_chunks = false;
+    unsigned compute_units = 1;      // CL_DEVICE_MAX_COMPUTE_UNITS
     // The -cl-std kernels are built with (runtime.cpp says how it is chosen), and whether an
     // unqualified pointer is generic there; where not, module.cpp tells kernel.h which declared
     // parameters are pointers, to be __global.

@@ -2,7 +2,8 @@
 // backend's own, enqueued on the stream (no host read of device memory, no allocation).
 //
 // compact_device: per-tile counts, a scan of them, a scatter (see the kernels), so it runs on as
-// many work-items as the mask has bytes / 4; the map in numpy.flatnonzero's order.
+// many work-items as the mask has bytes / 4 (a GPU); on a CPU device contiguous chunks, a few per
+// compute unit, each walked serially; the map in numpy.flatnonzero's order either way.
 // reorder_device: plan kernels check *span and perm and write each position's destination into
 // the scratch (compact's count and scan, on many work-items); then, per plane row, a scatter into
 // the scratch and a copy back (one work-item per position below *span); then inv (a work-item per position) and *span. Bad input
@@ -103,6 +104,27 @@ void eagle_opencl_compact_scatter(ulong mask_a, ulong map_a, ulong sums_a, long 
     }
 }
 
+/* The same on a CPU device (PoCL), where a work-group's barriers cost more than the bytes: each
+ * work-item counts, then writes, one contiguous chunk of `chunk` bytes in order, with the same
+ * scan of the chunks' counts between (chunks <= tiles, so the scratch is the same). */
+__kernel void eagle_opencl_compact_chunk_count(ulong mask_a, ulong sums_a, long n, uint drop, long chunk) {
+    const long w = get_global_id(0), lo = w * chunk, hi = min(n, lo + chunk);
+    const __global uchar* m = (const __global uchar*)mask_a;
+    uint c = 0;
+    for (long i = lo; i < hi; ++i) c += (m[i] != 0) != (drop != 0);
+    ((__global uint*)sums_a)[w] = c;
+}
+
+__kernel void eagle_opencl_compact_chunk_scatter(ulong mask_a, ulong map_a, ulong sums_a, long chunks, long n,
+                                                 uint drop, long chunk) {
+    const long w = get_global_id(0), lo = w * chunk, hi = min(n, lo + chunk);
+    const __global uchar* m = (const __global uchar*)mask_a;
+    __global int* map = (__global int*)map_a;
+    uint at = ((__global const uint*)sums_a)[chunks + w];
+    for (long i = lo; i < hi; ++i)
+        if ((m[i] != 0) != (drop != 0)) map[at++] = (int)i;
+}
+
 /* The scratch: uint header[16] = {verdict (0 go, 1 skip, 2 span > n, 3 perm out of range), kept,
  * span, the first bad position}, then int dest[n] (64-byte aligned), then the tiles' counts and
  * offsets (uint[2 * tiles], as compact's), then the elements' staging area. */
@@ -176,6 +198,25 @@ void eagle_opencl_reorder_dest(ulong mask_a, ulong scr, long n, uint drop) {
         if (i < limit) dest[i] = k ? (int)(at + ex) : (int)(kept + (uint)i - (at + ex));
         at += total;
     }
+}
+
+/* The same two steps by chunks walked serially (a CPU device; see compact's). */
+__kernel void eagle_opencl_reorder_chunk_count(ulong mask_a, ulong scr, long n, uint drop, long chunk) {
+    const long w = get_global_id(0), lo = w * chunk, hi = min(eagle_reorder_limit(scr), lo + chunk);
+    const __global uchar* m = (const __global uchar*)mask_a;
+    uint c = 0;
+    for (long i = lo; i < hi; ++i) c += (m[i] != 0) != (drop != 0);
+    ((__global uint*)SUMS(scr, n))[w] = c;
+}
+
+__kernel void eagle_opencl_reorder_chunk_dest(ulong mask_a, ulong scr, long n, uint drop, long chunk, long chunks) {
+    const long w = get_global_id(0), lo = w * chunk, hi = min(eagle_reorder_limit(scr), lo + chunk);
+    const __global uchar* m = (const __global uchar*)mask_a;
+    __global int* dest = DEST(scr);
+    const uint kept = HDR(scr)[1];
+    uint at = ((__global const uint*)SUMS(scr, n))[chunks + w];
+    for (long i = lo; i < hi; ++i)
+        dest[i] = ((m[i] != 0) != (drop != 0)) ? (int)at++ : (int)(kept + (uint)i - at);
 }
 
 __kernel void eagle_opencl_reorder_scatter(ulong row_a, ulong scr, long n, uint elem) {
@@ -278,7 +319,26 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
         const cl_uint drop = (d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP) ? 1u : 0u;
         const cl_float theta = d.theta;
         Stream& s = enqueue_stream(d.stream, "desc->stream");
+        const Runtime& rt = runtime();
         std::lock_guard<std::mutex> lock(g_mu);
+        if (rt.compact_chunks) {  // a few chunks per compute unit, each at least a tile
+            const int64_t want = std::max<int64_t>(1, 4 * static_cast<int64_t>(rt.compute_units));
+            const cl_long chunk = std::max<int64_t>(kTile, (d.n + want - 1) / want);
+            const cl_long chunks = (d.n + chunk - 1) / chunk;
+            if (chunks > 0)
+                launch_own(s, own_kernel(kSource, "eagle_opencl_compact_chunk_count"),
+                           {{&d.mask, 8}, {&d.scratch, 8}, {&n, 8}, {&drop, 4}, {&chunk, 8}}, static_cast<size_t>(chunks));
+            launch_own(s, own_kernel(kSource, "eagle_opencl_compact_scan"),
+                       {{&d.scratch, 8}, {&chunks, 8}, {&d.count, 8}, {&d.live32, 8}, {&d.span, 8}, {&d.fire, 8},
+                        {&theta, 4}},
+                       kWorkGroup, kWorkGroup);
+            if (chunks > 0)
+                launch_own(s, own_kernel(kSource, "eagle_opencl_compact_chunk_scatter"),
+                           {{&d.mask, 8}, {&d.index_map, 8}, {&d.scratch, 8}, {&chunks, 8}, {&n, 8}, {&drop, 4},
+                            {&chunk, 8}},
+                           static_cast<size_t>(chunks));
+            return;
+        }
         const size_t groups = static_cast<size_t>(tiles) * kWorkGroup;
         if (tiles > 0)
             launch_own(s, own_kernel(kSource, "eagle_opencl_compact_count"),
@@ -340,15 +400,29 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_back
             launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_perm"), {{&d.perm, 8}, {&d.scratch, 8}, {&n, 8}},
                        global);
             launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_verdict"), {{&d.scratch, 8}}, 1);
-            launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_count"),
-                       {{&d.mask, 8}, {&d.scratch, 8}, {&n, 8}, {&drop, 4}}, static_cast<size_t>(tiles) * kWorkGroup,
-                       kWorkGroup);
-            launch_own(s, own_kernel(kSource, "eagle_opencl_compact_scan"),
-                       {{&sums, 8}, {&t, 8}, {&kept_word, 8}, {&none, 8}, {&none, 8}, {&none, 8}, {&no_theta, 4}},
-                       kWorkGroup, kWorkGroup);
-            launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_dest"),
-                       {{&d.mask, 8}, {&d.scratch, 8}, {&n, 8}, {&drop, 4}}, static_cast<size_t>(tiles) * kWorkGroup,
-                       kWorkGroup);
+            if (runtime().compact_chunks) {  // as compact's chunks (the sums region holds tiles >= chunks)
+                const int64_t want = std::max<int64_t>(1, 4 * static_cast<int64_t>(runtime().compute_units));
+                const cl_long chunk = std::max<int64_t>(kTile, (d.n + want - 1) / want);
+                const cl_long chunks = (d.n + chunk - 1) / chunk;
+                launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_chunk_count"),
+                           {{&d.mask, 8}, {&d.scratch, 8}, {&n, 8}, {&drop, 4}, {&chunk, 8}}, static_cast<size_t>(chunks));
+                launch_own(s, own_kernel(kSource, "eagle_opencl_compact_scan"),
+                           {{&sums, 8}, {&chunks, 8}, {&kept_word, 8}, {&none, 8}, {&none, 8}, {&none, 8}, {&no_theta, 4}},
+                           kWorkGroup, kWorkGroup);
+                launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_chunk_dest"),
+                           {{&d.mask, 8}, {&d.scratch, 8}, {&n, 8}, {&drop, 4}, {&chunk, 8}, {&chunks, 8}},
+                           static_cast<size_t>(chunks));
+            } else {
+                launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_count"),
+                           {{&d.mask, 8}, {&d.scratch, 8}, {&n, 8}, {&drop, 4}}, static_cast<size_t>(tiles) * kWorkGroup,
+                           kWorkGroup);
+                launch_own(s, own_kernel(kSource, "eagle_opencl_compact_scan"),
+                           {{&sums, 8}, {&t, 8}, {&kept_word, 8}, {&none, 8}, {&none, 8}, {&none, 8}, {&no_theta, 4}},
+                           kWorkGroup, kWorkGroup);
+                launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_dest"),
+                           {{&d.mask, 8}, {&d.scratch, 8}, {&n, 8}, {&drop, 4}}, static_cast<size_t>(tiles) * kWorkGroup,
+                           kWorkGroup);
+            }
         }
         auto move_row = [&](uint64_t row, cl_uint elem) {
             launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_scatter"), {{&row, 8}, {&d.scratch, 8}, {&n, 8}, {&elem, 4}},

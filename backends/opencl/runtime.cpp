@@ -92,6 +92,20 @@ Made make() {
     cl_device_fp_config fp = 0;
     clGetDeviceInfo(m.rt.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr);
     m.rt.fp32_correct_div = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+    cl_device_type type = 0;
+    clGetDeviceInfo(m.rt.device, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+    m.rt.compact_chunks = (type & CL_DEVICE_TYPE_CPU) != 0;
+    if (const char* how = std::getenv("EAGLE_OPENCL_COMPACT"); how && *how) {
+        const std::string h = how;
+        if (h != "chunks" && h != "tiles") {
+            m.why = "$EAGLE_OPENCL_COMPACT='" + h + "' is not chunks or tiles";
+            return m;
+        }
+        m.rt.compact_chunks = h == "chunks";
+    }
+    cl_uint units = 1;
+    clGetDeviceInfo(m.rt.device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, nullptr);
+    m.rt.compute_units = units ? units : 1;
     // The OpenCL C kernels are built as: CL3.0 where the device lists OpenCL C 3.0 with the
     // generic address space; else CL2.0 where it lists OpenCL C 2.0 (which has it); else CL3.0
     // where it lists 3.0 without it (NVIDIA's OpenCL; PoCL 3.1, which does build CL2.0, but with
