@@ -54,6 +54,10 @@ EAGLE_KERNEL(put, (double, a), (double*, out)) { (void)n; out[i] = a; }
 FILL(fill_d, double)
 FILL(fill_i, int32_t)
 EAGLE_KERNEL(stepper, (double*, step), (const double*, length)) { (void)n; step[i] = 2.0 * length[i]; }
+#define SPREAD(name) \\
+    EAGLE_KERNEL(name, (double*, \\
+                 wide), (double, v)) { (void)n; wide[i] = v; }
+SPREAD(spread_d)
 """
 
 
@@ -96,6 +100,8 @@ def test_a_name_both_pointer_and_scalar_macro_declared_kernels_and_built_in_name
     st = opencl.zeros(n)
     _run(opencl, m.stepper, [st, a], n)
     assert np.array_equal(st.numpy(), 6.0 * np.arange(n))
+    _run(opencl, m.spread_d, [st, 4.0], n)  # a declaration across continued lines of a macro
+    assert np.array_equal(st.numpy(), np.full(n, 4.0))
 
 
 @pytest.mark.parametrize("std", ["CL3.0", "CL2.0", "CL1.2"])

@@ -79,8 +79,9 @@ std::string without_comments(const std::string& src) {
 
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
+// s without the blanks (and line continuations, in a macro that declares kernels) around it.
 std::string trimmed(const std::string& s) {
-    const size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
+    const size_t a = s.find_first_not_of(" \t\r\n\\"), b = s.find_last_not_of(" \t\r\n\\");
     return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
 
