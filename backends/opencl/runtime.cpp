@@ -49,6 +49,17 @@ struct Made {
     std::string why;  // non-empty: unusable
 };
 
+// Whether CL_DEVICE_OPENCL_C_ALL_VERSIONS (OpenCL 3.0) names OpenCL C major.minor.
+bool lists_c_version(cl_device_id d, unsigned major, unsigned minor) {
+    size_t nv = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_OPENCL_C_ALL_VERSIONS, 0, nullptr, &nv) != CL_SUCCESS || nv == 0) return false;
+    std::vector<cl_name_version> versions(nv / sizeof(cl_name_version));
+    if (clGetDeviceInfo(d, CL_DEVICE_OPENCL_C_ALL_VERSIONS, nv, versions.data(), nullptr) != CL_SUCCESS) return false;
+    for (const auto& v : versions)
+        if (CL_VERSION_MAJOR(v.version) == major && CL_VERSION_MINOR(v.version) == minor) return true;
+    return false;
+}
+
 Made make() {
     Made m;
     cl_uint np = 0;
@@ -92,13 +103,13 @@ Made make() {
     cl_device_fp_config fp = 0;
     clGetDeviceInfo(m.rt.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, nullptr);
     m.rt.fp32_correct_div = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
-    size_t nf = 0;
-    if (clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_FEATURES, 0, nullptr, &nf) == CL_SUCCESS && nf > 0) {
-        std::vector<cl_name_version> feats(nf / sizeof(cl_name_version));
-        clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_FEATURES, nf, feats.data(), nullptr);
-        for (const auto& f : feats)
-            if (std::strcmp(f.name, "__opencl_c_generic_address_space") == 0) m.rt.cl_std = "-cl-std=CL3.0";
-    }
+    // The OpenCL C that kernel.h's opencl half is written in: 2.0 (unqualified pointers are generic),
+    // or 3.0 where the device lists it. A 3.0 device without the generic address space (NVIDIA's,
+    // PoCL 3.1's) lists only 1.x and 3.0: it is given 3.0 too, whose preprocessor takes variadic
+    // macros (NVIDIA's refuses them under -cl-std=CL2.0), and which both compile unqualified pointers
+    // as flat addresses (NVIDIA's PTX generic addressing; PoCL's CPU has one address space); measured
+    // with benchmarks/diag/opencl_probe.py (benchmarks/RESULTS.md, session 11).
+    if (lists_c_version(m.rt.device, 3, 0)) m.rt.cl_std = "-cl-std=CL3.0";
     m.rt.context = clCreateContext(nullptr, 1, &m.rt.device, nullptr, nullptr, &err);
     if (err != CL_SUCCESS) m.why = cl_error(err, "clCreateContext");
     return m;

@@ -344,10 +344,10 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
     EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
 
 #elif EAGLE_KIND_OPENCL
-/* ---- the opencl kind: OpenCL C 2.0, or 3.0 with the generic address space (the backend picks
- * the -cl-std the device offers), so a pointer the
- * user writes without an address space (double*) is a generic pointer, in the body and in the
- * helpers alike. Every kernel entry takes each declared argument as the 8-byte value eagle passes
+/* ---- the opencl kind: OpenCL C 3.0 where the device lists it, else 2.0 (the backend picks the
+ * -cl-std), so a pointer the user writes without an address space (double*) is a generic pointer,
+ * in the body and in the helpers alike (on a 3.0 device without the generic address space feature,
+ * NVIDIA's and PoCL 3.1's, a flat address: see backends/opencl/README.md). Every kernel entry takes each declared argument as the 8-byte value eagle passes
  * (ulong: a scalar's bits, or an array's device address -- a coarse-grained SVM address, the same
  * on the host and the device) and reinterprets it as the declared type; then eagle's partition
  * triple (long base, count, n_samples), one work-item per lane: lane = base + get_global_id(0).
