@@ -1,4 +1,6 @@
-"""TODO"""
+"""What several group modules share, and only that (a helper one group uses lives in that
+group's module): the decorators that register checks, comparisons, the objects a check makes and
+releases, the work it enqueues, the measured release and the completion-query probes."""
 import os
 import time
 
@@ -10,13 +12,57 @@ from .._registry import CheckFailure, NotSupported, Skip, check
 from .._seam import PREFIX, STATUS, status_name
 
 
+# ------------------------------------------------------------------------------- registering checks
 def bcheck(check_id, needs=(), advice=False):
     """Register a behavioural check (it runs where probe() says a device is usable; `needs`: the
     groups and per-symbol entries it uses besides its own). `advice`: see _registry.check."""
     return check(check_id, kind="behaviour", needs=needs, advice=advice)
 
 
+def release_null_check(group, release):
+    @check(f"{group}.release_null", kind="static")
+    def fn(s):
+        if not s.has(release):
+            raise NotSupported(f"{PREFIX}{release} is not exported")
+        s.raw(release, ffi.NULL)
+        return f"{PREFIX}{release}(NULL) returned"
+    fn.__doc__ = f"{PREFIX}{release}(NULL) is a no-op."
+    return fn
+
+
 UNKNOWN_FLAG = 0x80000000  # a flag bit no minor defines (bit 31)
+
+
+def unknown_flags_check(entry, what):
+    def register(body):
+        @check(f"{entry}.unknown_flags", kind="static")
+        def fn(s):
+            s.require(entry, own=True)
+            s.need_device()
+            return body(s)
+        fn.__doc__ = f"An unknown flag bit ({UNKNOWN_FLAG:#x}) in {what} is refused with UNSUPPORTED."
+        return fn
+    return register
+
+
+def refused(s, name, st, cleanup=None):
+    if st == STATUS["UNSUPPORTED"]:
+        return f"{PREFIX}{name}: UNSUPPORTED ({s.last_error()!r})"
+    if st == 0 and cleanup:
+        cleanup()
+    raise CheckFailure(f"{PREFIX}{name} with unknown flag bit {UNKNOWN_FLAG:#x} returned "
+                       f"{status_name(st)}; an unknown flag must be refused with UNSUPPORTED, never ignored")
+
+
+# ------------------------------------------------------------------------- comparing what came back
+def expect_equal(what, got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or not np.array_equal(got, want):
+        bad = np.flatnonzero(got != want)[:4] if got.shape == want.shape else []
+        detail = ", ".join(f"[{i}] {got[i]} != {want[i]}" for i in bad) or f"shapes {got.shape} vs {want.shape}"
+        raise CheckFailure(f"{what}: {detail}")
+
+
 GUARD = 0xA5
 
 
@@ -56,47 +102,47 @@ def output_struct(s, fn_name, tag, call, short_sizes):
     return "struct_size in->out: " + ", ".join(notes)
 
 
-def release_null_check(group, release):
-    @check(f"{group}.release_null", kind="static")
-    def fn(s):
-        if not s.has(release):
-            raise NotSupported(f"{PREFIX}{release} is not exported")
-        s.raw(release, ffi.NULL)
-        return f"{PREFIX}{release}(NULL) returned"
-    fn.__doc__ = f"{PREFIX}{release}(NULL) is a no-op."
-    return fn
+def garbage_desc(ctype, struct_size, fields=None):
+    """A buffer holding the desc `ctype` whose bytes past `struct_size` are 0xA5 garbage: what a
+    caller built against an older header (a smaller sizeof) may have there. `fields`: values set
+    inside the caller's part. Returns (the desc pointer, the buffer that keeps it alive)."""
+    size = ffi.sizeof(ctype) + 64
+    buf = ffi.new("unsigned char[]", size)
+    ffi.memmove(buf, b"\xa5" * size, size)
+    d = ffi.cast(f"{ctype}*", buf)
+    full = ffi.new(f"{ctype}*")
+    for k, v in (fields or {}).items():
+        setattr(full, k, v)
+    ffi.memmove(buf, ffi.buffer(full, struct_size), struct_size)
+    d.struct_size = struct_size
+    return d, buf
 
 
-def unknown_flags_check(entry, what):
-    def register(body):
-        @check(f"{entry}.unknown_flags", kind="static")
-        def fn(s):
-            s.require(entry, own=True)
-            s.need_device()
-            return body(s)
-        fn.__doc__ = f"An unknown flag bit ({UNKNOWN_FLAG:#x}) in {what} is refused with UNSUPPORTED."
-        return fn
-    return register
+# -------------------------------------------------------------- objects a check makes, and captures
+class Objects:
+    """Releases what a check made, in reverse order, even when it fails."""
 
+    def __init__(self, s):
+        self.s, self.items = s, []
 
-def refused(s, name, st, cleanup=None):
-    if st == STATUS["UNSUPPORTED"]:
-        return f"{PREFIX}{name}: UNSUPPORTED ({s.last_error()!r})"
-    if st == 0 and cleanup:
-        cleanup()
-    raise CheckFailure(f"{PREFIX}{name} with unknown flag bit {UNKNOWN_FLAG:#x} returned "
-                       f"{status_name(st)}; an unknown flag must be refused with UNSUPPORTED, never ignored")
+    def add(self, release, handle):
+        self.items.append((release, handle))
+        return handle
 
+    def stream(self, flags=0):
+        h, raw = self.s.new_stream(flags)
+        self.add("stream_release", h)
+        return h, raw
 
-SLOW_US = 150_000  # a kernel this slow is still running when unordered work would start
+    def __enter__(self):
+        return self
 
-
-def expect_equal(what, got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    if got.shape != want.shape or not np.array_equal(got, want):
-        bad = np.flatnonzero(got != want)[:4] if got.shape == want.shape else []
-        detail = ", ".join(f"[{i}] {got[i]} != {want[i]}" for i in bad) or f"shapes {got.shape} vs {want.shape}"
-        raise CheckFailure(f"{what}: {detail}")
+    def __exit__(self, *exc):
+        for release, h in reversed(self.items):
+            self.s.raw(release, h)
+        if self.s.kernels is not None:
+            self.s.kernels.check_errors()
+        return False
 
 
 class Capture:
@@ -155,33 +201,27 @@ def replay(s, launcher, times=1):
     s.ok("launcher_synchronize", launcher)
 
 
-class Objects:
-    """Releases what a check made, in reverse order, even when it fails."""
-
-    def __init__(self, s):
-        self.s, self.items = s, []
-
-    def add(self, release, handle):
-        self.items.append((release, handle))
-        return handle
-
-    def stream(self, flags=0):
-        h, raw = self.s.new_stream(flags)
-        self.add("stream_release", h)
-        return h, raw
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        for release, h in reversed(self.items):
-            self.s.raw(release, h)
-        if self.s.kernels is not None:
-            self.s.kernels.check_errors()
-        return False
-
-
 CAPTURE = ("stream", "capturer", "captured", "graph", "launcher", "exec")
+
+COND = CAPTURE + ("conditional",)
+
+
+def conditional_of(s, o, raw, count, baseline=None, counter=None, loop_cap=0, case_count=0):
+    d = ffi.new("struct eagle_backend_conditional_desc*")
+    d.struct_size, d.device, d.origin = ffi.sizeof(d[0]), -1, raw
+    d.count_ptr = count.addr
+    d.baseline_ptr = baseline.addr if baseline is not None else 0
+    d.counter_ptr = counter.addr if counter is not None else 0
+    d.loop_cap, d.case_count = loop_cap, case_count
+    c = ffi.new("eagle_backend_conditional*")
+    s.ok("conditional_create", d, c)
+    return o.add("conditional_release", c[0])
+
+
+# ---------------------------------------------------------------------------------- work to enqueue
+SLOW_US = 150_000  # a kernel this slow is still running when unordered work would start
+
+OPS = [(2, 1), (3, 5), (1, -4), (5, 0), (1, 11)]
 
 
 def chain(s, raw, x, n, ops, delay_first=0):
@@ -195,9 +235,6 @@ def chain_numpy(x, ops, times=1):
         for a, b in ops:
             x = x * a + b
     return x
-
-
-OPS = [(2, 1), (3, 5), (1, -4), (5, 0), (1, 11)]
 
 
 class HostWork:
@@ -254,39 +291,6 @@ class HostWork:
         return int(self.cell[0]) if self.how == "host_func" else int(self.cell[2])
 
 
-COND = CAPTURE + ("conditional",)
-
-
-def conditional_of(s, o, raw, count, baseline=None, counter=None, loop_cap=0, case_count=0):
-    d = ffi.new("struct eagle_backend_conditional_desc*")
-    d.struct_size, d.device, d.origin = ffi.sizeof(d[0]), -1, raw
-    d.count_ptr = count.addr
-    d.baseline_ptr = baseline.addr if baseline is not None else 0
-    d.counter_ptr = counter.addr if counter is not None else 0
-    d.loop_cap, d.case_count = loop_cap, case_count
-    c = ffi.new("eagle_backend_conditional*")
-    s.ok("conditional_create", d, c)
-    return o.add("conditional_release", c[0])
-
-
-# One check per contract sentence the mutation corpus showed unchecked (eagle/check/citations.py
-# names each sentence). Each was shown to fail on a cpu mutant (tools/mutate_cpu.py) first.
-def garbage_desc(ctype, struct_size, fields=None):
-    """A buffer holding the desc `ctype` whose bytes past `struct_size` are 0xA5 garbage: what a
-    caller built against an older header (a smaller sizeof) may have there. `fields`: values set
-    inside the caller's part. Returns (the desc pointer, the buffer that keeps it alive)."""
-    size = ffi.sizeof(ctype) + 64
-    buf = ffi.new("unsigned char[]", size)
-    ffi.memmove(buf, b"\xa5" * size, size)
-    d = ffi.cast(f"{ctype}*", buf)
-    full = ffi.new(f"{ctype}*")
-    for k, v in (fields or {}).items():
-        setattr(full, k, v)
-    ffi.memmove(buf, ffi.buffer(full, struct_size), struct_size)
-    d.struct_size = struct_size
-    return d, buf
-
-
 NOOP = ffi.callback("eagle_backend_host_fn", lambda _: None)
 
 
@@ -320,6 +324,7 @@ def recorded(s, raw, keep):
     return captured
 
 
+# ----------------------------------------------------------- releases free what they hold, measured
 def _usage():
     threads = len(os.listdir("/proc/self/task"))
     fds = len(os.listdir("/proc/self/fd"))
@@ -365,6 +370,7 @@ def measured_release(s, what, cycle, n, per_cycle_bytes=96, warm=None):
     return f"{n} cycles of {what}: threads {t0}->{t1}, fds {f0}->{f1}, rss {(r1 - r0) // 1024:+d} KiB"
 
 
+# ------------------------------------------------ completion queries (stream_query, launcher_query)
 #: A query answers within this (it must not wait for the SLOW_US work).
 PROMPT_S = SLOW_US / 1e6 / 3
 

@@ -1,4 +1,4 @@
-"""TODO"""
+"""Checks of the ``attribution`` group: the node snapshot of a capture, and toggleable nodes toggle."""
 import numpy as np
 
 from ..._seam_ffi import ffi

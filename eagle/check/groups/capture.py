@@ -1,4 +1,5 @@
-"""TODO"""
+"""Checks of the ``capturer`` and ``captured`` groups: a capture records what is enqueued on its
+stream, replays as the eager work did, refuses misuse, and a release abandons the capture."""
 import numpy as np
 
 from ..._seam_ffi import ffi

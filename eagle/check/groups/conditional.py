@@ -1,4 +1,6 @@
-"""TODO"""
+"""Checks of the ``conditional`` group and of ``conditional_begin_case`` (extends conditional): IF and
+WHILE decide by the guard word each replay, SWITCH runs one case, the queries, and descriptors
+read to their struct_size."""
 import numpy as np
 
 from ..._seam_ffi import ffi

@@ -1,4 +1,4 @@
-"""TODO"""
+"""Checks of the ``device`` group: device_props is sane and honours the output-struct rule."""
 from ..._seam_ffi import ffi
 from .._registry import CheckFailure
 from ._helpers import bcheck, output_struct

@@ -1,4 +1,5 @@
-"""TODO"""
+"""Checks of the ``exec`` group: run_device runs each lane of its partition exactly once and refuses bad
+arguments."""
 import numpy as np
 
 from ..._seam_ffi import ffi

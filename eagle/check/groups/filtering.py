@@ -1,4 +1,5 @@
-"""TODO"""
+"""Checks of the ``filtering`` group and of ``reorder_device`` (extends filtering): compaction and
+reordering match numpy at every size, their limits and trigger, and under capture."""
 import numpy as np
 
 from ... import _seam_meta as meta

@@ -1,4 +1,5 @@
-"""TODO"""
+"""Checks of the ``fork`` group: branches run and join (eagerly and under capture), the queries,
+and the general rules (bad handles, NULL outs, releases free)."""
 import numpy as np
 
 from ..._seam_ffi import ffi

@@ -1,4 +1,5 @@
-"""TODO"""
+"""Checks of the ``graph`` group: nodes added by hand and from a capture, the stream a graph orders
+on, and the general rules (bad handles, NULL outs)."""
 import numpy as np
 
 from ..._seam_ffi import ffi

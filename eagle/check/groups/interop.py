@@ -1,4 +1,5 @@
-"""TODO"""
+"""Checks of the ``interop`` group: a fence makes a consumer stream wait for a producer's work, and its
+status codes."""
 import time
 
 import numpy as np

@@ -1,8 +1,13 @@
-"""TODO"""
+"""Checks of the ``launcher`` group and of ``launcher_query`` (minor 8, extends launcher): replays,
+the logical size, node toggles, release waits, the stream honoured, kernel-node counts, and the
+general rules (bad handles, failed replays surface, releases free).
+
+launcher_query is a launcher_synchronize that does not wait: right after a slow replay it answers
+at once with done = 0; polled, it answers 1 once the replay's result is there (never before)."""
 import numpy as np
 
 from ..._seam_ffi import ffi
-from .._registry import CheckFailure, Skip, check
+from .._registry import CheckFailure, Skip
 from .._seam import STATUS
 from ._helpers import (CAPTURE, COND, OPS, Objects, SLOW_US, answers_at_once, bcheck, captured_of, chain,
                        chain_numpy, conditional_of, enqueue_work, expect_equal, launcher_of, measured_release,
@@ -255,7 +260,7 @@ def launcher_release_frees(s):
         return measured_release(s, "capture + graph + launcher + replay + release", cycle, 2000, per_cycle_bytes=256)
 
 
-@check("launcher_query.without_waiting", kind="behaviour", needs=CAPTURE)
+@bcheck("launcher_query.without_waiting", needs=CAPTURE)
 def launcher_query_without_waiting(s):
     """launcher_query answers at once: done = 0 while a slow replay runs, 1 once it has finished
     (and never before); a NULL done is INVALID_ARGUMENT."""

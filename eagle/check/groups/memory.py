@@ -1,4 +1,6 @@
-"""TODO"""
+"""Checks of copies and host memory (minor 6, per-symbol entries): ``memcpy`` (every direction,
+stream order, every byte), ``host_alloc`` / ``host_free`` (round trip, refusals, releases free) and
+``host_func`` (stream order, replayed under capture)."""
 import numpy as np
 
 from ..._seam_ffi import ffi

@@ -1,4 +1,8 @@
-"""TODO"""
+"""Checks of kernels and device memory (minor 7, per-symbol entries): modules are compiled (or
+loaded), looked up and released; mem_alloc / mem_free.
+
+Kind-free: every kind compiles the same source through <eagle/kernel.h> with its own compiler, the
+result is read back with memcpy from memory mem_alloc gave, so nothing here names a kind."""
 import os
 import re
 

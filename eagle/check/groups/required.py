@@ -1,4 +1,6 @@
-"""TODO"""
+"""Checks of the ``required`` group: the handshake every backend exports (version, last_error,
+build_info, probe, free, capabilities, device_types). All but ``required.handshake`` are of kind
+static: they need no device."""
 import threading
 
 from ... import _seam_meta as meta

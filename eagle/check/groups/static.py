@@ -1,4 +1,5 @@
-"""TODO"""
+"""Checks of the library file, read without calling it (group ``static``): it loads, exports the seam
+symbols it promises and no others (the pin), and needs only what its kind may need."""
 import fnmatch
 import functools
 import os

@@ -1,10 +1,15 @@
-"""TODO"""
+"""Checks of the ``stream`` group and of ``stream_query`` (minor 8, extends stream): order on one
+stream, synchronize and release wait, descriptors read to their struct_size, NON_BLOCKING streams
+and the default stream, and the general rules (bad handles, NULL outs, failed work, releases free).
+
+stream_query is a synchronize that does not wait: right after slow work is enqueued it answers at
+once with done = 0; polled, it answers 1 once the work's result is there (never before)."""
 import time
 
 import numpy as np
 
 from ..._seam_ffi import ffi
-from .._registry import CheckFailure, Skip, check
+from .._registry import CheckFailure, Skip
 from .._seam import STATUS, status_name
 from ._helpers import (HostWork, OPS, Objects, SLOW_US, UNKNOWN_FLAG, answers_at_once, bcheck, chain,
                        chain_numpy, enqueue_work, expect_equal, garbage_desc, measured_release,
@@ -350,7 +355,7 @@ def stream_release_frees(s):
     return f"{a}; {b}"
 
 
-@check("stream_query.without_waiting", kind="behaviour", needs=("stream",))
+@bcheck("stream_query.without_waiting", needs=("stream",))
 def stream_query_without_waiting(s):
     """stream_query answers at once: done = 0 while slow work runs, 1 once it has finished (and
     never before), 1 on an idle stream; a NULL done is INVALID_ARGUMENT."""
