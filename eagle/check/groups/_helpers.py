@@ -20,6 +20,7 @@ def bcheck(check_id, needs=(), advice=False):
 
 
 def release_null_check(group, release):
+    """Register ``<group>.release_null`` (kind static): ``release(NULL)`` is a no-op."""
     @check(f"{group}.release_null", kind="static")
     def fn(s):
         if not s.has(release):
@@ -34,6 +35,8 @@ UNKNOWN_FLAG = 0x80000000  # a flag bit no minor defines (bit 31)
 
 
 def unknown_flags_check(entry, what):
+    """Decorator: register ``<entry>.unknown_flags`` (kind static, but it needs a device); the body
+    provokes the call with UNKNOWN_FLAG in `what` and returns refused(...)."""
     def register(body):
         @check(f"{entry}.unknown_flags", kind="static")
         def fn(s):
@@ -46,6 +49,8 @@ def unknown_flags_check(entry, what):
 
 
 def refused(s, name, st, cleanup=None):
+    """A summary when status `st` of `name` is UNSUPPORTED; else CheckFailure (after cleanup()
+    of what an OK call made)."""
     if st == STATUS["UNSUPPORTED"]:
         return f"{PREFIX}{name}: UNSUPPORTED ({s.last_error()!r})"
     if st == 0 and cleanup:
@@ -56,6 +61,7 @@ def refused(s, name, st, cleanup=None):
 
 # ------------------------------------------------------------------------- comparing what came back
 def expect_equal(what, got, want):
+    """CheckFailure naming `what` and the first differing elements unless got == want (shape too)."""
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape or not np.array_equal(got, want):
         bad = np.flatnonzero(got != want)[:4] if got.shape == want.shape else []
@@ -196,6 +202,7 @@ def launcher_of(s, captured, raw):
 
 
 def replay(s, launcher, times=1):
+    """Launch `launcher` `times` times, then wait for it."""
     for _ in range(times):
         s.ok("launcher_launch", launcher)
     s.ok("launcher_synchronize", launcher)
@@ -207,6 +214,8 @@ COND = CAPTURE + ("conditional",)
 
 
 def conditional_of(s, o, raw, count, baseline=None, counter=None, loop_cap=0, case_count=0):
+    """conditional_create with origin `raw` (a stream being captured) and the device words
+    given as its guard; released with Objects `o`."""
     d = ffi.new("struct eagle_backend_conditional_desc*")
     d.struct_size, d.device, d.origin = ffi.sizeof(d[0]), -1, raw
     d.count_ptr = count.addr
@@ -225,11 +234,14 @@ OPS = [(2, 1), (3, 5), (1, -4), (5, 0), (1, 11)]
 
 
 def chain(s, raw, x, n, ops, delay_first=0):
+    """Enqueue x = x * a + b for each (a, b) of `ops` on raw stream `raw` (the checker's affine
+    kernel); the first launch is made slow by `delay_first` us."""
     for i, (a, b) in enumerate(ops):
         s.launch("affine", raw, [x.addr, a, b, delay_first if i == 0 else 0], n)
 
 
 def chain_numpy(x, ops, times=1):
+    """What chain() computes, `times` over, in numpy."""
     x = np.array(x, np.int64)
     for _ in range(times):
         for a, b in ops:
@@ -326,6 +338,7 @@ def recorded(s, raw, keep):
 
 # ----------------------------------------------------------- releases free what they hold, measured
 def _usage():
+    """(threads, open descriptors, resident bytes) of this process."""
     threads = len(os.listdir("/proc/self/task"))
     fds = len(os.listdir("/proc/self/fd"))
     with open("/proc/self/statm") as f:
@@ -404,6 +417,8 @@ def poll_until_done(s, symbol, handle, finished, limit_s=30.0):
 
 
 def answers_at_once(s, symbol, handle, finished):
+    """One query right after slow work was enqueued: it must return within PROMPT_S and may say
+    done only when `finished()`. Returns done."""
     done, took = query_done(s, symbol, handle)
     if took > PROMPT_S:
         raise CheckFailure(f"{symbol} took {took * 1e3:.0f} ms with slow work enqueued: it must not wait "
