@@ -26,8 +26,11 @@ module          kernels and device memory (minor 7): ``module_from_source.*``,
 =============== ==========================================================================
 
 A module holds every check of its groups in the order they run: first those of kind ``static``
-(``<group>.release_null``, ``<group>.unknown_flags``, the ``required.*`` handshake rules), then the
-behavioural ones. Besides each group's own behaviour, the header's general rules are checked
+(``<group>.release_null``, ``<group>.unknown_flags``, the ``required.*`` handshake rules: no device
+needed, except that the unknown-flag checks create objects, so they run where probe() says a
+device is usable), then the behavioural ones. The checks written for issue 29, one per contract
+sentence the mutation corpus showed unchecked (each shown to fail on a cpu mutant,
+tools/mutate_cpu.py, first), sit in their groups' modules like the rest. Besides each group's own behaviour, the header's general rules are checked
 sentence by sentence for every group they touch:
 
 - "A handle is not one this backend made, or has been released or consumed" -> BAD_HANDLE, with a

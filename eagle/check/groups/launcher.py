@@ -3,7 +3,8 @@ the logical size, node toggles, release waits, the stream honoured, kernel-node 
 general rules (bad handles, failed replays surface, releases free).
 
 launcher_query is a launcher_synchronize that does not wait: right after a slow replay it answers
-at once with done = 0; polled, it answers 1 once the replay's result is there (never before)."""
+at once with done = 0; polled, it answers 1 once the replay's result is there (never before); the
+rules are stream_query's (stream.py)."""
 import numpy as np
 
 from ..._seam_ffi import ffi

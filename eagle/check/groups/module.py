@@ -19,6 +19,7 @@ from ._helpers import (COND, Objects, bcheck, captured_of, conditional_of, launc
 
 _INCLUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                         "include")
+
 # A line of its own for each piece, so a compiler's line numbers can be checked.
 _SOURCE = b"""#include <eagle/kernel.h>
 EAGLE_KERNEL(eagle_check_axpb, (int64_t*, x), (int64_t, a), (int64_t, b))

@@ -12,6 +12,7 @@ from .._seam import PREFIX
 
 # Defined by the static linker in every shared object; not the author's exports.
 LINKER_SYMBOLS = frozenset({"_init", "_fini", "_edata", "_end", "__bss_start"})
+
 NEEDED_BASE = ("libc.so*", "libm.so*", "libstdc++.so*", "libgcc_s.so*", "libpthread.so*",
                "libdl.so*", "librt.so*", "ld-linux*")
 

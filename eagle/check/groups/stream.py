@@ -2,8 +2,13 @@
 stream, synchronize and release wait, descriptors read to their struct_size, NON_BLOCKING streams
 and the default stream, and the general rules (bad handles, NULL outs, failed work, releases free).
 
-stream_query is a synchronize that does not wait: right after slow work is enqueued it answers at
-once with done = 0; polled, it answers 1 once the work's result is there (never before)."""
+stream_query (and launcher_query, in launcher.py) is a synchronize that does not wait:
+
+- "Otherwise writes 0 to *done and returns OK" and "Returns without waiting": right after a slow
+  piece of work is enqueued the query answers at once, done = 0, and the work is not yet done;
+- "When every piece of work ... has finished, writes 1 to *done": polled, it answers 1 once the
+  work's result is there (never before), and 1 again on an idle stream;
+- "INVALID_ARGUMENT for a NULL done"."""
 import time
 
 import numpy as np
