@@ -155,6 +155,44 @@ def test_the_checker_uses_only_the_seam_binding():
             assert not above, f"{n} imports {above}"
 
 
+CHECK_GROUPS = PKG / "check" / "groups"
+_REGISTERS = {"bcheck", "check", "release_null_check", "unknown_flags_check"}
+
+
+def _groups_registered_by(path):
+    """Check groups (first dotted part of an ID) that the module at ``path`` registers checks of,
+    read from its decorator and factory calls."""
+    groups = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (isinstance(node, ast.Call) and getattr(node.func, "id", "") in _REGISTERS and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            groups.add(node.args[0].value.split(".", 1)[0])
+    return groups
+
+
+def test_check_group_modules_import_only_the_helpers():
+    graph = import_graph()
+    modules = sorted(n for n in graph if n.startswith("eagle.check.groups."))
+    assert "eagle.check.groups._helpers" in modules
+    for n in modules:
+        others = sorted(m for m in graph[n] if m.startswith("eagle.check.groups.")
+                        and m != "eagle.check.groups._helpers")
+        assert not others, f"{n} imports another group's module: {others} (shared code goes to _helpers)"
+
+
+def test_every_check_group_lives_in_one_module():
+    from eagle.check._all import all_checks
+    where = {}
+    for path in sorted(CHECK_GROUPS.glob("*.py")):
+        for g in _groups_registered_by(path):
+            where.setdefault(g, []).append(path.name)
+    assert not _groups_registered_by(CHECK_GROUPS / "_helpers.py"), "the helpers register no check"
+    split = {g: files for g, files in where.items() if len(files) > 1}
+    assert not split, f"a group's checks are spread over several modules: {split}"
+    registered = {c.group for c in all_checks()}
+    assert registered == set(where), (registered ^ set(where))
+
+
 # -- walls: what code outside the core may import, and where header constants come from ----------
 
 ROOT = PKG.parent
