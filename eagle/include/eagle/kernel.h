@@ -155,20 +155,7 @@
 
 /* ---- the drain loop's lane state (see name_drain above). Every lane of a warp runs these
  * together (the warp stays converged around them); the pool is the same in every lane. */
-/* A warp that needs samples claims a chunk of queue positions with one atomic and keeps what its
- * lanes do not take yet in its pool. EAGLE_DRAIN_CHUNK is the largest chunk; with
- * EAGLE_DRAIN_GUIDED g > 0 a chunk is the positions left (as this warp last saw the queue) over g
- * claims per warp, between what the warp needs now and EAGLE_DRAIN_CHUNK (guided self-scheduling:
- * big chunks while the queue is long, small ones at its end, so no warp hoards the last samples). */
-#ifndef EAGLE_DRAIN_CHUNK
 #define EAGLE_DRAIN_CHUNK 64
-#endif
-#ifndef EAGLE_DRAIN_GUIDED
-#define EAGLE_DRAIN_GUIDED 0
-#endif
-#ifndef EAGLE_DRAIN_GUIDED_READ
-#define EAGLE_DRAIN_GUIDED_READ 0
-#endif
 typedef struct {
     int64_t p, i, r;            /* this lane's map position (-1: none), its sample, body calls made */
     int64_t live, first_dynamic; /* positions [0, live); those from first_dynamic on are claimed */
@@ -221,30 +208,14 @@ EAGLE_FN bool eagle_drain_next(eagle_drain_lane* d, const int32_t* map, const ui
         if (avail < 0) avail = 0;
         int64_t mine = rank < avail ? d->pool_next + rank : -1;
         if (avail < k && !d->exhausted) {
-            int64_t chunk = EAGLE_DRAIN_CHUNK;
-#if EAGLE_DRAIN_GUIDED > 0
-            {   /* warp-uniform: pool_end, live, first_dynamic and k are the same in every lane */
-#if EAGLE_DRAIN_GUIDED_READ
-                unsigned q = 0;
-                if (lane == 0) q = *(volatile const uint32_t*)queue;
-                const int64_t seen = d->first_dynamic + (int64_t)__shfl_sync(0xffffffffu, q, 0);
-#else
-                const int64_t seen = d->pool_end > d->first_dynamic ? d->pool_end : d->first_dynamic;
-#endif
-                const int64_t warps = (d->first_dynamic + 31) / 32;
-                const int64_t guided = (d->live - seen) / (warps * EAGLE_DRAIN_GUIDED);
-                chunk = guided < chunk ? guided : chunk;
-                if (chunk < k - avail) chunk = k - avail;
-            }
-#endif
             unsigned c = 0;
-            if (lane == 0) c = atomicAdd(queue, (unsigned)chunk);
+            if (lane == 0) c = atomicAdd(queue, (unsigned)EAGLE_DRAIN_CHUNK);
             c = __shfl_sync(0xffffffffu, c, 0);
             const int64_t start = d->first_dynamic + (int64_t)c;
             if (rank >= avail) mine = start + (rank - avail);
             d->pool_next = start + (k - avail);
-            d->pool_end = start + chunk < d->live ? start + chunk : d->live;
-            if (start + chunk >= d->live) d->exhausted = 1;
+            d->pool_end = start + EAGLE_DRAIN_CHUNK < d->live ? start + EAGLE_DRAIN_CHUNK : d->live;
+            if (start + EAGLE_DRAIN_CHUNK >= d->live) d->exhausted = 1;
         } else {
             d->pool_next += avail < k ? avail : k;  /* the queue is empty: the pool's last positions */
         }
