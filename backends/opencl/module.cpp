@@ -68,11 +68,35 @@ std::string quoted(const std::string& s) {
 }
 
 // Builds `prog`, registers the module, hands the log back; COMPILE_FAILED with the first error.
+// The build log with the source's own name and line numbers where the compiler ignored the
+// `#line 1 "name"` in front of it (NVIDIA's writes `<kernel>:LINE:COL:`, LINE counting the
+// `prelude` lines eagle put before the source).
+std::string named_log(const std::string& text, const std::string& name, int prelude) {
+    static const std::string tag = "<kernel>:";
+    std::string out;
+    size_t at = 0;
+    for (size_t k; (k = text.find(tag, at)) != std::string::npos;) {
+        out.append(text, at, k - at);
+        size_t e = k + tag.size();
+        long line = 0;
+        while (e < text.size() && text[e] >= '0' && text[e] <= '9' && line < 100000000) line = line * 10 + (text[e++] - '0');
+        if (e > k + tag.size() && e < text.size() && text[e] == ':') {
+            out += name + ":" + std::to_string(line > prelude ? line - prelude : line);
+            at = e;
+        } else {
+            out += tag;
+            at = k + tag.size();
+        }
+    }
+    out.append(text, at, std::string::npos);
+    return out;
+}
+
 eagle_backend_module finish_module(cl_program prog, const std::string& name, const std::string& options,
-                                   char** log) {
+                                   char** log, int prelude = 0) {
     Runtime& rt = runtime();
     const cl_int err = clBuildProgram(prog, 1, &rt.device, options.c_str(), nullptr, nullptr);
-    const std::string text = build_log(prog, rt.device);
+    const std::string text = named_log(build_log(prog, rt.device), name, prelude);
     if (log) *log = dup_log(text);
     if (err != CL_SUCCESS) {
         clReleaseProgram(prog);
@@ -172,7 +196,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         cl_int err = CL_SUCCESS;
         cl_program prog = clCreateProgramWithSource(rt.context, 1, &src, &len, &err);
         cl_check(err, "clCreateProgramWithSource");
-        *out = finish_module(prog, name, options, log);
+        *out = finish_module(prog, name, options, log, fast ? 1 : 2);  // the pragma and #line lines
     });
 }
 
