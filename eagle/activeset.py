@@ -12,9 +12,8 @@ import numpy as np
 
 from . import _alloc, _validate
 from . import filtering as _filtering
-from . import memory as _memory
 from . import module as _module
-from ._inflight import submit
+from ._inflight import hold_until_done, submit
 from ._arrays import address_of, dlpack_device
 from ._resolve import resolve
 from ._stream_arg import backend_of_stream
@@ -266,7 +265,7 @@ class ActiveSet:
                                                            n=self.n, drop=True, stream=stream, span=self.span,
                                                            fire=self.fire, theta=self.theta)
         except BaseException:  # the reorder is enqueued: its stream keeps what it uses
-            _memory.hold_until_done(b, raw, reordered)
+            hold_until_done(b, raw, reordered)
             raise
         return None, raw, (reordered, compacted)
 

@@ -11,8 +11,8 @@ PKG = Path(__file__).resolve().parent.parent / "eagle"
 
 FLOORS = {
     0: {"errors", "_seam_ffi", "_seam_meta", "_status", "_device_kind", "_arrays", "_stream_arg", "_validate", "_hostmem", "_elf_check", "_compilers", "_dlpack",
-        "_desc", "_hotcall", "_marker", "_handle", "_loader", "_signature", "_recording"},
-    1: {"_inflight", "stream", "capture", "fork", "conditional", "launcher", "memory", "filtering", "interop", "exec",
+        "_desc", "_hotcall", "_inflight", "_handle", "_loader", "_signature", "_recording"},
+    1: {"stream", "capture", "fork", "conditional", "launcher", "memory", "filtering", "interop", "exec",
         "device", "module", "array"},
     2: {"_backend", "_resolve", "_eager_memo", "api", "kernels"},
     3: {"extend", "constructs", "_record", "_interpret", "_render", "graph", "_alloc", "activeset", "reduce"},

@@ -1,0 +1,145 @@
+"""Attention lists: per backend and per enqueuing thread, what that thread must see to about the
+work it enqueued -- exceptions its host functions raised (re-raised by its next synchronize), the
+references of its finished host calls (:class:`Finished`) and its release markers in flight
+(eagle/_inflight/markers.py) -- and the sweep that settles the lists of threads that have ended.
+
+Host-function threads append; Python threads remove, from the front, one item at a time: the
+owner while it lives, any thread once it has ended. Items other than exceptions answer
+``settle()``: True once they can go (and have let go of their references). A list, once made,
+is never replaced: a bound call (eagle._hotcall) watches it and reports a non-empty one.
+
+The state is keyed by backend (eagle/_inflight/per_backend.py) and goes with it."""
+import threading
+import weakref
+
+from .per_backend import PerBackend
+
+
+class _Lists:
+    """One backend's attention lists: thread -> list; the threads that ended with items in theirs;
+    a per-thread local holding the :class:`_ThreadEnd` that reports a thread's end."""
+
+    __slots__ = ("by_thread", "ended", "local", "__weakref__")
+
+    def __init__(self):
+        self.by_thread, self.ended, self.local = {}, [], threading.local()
+
+
+#: backend -> its _Lists
+BY_BACKEND = PerBackend(_Lists)
+
+
+class Finished:
+    """References of work that has run, put in the enqueuing thread's attention list by the
+    backend's host-function thread: they are dropped by that thread's next synchronize (or eagle
+    call), never in the host-function thread, where the last reference to a framework's array
+    would free device memory inside a stream callback (CUDA forbids API calls there)."""
+
+    __slots__ = ("refs",)
+
+    def __init__(self, refs):
+        self.refs = refs
+
+    def settle(self):
+        """The attention list's question (see eagle._inflight.markers.Marker.settle): it can go now."""
+        return True
+
+
+class _ThreadEnd:
+    """Held in a backend's per-thread local: when the thread ends, its local goes and this puts
+    the thread on the backend's list of ended threads, whose attention lists other threads then
+    settle (release markers and their arrays would otherwise wait for a thread that will never
+    call eagle again)."""
+
+    __slots__ = ("lists", "thread")
+
+    def __init__(self, lists, thread):
+        self.lists, self.thread = weakref.ref(lists), thread
+
+    def __del__(self):
+        lists = self.lists()
+        if lists is None:
+            return
+        try:
+            if lists.by_thread.get(self.thread):
+                lists.ended.append(self.thread)
+        except Exception:  # noqa: BLE001 - during interpreter shutdown
+            pass
+
+
+def attention(backend, thread):
+    """``thread``'s attention list on ``backend`` (made on first use; see the module docstring).
+    Asked by the thread itself, it also arranges for the list to be swept once the thread ends."""
+    lists = BY_BACKEND.of(backend)
+    pending = lists.by_thread.get(thread)
+    if pending is None:
+        pending = lists.by_thread.setdefault(thread, [])
+    if getattr(lists.local, "watch", None) is None and thread == threading.get_ident():
+        lists.local.watch = _ThreadEnd(lists, thread)
+        if thread in lists.ended:  # an ended thread's id, taken again: its new owner sweeps it
+            try:
+                lists.ended.remove(thread)
+            except ValueError:
+                pass
+    return pending
+
+
+def _settle(pending, errors):
+    """One pass over an attention list, from the front, one item at a time (host-function
+    threads may append meanwhile; another thread may sweep it too): items whose ``settle()`` is
+    True go, the others go behind the rest. An exception is raised (``errors="raise"``), ends the
+    pass where it stands (``"stop"``), or goes (``"drop"``)."""
+    for _ in range(len(pending)):
+        if errors == "stop" and pending and isinstance(pending[0], BaseException):
+            return
+        try:
+            item = pending.pop(0)
+        except IndexError:
+            return
+        if isinstance(item, BaseException):
+            if errors == "raise":
+                raise item
+            continue
+        if not item.settle():
+            pending.append(item)  # in flight: behind the rest
+
+
+def raise_host_error(backend, thread):
+    """Drop ``thread``'s settled items and raise the first host-function error, if any (release
+    markers still in flight stay). What a synchronize that succeeded does with a non-empty list."""
+    lists = BY_BACKEND.by_id.get(id(backend))
+    if lists is None:
+        return
+    pending = lists.by_thread.get(thread)
+    if pending:
+        _settle(pending, errors="raise")
+    if lists.ended:
+        _sweep_ended(lists)
+
+
+def drop_finished(backend, thread):
+    """Drop ``thread``'s settled items up to its first error, keeping the errors; and the settled
+    items of threads that have ended. Every eagle call that holds or waits makes this pass."""
+    lists = BY_BACKEND.by_id.get(id(backend))
+    if lists is None:
+        return
+    pending = lists.by_thread.get(thread)
+    if pending:
+        _settle(pending, errors="stop")
+    if lists.ended:
+        _sweep_ended(lists)
+
+
+def _sweep_ended(lists):
+    """Settle the lists of threads that have ended (nobody is left to raise their errors, so
+    those go too); a thread leaves ``lists.ended`` once its list is empty. The lists stay: a host
+    function still pending may append to one."""
+    for thread in list(lists.ended):
+        pending = lists.by_thread.get(thread, [])
+        _settle(pending, errors="drop")
+        if not pending:
+            try:
+                lists.ended.remove(thread)
+            except ValueError:
+                pass
+
