@@ -125,7 +125,7 @@ class Launcher(Owner):
 
 def holds_python_host_calls(keepalive):
     """Whether the objects a recording keeps alive include a Python host function: anything
-    with a true ``runs_python_on_host`` (eagle.memory's host calls), looked for through lists,
+    with a true ``runs_python_on_host`` (eagle/_inflight/host_calls.py), looked for through lists,
     tuples, sets and dicts and through the ``keepalive`` of graphs and launchers kept there."""
     seen, todo = set(), [keepalive]
     while todo:

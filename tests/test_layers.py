@@ -129,6 +129,34 @@ def test_imports_point_downwards_only():
     assert not upward, "\n".join(upward)
 
 
+#: What eagle/_inflight/ may import from outside itself: the seam binding it stands on.
+_INFLIGHT_STANDS_ON = {"eagle", "eagle._hotcall", "eagle._seam_ffi", "eagle._status", "eagle.errors"}
+
+
+def test_work_in_flight_has_one_home_on_the_ground_floor():
+    # holds, markers, attention lists, pending host calls, parked releases, the exit drain and the
+    # stream= policy live in eagle/_inflight/ alone, which imports nothing that issues work
+    graph = import_graph()
+    parts = sorted(n for n in graph if n.startswith("eagle._inflight."))
+    assert {"eagle._inflight.policy", "eagle._inflight.holds", "eagle._inflight.markers",
+            "eagle._inflight.attention", "eagle._inflight.host_calls", "eagle._inflight.exit"} <= set(parts), parts
+    for n in parts + ["eagle._inflight"]:
+        outside = {m for m in graph[n] if not m.startswith("eagle._inflight")} - _INFLIGHT_STANDS_ON
+        assert not outside, f"{n} imports {sorted(outside)}"
+    assert "eagle._marker" not in graph, "release markers live in eagle/_inflight/markers.py"
+
+
+def test_the_backend_carries_no_state_of_work_in_flight():
+    # the per-thread attention lists and per-stream holds are keyed by backend in eagle/_inflight/,
+    # not attributes of every Backend
+    import eagle
+    from eagle._loader import Library
+    gone = {"host_errors_of", "drop_finished", "_raise_host_error", "_sweep_ended", "_holds", "_host_errors",
+            "_ended", "_thread_end"}
+    b = eagle.backend("cpu")
+    assert not gone & (set(vars(b)) | set(dir(Library))), sorted(gone & (set(vars(b)) | set(dir(Library))))
+
+
 @pytest.mark.parametrize("module", sorted(FLOORS[1]))
 def test_seam_objects_never_look_a_backend_up(module):
     edges = import_graph()[f"eagle.{module}"]
