@@ -13,7 +13,7 @@ import numpy as np
 from . import _alloc, _validate
 from . import filtering as _filtering
 from . import module as _module
-from ._inflight import hold_until_done, submit
+from ._inflight import in_turn, submit
 from ._arrays import address_of, dlpack_device
 from ._resolve import resolve
 from ._stream_arg import backend_of_stream
@@ -257,17 +257,12 @@ class ActiveSet:
         if self.theta is None:
             return _filtering.enqueue_compact(b, self.mask, self.index_map, self.count, self._scratch, n=self.n,
                                               drop=True, stream=stream)
-        _, raw, reordered = _filtering.enqueue_reorder(b, self._planes, self.mask, self.perm, self.inv, self.span,
-                                                       self._rscratch, n=self.n, fire=self.fire, drop=True,
-                                                       stream=stream)
-        try:
-            _, raw, compacted = _filtering.enqueue_compact(b, self.mask, self.index_map, self.count, self._scratch,
-                                                           n=self.n, drop=True, stream=stream, span=self.span,
-                                                           fire=self.fire, theta=self.theta)
-        except BaseException:  # the reorder is enqueued: its stream keeps what it uses
-            hold_until_done(b, raw, reordered)
-            raise
-        return None, raw, (reordered, compacted)
+        _, raw, refs = in_turn(
+            b, (_filtering.enqueue_reorder, (self._planes, self.mask, self.perm, self.inv, self.span, self._rscratch),
+                dict(n=self.n, fire=self.fire, drop=True)),
+            (_filtering.enqueue_compact, (self.mask, self.index_map, self.count, self._scratch),
+             dict(n=self.n, drop=True, span=self.span, fire=self.fire, theta=self.theta)), stream=stream)
+        return None, raw, refs
 
     __call__ = compact  # an ActiveSet is itself a step: eagle.Graph.build([..., aset])
 

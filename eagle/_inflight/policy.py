@@ -50,6 +50,25 @@ def submit(backend, stream, enqueue, *args, **kw):
     return out
 
 
+def in_turn(backend, *steps, stream):
+    """Several enqueues as one, for :func:`submit` (``submit(b, stream, in_turn, step, ...)``):
+    each step ``(enqueue, args, kw)`` is enqueued on ``stream`` after the one before. Returns
+    ``(results, raw stream, refs)`` with every step's result and refs. Should a step fail, the
+    steps before it are enqueued: the stream holds what they use until it has run them, and the
+    error propagates."""
+    results, refs, raw = [], [], None
+    for enqueue, args, kw in steps:
+        try:
+            out, raw, r = enqueue(backend, *args, stream=stream, **kw)
+        except BaseException:
+            if refs:
+                _holds.hold_until_done(backend, raw, tuple(refs))
+            raise
+        results.append(out)
+        refs.append(r)
+    return results, raw, tuple(refs)
+
+
 def wait(backend, s, raw, refs):
     """Wait for ``s``, eagle's own stream (raw value ``raw``), after enqueuing work on it that
     uses ``refs``: then nothing is held. Should the wait fail, the work may not have run, so the
