@@ -6,7 +6,7 @@ from _thread import get_ident
 
 from . import _hotcall
 from ._handle import Owner
-from ._inflight import attention
+from ._inflight import attention_list
 from ._seam_ffi import ffi
 from .errors import EagleTypeError, EagleValueError
 from ._stream_arg import raw_stream
@@ -89,7 +89,7 @@ class Launcher(Owner):
         self.runs_python = holds_python_host_calls(self.keepalive)
         gil = _hotcall.GIL_COUNTED if self.runs_python else _hotcall.GIL_WHEN_QUIET
         self.launch = self._bind("launcher_launch", counted=True, gil=gil)
-        self.synchronize = self._bind("launcher_synchronize", watch=attention(backend, get_ident()),
+        self.synchronize = self._bind("launcher_synchronize", watch=attention_list(backend, get_ident()),
                                       partner=0 if self.runs_python else None, query="launcher_query")
 
     def _hot_bad_args(self, symbol, args):

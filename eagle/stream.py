@@ -11,7 +11,7 @@ from functools import partial
 from . import _validate
 from . import exec as _exec
 from . import memory as _memory
-from ._inflight import attention, stream_released, submit
+from ._inflight import attention_list, stream_released, submit
 from ._device_kind import CUDA_STREAM_PROTOCOL_TYPES
 from ._handle import Owner, raw_int
 from ._seam_ffi import ffi
@@ -119,7 +119,7 @@ class Stream(StreamRef):
         # the release waits for the stream's work, so after it the arrays eagle holds for that
         # work (eagle/_inflight/holds.py) can go
         self._own(b, handle, "stream_release", partial(stream_released, b, self._raw), query="stream_query")
-        self.synchronize = self._bind("stream_synchronize", watch=attention(b, get_ident()),
+        self.synchronize = self._bind("stream_synchronize", watch=attention_list(b, get_ident()),
                                       query="stream_query")
 
 

@@ -12,8 +12,8 @@ import pytest
 import eagle
 from eagle import exec as _exec
 from eagle import memory as _memory
-from eagle._inflight import attention, holds, in_turn, submit
-from eagle._inflight.per_backend import PerBackend
+from eagle._inflight import attention_list, holds, in_turn, submit
+from eagle._inflight.per_backend import by_id, flight_of, flights
 from eagle._loader import TRACE_COUNTS
 from test_api_kernels import kaddr
 
@@ -21,20 +21,20 @@ HOST_FUNC = "eagle_backend_host_func"
 
 
 class _Thing:
-    """Something a weakref can point at (a stand-in for a backend)."""
+    """Something a weakref can point at (a stand-in for a backend opened by path, which may go)."""
 
 
-def test_per_backend_state_goes_with_its_backend():
-    table = PerBackend(list)
+def test_a_backends_work_in_flight_goes_with_the_backend():
     a, b = _Thing(), _Thing()
-    table.of(a).append(1)
-    table.of(b).append(2)
-    assert table.get(a) == [1] and table.of(a) is table.get(a)
-    assert sorted(s[0] for _, s in table.items()) == [1, 2]
+    flight_of(a).streams[1] = "a's"
+    flight_of(b).streams[2] = "b's"
+    assert flight_of(a) is by_id[id(a)] and flight_of(a).backend() is a
+    assert {id(x): f.streams for x, f in flights() if x in (a, b)} == {id(a): {1: "a's"}, id(b): {2: "b's"}}
+    key = id(a)
     del a
     gc.collect()
-    assert [s for _, s in table.items()] == [[2]] and len(table.by_id) == 1
-    assert table.get(_Thing(), "none") == "none"
+    assert key not in by_id and id(b) in by_id
+    del b
 
 
 def test_a_failed_step_leaves_the_steps_before_it_held_by_the_stream(cpu):
@@ -77,7 +77,7 @@ def test_mean_var_with_no_stream_is_waited_for_and_holds_nothing():
     before = TRACE_COUNTS[HOST_FUNC]
     got = eagle.mean_var(values, backend=traced)
     assert TRACE_COUNTS[HOST_FUNC] == before, "eagle.mean_var with no stream enqueued a release marker"
-    assert [r for h in holds.BY_BACKEND.get(traced, {}).values() for r in h.waiting] == []
+    assert [r for h in holds.streams_of(traced).values() for r in h.waiting] == []
     assert got.mean == pytest.approx(values.mean(), rel=1e-14)
     assert got.var == pytest.approx(values.var(ddof=1), rel=1e-12)
 
@@ -85,7 +85,7 @@ def test_mean_var_with_no_stream_is_waited_for_and_holds_nothing():
 def test_a_host_function_error_reaches_the_enqueuing_thread_only(cpu):
     s = cpu.stream()
     s.host_func(lambda: 1 / 0)
-    mine = attention(cpu, threading.get_ident())
+    mine = attention_list(cpu, threading.get_ident())
     with pytest.raises(ZeroDivisionError):
         s.synchronize()
     assert not any(isinstance(e, BaseException) for e in mine)

@@ -11,7 +11,7 @@ One concept per file:
   :func:`stream_released`);
 - ``markers``: release markers, the host function behind a stream's work that says it ran;
 - ``attention``: per backend and enqueuing thread, the host-function errors, finished host calls
-  and markers in flight that thread must see to (:func:`attention`, the list a synchronize
+  and markers in flight that thread must see to (:func:`attention_list`, the list a synchronize
   watches; :func:`raise_host_error`), and the sweep of threads that have ended;
 - ``host_calls``: Python host functions pending until they have run (:func:`enqueue_host_call`);
 - ``releases``: handles whose release waits for their work (parked when dropped while it runs);
@@ -21,12 +21,12 @@ Seam-object modules only say how to enqueue an operation and hand it to :func:`s
 handles (eagle/_handle.py) and bound calls report here. The state is keyed by backend: nothing of
 it sits on the Backend."""
 from . import exit as _exit  # noqa: F401 - registers the exit drain and the fork handler
-from .attention import attention, raise_host_error
+from .attention import attention_list, raise_host_error
 from .holds import hold_until_done, keep_until_sync, released_by_sync, stream_released
 from .host_calls import enqueue_host_call
 from .policy import in_turn, own_stream, submit, wait
 from .releases import query_done, release, release_parked, wait_done, waiters
 
-__all__ = ["attention", "enqueue_host_call", "hold_until_done", "in_turn", "keep_until_sync", "own_stream",
+__all__ = ["attention_list", "enqueue_host_call", "hold_until_done", "in_turn", "keep_until_sync", "own_stream",
            "query_done", "raise_host_error", "release", "release_parked", "released_by_sync",
            "stream_released", "submit", "wait", "wait_done", "waiters"]

@@ -8,25 +8,12 @@ owner while it lives, any thread once it has ended. Items other than exceptions 
 ``settle()``: True once they can go (and have let go of their references). A list, once made,
 is never replaced: a bound call (eagle._hotcall) watches it and reports a non-empty one.
 
-The state is keyed by backend (eagle/_inflight/per_backend.py) and goes with it."""
+The state is the backend's :class:`eagle._inflight.per_backend.Flight` (``threads``, ``ended``,
+``local``): kept per backend, it goes with the backend."""
 import threading
 import weakref
 
-from .per_backend import PerBackend
-
-
-class _Lists:
-    """One backend's attention lists: thread -> list; the threads that ended with items in theirs;
-    a per-thread local holding the :class:`_ThreadEnd` that reports a thread's end."""
-
-    __slots__ = ("by_thread", "ended", "local", "__weakref__")
-
-    def __init__(self):
-        self.by_thread, self.ended, self.local = {}, [], threading.local()
-
-
-#: backend -> its _Lists
-BY_BACKEND = PerBackend(_Lists)
+from .per_backend import by_id as _by_id, flight_of
 
 
 class Finished:
@@ -51,34 +38,34 @@ class _ThreadEnd:
     settle (release markers and their arrays would otherwise wait for a thread that will never
     call eagle again)."""
 
-    __slots__ = ("lists", "thread")
+    __slots__ = ("flight", "thread")
 
-    def __init__(self, lists, thread):
-        self.lists, self.thread = weakref.ref(lists), thread
+    def __init__(self, flight, thread):
+        self.flight, self.thread = weakref.ref(flight), thread
 
     def __del__(self):
-        lists = self.lists()
-        if lists is None:
+        f = self.flight()
+        if f is None:
             return
         try:
-            if lists.by_thread.get(self.thread):
-                lists.ended.append(self.thread)
+            if f.threads.get(self.thread):
+                f.ended.append(self.thread)
         except Exception:  # noqa: BLE001 - during interpreter shutdown
             pass
 
 
-def attention(backend, thread):
+def attention_list(backend, thread):
     """``thread``'s attention list on ``backend`` (made on first use; see the module docstring).
     Asked by the thread itself, it also arranges for the list to be swept once the thread ends."""
-    lists = BY_BACKEND.of(backend)
-    pending = lists.by_thread.get(thread)
+    f = flight_of(backend)
+    pending = f.threads.get(thread)
     if pending is None:
-        pending = lists.by_thread.setdefault(thread, [])
-    if getattr(lists.local, "watch", None) is None and thread == threading.get_ident():
-        lists.local.watch = _ThreadEnd(lists, thread)
-        if thread in lists.ended:  # an ended thread's id, taken again: its new owner sweeps it
+        pending = f.threads.setdefault(thread, [])
+    if getattr(f.local, "watch", None) is None and thread == threading.get_ident():
+        f.local.watch = _ThreadEnd(f, thread)
+        if thread in f.ended:  # an ended thread's id, taken again: its new owner sweeps it
             try:
-                lists.ended.remove(thread)
+                f.ended.remove(thread)
             except ValueError:
                 pass
     return pending
@@ -107,39 +94,42 @@ def _settle(pending, errors):
 def raise_host_error(backend, thread):
     """Drop ``thread``'s settled items and raise the first host-function error, if any (release
     markers still in flight stay). What a synchronize that succeeded does with a non-empty list."""
-    lists = BY_BACKEND.by_id.get(id(backend))
-    if lists is None:
+    f = _by_id.get(id(backend))
+    if f is None:
         return
-    pending = lists.by_thread.get(thread)
+    pending = f.threads.get(thread)
     if pending:
         _settle(pending, errors="raise")
-    if lists.ended:
-        _sweep_ended(lists)
+    if f.ended:
+        _sweep_ended(f)
 
 
 def drop_finished(backend, thread):
     """Drop ``thread``'s settled items up to its first error, keeping the errors; and the settled
     items of threads that have ended. Every eagle call that holds or waits makes this pass."""
-    lists = BY_BACKEND.by_id.get(id(backend))
-    if lists is None:
-        return
-    pending = lists.by_thread.get(thread)
+    f = _by_id.get(id(backend))
+    if f is not None:
+        drop_finished_of(f, thread)
+
+
+def drop_finished_of(f, thread):
+    """:func:`drop_finished` of the backend whose Flight is ``f``."""
+    pending = f.threads.get(thread)
     if pending:
         _settle(pending, errors="stop")
-    if lists.ended:
-        _sweep_ended(lists)
+    if f.ended:
+        _sweep_ended(f)
 
 
-def _sweep_ended(lists):
+def _sweep_ended(f):
     """Settle the lists of threads that have ended (nobody is left to raise their errors, so
-    those go too); a thread leaves ``lists.ended`` once its list is empty. The lists stay: a host
+    those go too); a thread leaves ``f.ended`` once its list is empty. The lists stay: a host
     function still pending may append to one."""
-    for thread in list(lists.ended):
-        pending = lists.by_thread.get(thread, [])
+    for thread in list(f.ended):
+        pending = f.threads.get(thread, [])
         _settle(pending, errors="drop")
         if not pending:
             try:
-                lists.ended.remove(thread)
+                f.ended.remove(thread)
             except ValueError:
                 pass
-

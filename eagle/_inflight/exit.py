@@ -8,11 +8,11 @@ import time
 import weakref
 
 from .._hotcall import host_calls_add
-from . import holds as _holds
 from . import host_calls as _host_calls
 from . import markers as _markers
 from . import releases as _releases
 from .markers import Marker
+from .per_backend import by_id, flights
 
 #: How long the exit drain waits for work still running ($EAGLE_EXIT_WAIT_S, seconds).
 _DRAIN_AT_EXIT_S = 30.0
@@ -34,7 +34,8 @@ def _exit_markers():
     (enqueued on the streams eagle knows are alive: the kind's default stream and eagle's own
     live streams)."""
     markers = []
-    for lib, streams in list(_holds.BY_BACKEND.items()):
+    for lib, f in flights():
+        streams = f.streams
         if not streams or not lib.provides("eagle_backend_host_func"):
             continue
         live = {getattr(k.owner(), "_raw", None) for k in list(_releases.waiters) if k.backend is lib}
@@ -78,7 +79,7 @@ def _keep_forever():
     every stream's enqueued work, queued host functions, parked handles) is never freed, so that
     finalizing the interpreter frees nothing under it; the process ends with it running."""
     import ctypes
-    kept = [_host_calls.PENDING, _releases.parked, list(_holds.BY_BACKEND.by_id.values())]
+    kept = [_host_calls.PENDING, _releases.parked, [f.streams for f in list(by_id.values())]]
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(kept))
 
 
@@ -120,7 +121,8 @@ def forget_the_parents_work():
     for it: its arrays, queued host functions and parked handles are let go (no work of this
     process uses them) and the exit drain does not wait for markers that will never run."""
     _host_calls.reset_lock()
-    _holds.BY_BACKEND.clear()
+    for f in list(by_id.values()):
+        f.streams.clear()
     pending = _host_calls.PENDING
     if pending:
         host_calls_add(-len(pending))

@@ -7,16 +7,13 @@ or when eagle itself has waited for the stream (:func:`released_by_sync`), or wh
 released (:func:`stream_released`). At most one marker is in flight per stream, so a tight loop
 of calls on one stream costs one host function per round trip of the stream, not one per call.
 
-State: backend -> raw stream -> :class:`StreamHolds`, keyed by backend as the attention lists are
-(eagle/_inflight/per_backend.py); the exit drain and the fork handler read :data:`BY_BACKEND`."""
+State: the backend's :class:`eagle._inflight.per_backend.Flight` ``streams``, raw stream ->
+:class:`StreamHolds` (:func:`streams_of`)."""
 from _thread import get_ident
 
-from . import attention as _attention
+from .attention import attention_list, drop_finished, drop_finished_of
 from .markers import Marker
-from .per_backend import PerBackend
-
-#: backend -> {raw stream -> StreamHolds}
-BY_BACKEND = PerBackend(dict)
+from .per_backend import by_id as _by_id, flight_of
 
 
 class StreamHolds:
@@ -29,8 +26,15 @@ class StreamHolds:
         self.waiting, self.in_flight = [], None
 
 
+def streams_of(backend):
+    """``backend``'s streams that hold arrays: raw stream -> :class:`StreamHolds` (read it, do not
+    change it)."""
+    f = _by_id.get(id(backend))
+    return {} if f is None else f.streams
+
+
 def _holds_of(backend, raw):
-    streams = BY_BACKEND.of(backend)
+    streams = flight_of(backend).streams
     holds = streams.get(raw)
     if holds is None:
         holds = streams[raw] = StreamHolds()
@@ -45,7 +49,7 @@ def hold_until_done(backend, raw, refs):
     enqueue theirs (or for :func:`released_by_sync`). A backend without host functions keeps them
     until :func:`released_by_sync` or :func:`stream_released`."""
     thread = get_ident()
-    _attention.drop_finished(backend, thread)
+    drop_finished(backend, thread)
     cap = backend._capturing.get(raw)
     if cap is not None:
         cap.keep(refs)
@@ -69,7 +73,7 @@ def hold_until_done(backend, raw, refs):
         holds.waiting[:0] = batch
         backend._check("eagle_backend_host_func", status)
     holds.in_flight = marker
-    _attention.attention(backend, thread).append(marker)  # its batch goes when this thread sees it ran
+    attention_list(backend, thread).append(marker)  # its batch goes when this thread sees it ran
 
 
 def keep_until_sync(backend, raw, refs):
@@ -81,18 +85,19 @@ def keep_until_sync(backend, raw, refs):
 def stream_released(backend, raw):
     """The stream ``raw`` was released, which waits for its work: every ref it was holding goes
     (a stream dropped after eager calls used to keep their arrays for good)."""
-    streams = BY_BACKEND.by_id.get(id(backend))
-    if streams is not None:
-        streams.pop(raw, None)
+    f = _by_id.get(id(backend))
+    if f is not None:
+        f.streams.pop(raw, None)
 
 
 def released_by_sync(backend, raw):
     """The stream ``raw`` has been synchronized: its work so far is done, so the refs it was
     holding (not those a marker in flight carries, which goes by itself) can go."""
-    streams = BY_BACKEND.by_id.get(id(backend))
-    if streams is not None:
-        holds = streams.get(raw)
+    f = _by_id.get(id(backend))
+    if f is not None:
+        holds = f.streams.get(raw)
         if holds is not None:
             holds.waiting = []
-    _attention.drop_finished(backend, get_ident())
+        if f.ended or f.threads.get(get_ident()):  # drop_finished_of's own test, without its call (every eager wait)
+            drop_finished_of(f, get_ident())
 

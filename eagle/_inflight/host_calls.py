@@ -10,7 +10,7 @@ from _thread import get_ident
 from .._hotcall import host_calls_add
 from .._seam_ffi import ffi
 from .._status import remember_callback_exception
-from .attention import Finished, attention
+from .attention import Finished, attention_list
 
 
 class HostCall:
@@ -24,7 +24,7 @@ class HostCall:
 
     def __init__(self, fn, backend, once):
         self.fn, self.backend, self.once = fn, backend, once
-        self.errors = attention(backend, get_ident())
+        self.errors = attention_list(backend, get_ident())
         self.cdata = ffi.new_handle(self)
 
 

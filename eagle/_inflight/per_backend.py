@@ -1,48 +1,47 @@
-"""State kept per backend outside the Backend object: a table that holds each backend's entry
-while the backend lives and drops it with the backend (a Backend opened by path may go).
+"""A backend's work in flight (:class:`Flight`), kept outside the Backend object while the backend
+lives and dropped with it (a Backend opened by path may go).
 
-Keyed by ``id(backend)``, so a lookup is one dict read (the hot paths make one per call). The
-entry goes in the backend's weakref callback, which runs before its memory (and so its id) can
-be reused."""
+Keyed by ``id(backend)`` (:data:`by_id`), so a lookup is one dict read (the hot paths make one per
+call). The entry goes in the backend's weakref callback, which runs before its memory (and so its
+id) can be reused."""
+import threading
 import weakref
 from functools import partial
 
+#: id(backend) -> its Flight (the hot paths bind this dict once: it is never replaced)
+by_id = {}
 
-class PerBackend:
-    """backend -> state made by ``make()`` on first use."""
 
-    __slots__ = ("_make", "by_id", "_refs")
+class Flight:
+    """One backend's work in flight: ``streams`` (raw stream -> its holds, eagle/_inflight/holds.py);
+    ``threads`` (enqueuing thread -> its attention list), ``ended`` (threads that ended with items
+    in theirs) and ``local`` (per thread: what reports its end), eagle/_inflight/attention.py.
+    ``backend`` is a weak reference to the backend."""
 
-    def __init__(self, make):
-        self._make, self.by_id, self._refs = make, {}, {}
+    __slots__ = ("backend", "streams", "threads", "ended", "local", "__weakref__")
 
-    def get(self, backend, default=None):
-        """``backend``'s state, or ``default`` when it has none (the hot paths read ``by_id``)."""
-        return self.by_id.get(id(backend), default)
+    def __init__(self, backend):
+        self.backend = weakref.ref(backend, partial(_drop, id(backend)))
+        self.streams, self.threads, self.ended, self.local = {}, {}, [], threading.local()
 
-    def of(self, backend):
-        """``backend``'s state, made now if it has none."""
-        key = id(backend)
-        state = self.by_id.get(key)
-        if state is None:
-            self._refs.setdefault(key, weakref.ref(backend, partial(self._drop, key)))
-            state = self.by_id.setdefault(key, self._make())
-        return state
 
-    def _drop(self, key, _ref):
-        self.by_id.pop(key, None)
-        self._refs.pop(key, None)
+def _drop(key, _ref):
+    by_id.pop(key, None)
 
-    def items(self):
-        """(backend, state) for every live backend that has state."""
-        out = []
-        for key, state in list(self.by_id.items()):
-            ref = self._refs.get(key)
-            backend = ref() if ref is not None else None
-            if backend is not None:
-                out.append((backend, state))
-        return out
 
-    def clear(self):
-        self.by_id.clear()
-        self._refs.clear()
+def flight_of(backend):
+    """``backend``'s Flight, made now if it has none."""
+    f = by_id.get(id(backend))
+    if f is None:
+        f = by_id.setdefault(id(backend), Flight(backend))
+    return f
+
+
+def flights():
+    """(backend, Flight) for every live backend that has one."""
+    out = []
+    for f in list(by_id.values()):
+        backend = f.backend()
+        if backend is not None:
+            out.append((backend, f))
+    return out

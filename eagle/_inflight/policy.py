@@ -17,6 +17,7 @@ already holds a checked desc (eagle.api's eager ``compact``) takes the same two 
 import threading
 
 from . import holds as _holds
+from .holds import keep_until_sync, released_by_sync
 
 _own = threading.local()
 
@@ -77,6 +78,6 @@ def wait(backend, s, raw, refs):
         s.synchronize()
     except BaseException:
         if refs is not None:
-            _holds.keep_until_sync(backend, raw, refs)
+            keep_until_sync(backend, raw, refs)
         raise
-    _holds.released_by_sync(backend, raw)
+    released_by_sync(backend, raw)

@@ -112,7 +112,7 @@ def test_a_dropped_stream_lets_go_of_the_arrays_of_its_work():
         cpu.stream().synchronize()  # an eagle call: this thread's attention list is swept
         gc.collect()
         alive = sum(r() is not None for r in refs)
-        streams = holds.BY_BACKEND.get(cpu, {})
+        streams = holds.streams_of(cpu)
         assert alive == 0 and not streams, (alive, len(streams))
         result = "ok"
     """, timeout=60)
