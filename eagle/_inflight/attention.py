@@ -95,13 +95,8 @@ def raise_host_error(backend, thread):
     """Drop ``thread``'s settled items and raise the first host-function error, if any (release
     markers still in flight stay). What a synchronize that succeeded does with a non-empty list."""
     f = _by_id.get(id(backend))
-    if f is None:
-        return
-    pending = f.threads.get(thread)
-    if pending:
-        _settle(pending, errors="raise")
-    if f.ended:
-        _sweep_ended(f)
+    if f is not None:
+        settle_of(f, thread, errors="raise")
 
 
 def drop_finished(backend, thread):
@@ -109,14 +104,15 @@ def drop_finished(backend, thread):
     items of threads that have ended. Every eagle call that holds or waits makes this pass."""
     f = _by_id.get(id(backend))
     if f is not None:
-        drop_finished_of(f, thread)
+        settle_of(f, thread)
 
 
-def drop_finished_of(f, thread):
-    """:func:`drop_finished` of the backend whose Flight is ``f``."""
+def settle_of(f, thread, errors="stop"):
+    """One pass over ``thread``'s list in the Flight ``f`` (``errors`` as :func:`_settle` takes
+    it), then over the lists of threads that have ended."""
     pending = f.threads.get(thread)
     if pending:
-        _settle(pending, errors="stop")
+        _settle(pending, errors)
     if f.ended:
         _sweep_ended(f)
 

@@ -11,7 +11,7 @@ State: the backend's :class:`eagle._inflight.per_backend.Flight` ``streams``, ra
 :class:`StreamHolds` (:func:`streams_of`)."""
 from _thread import get_ident
 
-from .attention import attention_list, drop_finished, drop_finished_of
+from .attention import attention_list, drop_finished, settle_of
 from .markers import Marker
 from .per_backend import by_id as _by_id, flight_of
 
@@ -98,6 +98,6 @@ def released_by_sync(backend, raw):
         holds = f.streams.get(raw)
         if holds is not None:
             holds.waiting = []
-        if f.ended or f.threads.get(get_ident()):  # drop_finished_of's own test, without its call (every eager wait)
-            drop_finished_of(f, get_ident())
+        if f.ended or f.threads.get(get_ident()):  # settle_of's own test, without its call (every eager wait)
+            settle_of(f, get_ident())
 
