@@ -64,10 +64,7 @@ def attention_list(backend, thread):
     if getattr(f.local, "watch", None) is None and thread == threading.get_ident():
         f.local.watch = _ThreadEnd(f, thread)
         if thread in f.ended:  # an ended thread's id, taken again: its new owner sweeps it
-            try:
-                f.ended.remove(thread)
-            except ValueError:
-                pass
+            _leaves_ended(f, thread)
     return pending
 
 
@@ -125,7 +122,12 @@ def _sweep_ended(f):
         pending = f.threads.get(thread, [])
         _settle(pending, errors="drop")
         if not pending:
-            try:
-                f.ended.remove(thread)
-            except ValueError:
-                pass
+            _leaves_ended(f, thread)
+
+
+def _leaves_ended(f, thread):
+    """``thread`` leaves ``f.ended`` (another thread may have taken it out already)."""
+    try:
+        f.ended.remove(thread)
+    except ValueError:
+        pass
