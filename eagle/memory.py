@@ -10,6 +10,7 @@ from ._arrays import address_of
 from ._device_kind import HOST_DEVICE_TYPES
 from ._handle import raw_int
 from ._inflight import enqueue_host_call
+from ._inflight.releases import releases_abandoned
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
 from .errors import EagleTypeError, EagleValueError
@@ -69,7 +70,8 @@ class PinnedMemory:
 
 
 def _host_free(free_fn, ptr, backend):
-    free_fn(ptr)
+    if not releases_abandoned():  # at exit, with work that never ends still using memory: kept
+        free_fn(ptr)
 
 
 def pinned(backend, shape, dtype="float64"):

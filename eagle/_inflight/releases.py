@@ -10,9 +10,18 @@ import weakref
 from .._seam_ffi import ffi
 
 # Set when the process exits with work that will never finish (the exit drain gave up): a release
-# may wait for its handle's work (a stream's release does), so from then on none is made, and the
-# process ends without them (the backends drop unstarted work at exit).
+# may wait for its handle's work (a stream's release does; so does freeing device memory on cuda,
+# where cudaFree synchronizes the device, H200: benchmarks/logs/session11/cuda_interrupt_*), and
+# freed memory may still be read or written by that work, so from then on no handle is released
+# and no memory freed (releases_abandoned), and the process ends without them (the backends drop
+# unstarted work at exit).
 _releases_abandoned = False
+
+
+def releases_abandoned():
+    """True once the exit drain gave up on work that will never finish: finalizers of handles
+    and of memory then release nothing."""
+    return _releases_abandoned
 
 #: Handles whose release waits for their work that were dropped while that work still ran:
 #: (release_fn, handle, backend, after, query), released once their query says done (retried by
