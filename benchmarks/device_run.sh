@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels fpmodes sanitize waits check bench seam card cardblocks mc multigpu distributed distbench odetests odebench
+#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels fpmodes sanitize waits check bench seam card cardblocks openclnv mc multigpu distributed distbench odetests odebench
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there.
@@ -160,6 +160,21 @@ for stage in "$@"; do
       # ODEBENCH_TAG=_f64, then float32 / _f32; "--full --impls eagle,hand" for every N without diffrax.
       timeout 590 python3 benchmarks/bench_ode.py --backend cuda --json "$OUT/bench_ode_h200${ODEBENCH_TAG:-}.json" \
         ${ODEBENCH_ARGS:-} 2>&1 | tee "$OUT/bench_ode_h200${ODEBENCH_TAG:-}.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    openclnv)
+      # issue 31 on the H200: NVIDIA's OpenCL (the image ships libnvidia-opencl with no ICD file),
+      # the backend built here through the kit and carried (.oclbuild; the ICD loader in .ocl/lib
+      # if the image has none): what the platform offers, eagle.check, the card against cuda.
+      mkdir -p /etc/OpenCL/vendors
+      nvlib=$(ldconfig -p | awk '/libnvidia-opencl\.so\.1/{print $NF; exit}')
+      echo "${nvlib:-libnvidia-opencl.so.1}" > /etc/OpenCL/vendors/nvidia.icd
+      ldconfig -p | grep -q 'libOpenCL\.so\.1' || export LD_LIBRARY_PATH=$PWD/.ocl/lib:${LD_LIBRARY_PATH:-}
+      ocl=${EAGLE_OPENCL_LIB:-$PWD/.oclbuild/libeagle_opencl.so}
+      { echo "ICD: $(cat /etc/OpenCL/vendors/*.icd | tr '\n' ' ')"; timeout 120 python3 benchmarks/diag/opencl_probe.py
+        EAGLE_OPENCL_PLATFORM=NVIDIA timeout 300 python3 -m eagle.check "$ocl"
+        EAGLE_BACKEND_OPENCL=$ocl EAGLE_OPENCL_PLATFORM=NVIDIA timeout 300 python3 benchmarks/bench_opencl_card.py \
+          --kinds cuda,opencl --n 1000000
+      } 2>&1 | tee "$OUT/opencl_nvidia_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     *) echo "unknown stage $stage"; exit 2 ;;
   esac

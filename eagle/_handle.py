@@ -1,85 +1,13 @@
 """Ownership of one seam handle: close() idempotent, context manager, freed on garbage
 collection by a finalizer that keeps the backend library loaded, thread-affine use."""
-import time
 import weakref
 from _thread import get_ident
 
 from . import _hotcall
+from ._inflight import raise_host_error, release, release_parked, wait_done, query_done, waiters
+from ._inflight import releases as _releases
 from ._seam_ffi import ffi
 from .errors import EagleTypeError, HandleError
-
-
-# Set when the process exits with work that will never finish (eagle.memory's exit drain gave
-# up): a release may wait for its handle's work (a stream's release does), so from then on none is
-# made, and the process ends without them (the backends drop unstarted work at exit).
-_releases_abandoned = False
-
-
-def abandon_releases():
-    """From now on the finalizers of handles release nothing (see _releases_abandoned)."""
-    global _releases_abandoned
-    _releases_abandoned = True
-
-
-#: Handles whose release waits for their work (streams, launchers) that were dropped while that
-#: work still ran: (release_fn, handle, backend, after, query), released once their query says
-#: done (retried by every new such owner and by the exit drain, eagle.memory), never while it
-#: runs (work that never ends would hang the garbage collector, and the process at exit).
-_parked = []
-#: A dropped owner's finalizer waits this long for the work before it parks the handle.
-_RELEASE_WAIT_S = 1.0
-
-#: Keepers (_Keeper) of live owners whose release waits for work, with a completion query.
-waiters = weakref.WeakSet()
-
-
-def query_done(query, handle):
-    """True when the completion query (seam minor 8) says the handle's work is done, or answers
-    anything but OK (a release then does what it always did); False while the work runs."""
-    done = ffi.new("int32_t*")
-    return query(handle, done) != 0 or bool(done[0])
-
-
-def wait_done(query, handle, timeout=None):
-    """Poll ``query`` until the handle's work is done (True) or ``timeout`` seconds have passed
-    (False). Sleeps in time.sleep, so Python's signal handlers run (their exception propagates,
-    the work stays enqueued)."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    pause = 1e-5
-    while not query_done(query, handle):
-        if deadline is not None and time.monotonic() >= deadline:
-            return False
-        time.sleep(pause)
-        pause = min(pause * 2, 2e-3)
-    return True
-
-
-def _release(release_fn, handle, backend, after=None, query=None):
-    # `backend` is held only so the library stays loaded until the handle is released. `after`,
-    # when given, runs once the release has returned (the handle's work is then done). With a
-    # `query`, work that is still running after _RELEASE_WAIT_S parks the handle (see _parked).
-    if _releases_abandoned:
-        return
-    if query is not None and not wait_done(query, handle, _RELEASE_WAIT_S):
-        _parked.append((release_fn, handle, backend, after, query))
-        return
-    release_fn(handle)
-    if after is not None:
-        after()
-
-
-def release_parked():
-    """Release the parked handles whose work has finished; the number still parked."""
-    if _releases_abandoned:
-        return len(_parked)
-    for entry in list(_parked):
-        release_fn, handle, backend, after, query = entry
-        if query_done(query, handle):
-            _parked.remove(entry)
-            release_fn(handle)
-            if after is not None:
-                after()
-    return len(_parked)
 
 
 class _Keeper:
@@ -108,8 +36,8 @@ class _Keeper:
         if self.thread != get_ident():
             raise HandleError("eagle: this handle belongs to the thread that created it, or has been "
                               "closed; handles are thread-affine")
-        if status == 0 and self.backend.host_errors_of(self.thread):
-            self.backend._raise_host_error(self.thread)
+        if status == 0:
+            raise_host_error(self.backend, self.thread)
         self.backend._check(symbol, status)
 
     def _hot_bad_args(self, symbol, args):
@@ -132,8 +60,8 @@ class Owner:
     def _own(self, backend, handle, release_name, after_release=None, query=None):
         """``query``: the short name of the completion query of the handle's work (seam minor 8,
         ``"stream_query"``) for an owner whose release waits for that work: close() then waits
-        interruptibly, a dropped one never hangs the garbage collector (see _parked), and the exit
-        drain (eagle.memory) waits for it with a bound."""
+        interruptibly, a dropped one never hangs the garbage collector (eagle._inflight.releases
+        parks it), and the exit drain (eagle._inflight.exit) waits for it with a bound."""
         self._backend = backend
         self._h = handle
         self._thread = get_ident()
@@ -143,13 +71,13 @@ class Owner:
         query_fn = None
         if query is not None and release_name is not None and backend.provides("eagle_backend_" + query):
             query_fn = keeper.query = getattr(backend._f, query)
-            if _parked:
+            if _releases.parked:
                 release_parked()
             waiters.add(keeper)
         if release_name is None:
             self._finalizer = None  # borrowed: someone else releases it
         else:
-            self._finalizer = weakref.finalize(keeper, _release, getattr(backend._f, release_name),
+            self._finalizer = weakref.finalize(keeper, release, getattr(backend._f, release_name),
                                                handle, backend, after_release, query_fn)
 
     def _bind(self, name, watch=None, counted=False, gil=_hotcall.GIL_RELEASE, partner=None, query=None):
@@ -178,8 +106,8 @@ class Owner:
         host-function error."""
         if self._thread != get_ident():
             self._refuse()
-        if status == 0 and self._backend.host_errors_of(self._thread):
-            self._backend._raise_host_error(self._thread)
+        if status == 0:
+            raise_host_error(self._backend, self._thread)
         self._backend._check(symbol, status)
 
     def _hot_bad_args(self, symbol, args):

@@ -9,7 +9,9 @@ breaks its promises.
 per-library state seam objects share. Its seam calls come in two forms: ``lib.call.<name>(...)``
 raises the mapped eagle exception (naming the symbol once) on a nonzero status; ``lib._f.<name>``
 is the raw cffi function, for the few places that read a status themselves. This module imports
-nothing above the ground floor: :class:`eagle.Backend` (eagle/_backend.py) adds the factories."""
+nothing above the ground floor: :class:`eagle.Backend` (eagle/_backend.py) adds the factories.
+What a backend's work in flight leaves (holds, attention lists, pending host calls) is kept by
+eagle/_inflight/, keyed by backend, not on the library."""
 import os
 import sys
 import threading
@@ -193,48 +195,6 @@ def _traced(name, fn):
     return counted
 
 
-def _settle(pending, errors):
-    """One pass over an attention list (Library.host_errors_of), from the front, one item at a
-    time (host-function threads may append meanwhile; another thread may sweep it too): items
-    whose ``settle()`` is True go, the others go behind the rest. An exception is raised
-    (``errors="raise"``), ends the pass where it stands (``"stop"``), or goes (``"drop"``)."""
-    for _ in range(len(pending)):
-        if errors == "stop" and pending and isinstance(pending[0], BaseException):
-            return
-        try:
-            item = pending.pop(0)
-        except IndexError:
-            return
-        if isinstance(item, BaseException):
-            if errors == "raise":
-                raise item
-            continue
-        if not item.settle():
-            pending.append(item)  # in flight: behind the rest
-
-
-class _ThreadEnd:
-    """Held in a backend's per-thread local: when the thread ends, its local goes and this puts
-    the thread on the backend's list of ended threads, whose attention lists other threads then
-    settle (eagle.memory's release markers and their arrays would otherwise wait for a thread
-    that will never call eagle again)."""
-
-    __slots__ = ("backend", "thread")
-
-    def __init__(self, backend, thread):
-        self.backend, self.thread = weakref.ref(backend), thread
-
-    def __del__(self):
-        b = self.backend()
-        if b is None:
-            return
-        try:
-            if b._host_errors.get(self.thread):
-                b._ended.append(self.thread)
-        except Exception:  # noqa: BLE001 - during interpreter shutdown
-            pass
-
-
 class Library:
     """One opened backend library. Get it (as an :class:`eagle.Backend`) from :func:`eagle.backend`.
 
@@ -262,10 +222,6 @@ class Library:
         # between begin() and end() is collected, and its release ends the recording, instead of
         # being kept here with its stream capturing for good.
         self._capturing = weakref.WeakValueDictionary()
-        self._host_errors = {}      # enqueuing thread -> exceptions its host functions raised
-        self._ended = []            # threads that have ended with items in their attention list
-        self._thread_end = threading.local()  # per thread: a _ThreadEnd that reports its end
-        self._holds = {}            # raw stream -> arrays of its enqueued work (eagle.memory)
 
         refuse_if_broken(path, how)  # a truncated file would SIGBUS inside dlopen
         try:
@@ -362,54 +318,6 @@ class Library:
     def _forget_capture(self, capture):
         for raw in [r for r, c in self._capturing.items() if c is capture]:
             del self._capturing[raw]
-
-    def host_errors_of(self, thread):
-        """``thread``'s attention list: exceptions raised by host functions it enqueued (re-raised
-        by its next synchronize; a bound call watches the list), the references of its finished
-        work (eagle.memory.Finished) and its release markers in flight (eagle._marker.Marker).
-        Items other than exceptions answer ``settle()``: True once they can go (and have let go
-        of their references). Host-function threads append; Python threads remove, from the
-        front, one item at a time: the owner while it lives, any thread once it has ended."""
-        errors = self._host_errors.get(thread)
-        if errors is None:
-            errors = self._host_errors.setdefault(thread, [])
-        if getattr(self._thread_end, "watch", None) is None and thread == threading.get_ident():
-            self._thread_end.watch = _ThreadEnd(self, thread)
-            if thread in self._ended:  # an ended thread's id, taken again: its new owner sweeps it
-                try:
-                    self._ended.remove(thread)
-                except ValueError:
-                    pass
-        return errors
-
-    def _raise_host_error(self, thread):
-        """Drop ``thread``'s settled items and raise the first host-function error, if any
-        (release markers still in flight stay)."""
-        _settle(self.host_errors_of(thread), errors="raise")
-        if self._ended:
-            self._sweep_ended()
-
-    def drop_finished(self, thread):
-        """Drop ``thread``'s settled items up to its first error, keeping the errors; and the
-        settled items of threads that have ended."""
-        pending = self._host_errors.get(thread)
-        if pending:
-            _settle(pending, errors="stop")
-        if self._ended:
-            self._sweep_ended()
-
-    def _sweep_ended(self):
-        """Settle the lists of threads that have ended (nobody is left to raise their errors, so
-        those go too); a thread leaves :attr:`_ended` once its list is empty. The lists stay in
-        _host_errors: a host function still pending may append to one."""
-        for thread in list(self._ended):
-            pending = self._host_errors.get(thread, [])
-            _settle(pending, errors="drop")
-            if not pending:
-                try:
-                    self._ended.remove(thread)
-                except ValueError:
-                    pass
 
     def __repr__(self):
         return (f"<eagle.Backend {self.kind} {self.version[0]}.{self.version[1]} '{self.path}' "

@@ -18,6 +18,7 @@ from . import _arrays
 from . import _dlpack as _dl
 from . import _hostmem
 from . import _validate
+from ._inflight import releases as _releases
 from ._device_kind import CUDA_ARRAY_INTERFACE_DEVICE_TYPES, HOST_DEVICE_TYPES
 from ._seam_ffi import ffi
 from .errors import EagleBufferError as _BufferError
@@ -97,6 +98,8 @@ def _capsule(arr, versioned):
 # ------------------------------------------------------------------------------------ arrays
 
 def _free(free_fn, address, backend):
+    if _releases.releases_abandoned():  # at exit, with work that never ends still using memory
+        return
     _hostmem.disown(address)
     free_fn(address)  # `backend` is held so its library stays loaded until here
 

@@ -34,7 +34,7 @@ from . import _hotcall
 from ._alloc import is_host, order_before
 from ._arrays import ArrayInfo, address_of
 from ._device_kind import HOST_DEVICE_TYPES, VISIBILITY_ENV
-from ._inflight import own_stream
+from ._inflight import attention_list, own_stream
 from ._resolve import resolve
 from ._seam_ffi import ffi
 from ._seam_meta import CONSTANTS
@@ -63,7 +63,7 @@ def blocking_synchronize(owner):
     the wait blocks in C, as before waits were interruptible (benchmarks/bench_wait_poll.py
     compares the two)."""
     name = "launcher_synchronize" if hasattr(owner, "launch") else "stream_synchronize"
-    return _hotcall.hot(_hotcall.bind(owner, name, watch=owner._backend.host_errors_of(owner._thread)))
+    return _hotcall.hot(_hotcall.bind(owner, name, watch=attention_list(owner._backend, owner._thread)))
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ from _thread import get_ident
 
 from . import _hotcall
 from ._handle import Owner
+from ._inflight import attention_list
 from ._seam_ffi import ffi
 from .errors import EagleTypeError, EagleValueError
 from ._stream_arg import raw_stream
@@ -88,7 +89,7 @@ class Launcher(Owner):
         self.runs_python = holds_python_host_calls(self.keepalive)
         gil = _hotcall.GIL_COUNTED if self.runs_python else _hotcall.GIL_WHEN_QUIET
         self.launch = self._bind("launcher_launch", counted=True, gil=gil)
-        self.synchronize = self._bind("launcher_synchronize", watch=backend.host_errors_of(get_ident()),
+        self.synchronize = self._bind("launcher_synchronize", watch=attention_list(backend, get_ident()),
                                       partner=0 if self.runs_python else None, query="launcher_query")
 
     def _hot_bad_args(self, symbol, args):
@@ -124,7 +125,7 @@ class Launcher(Owner):
 
 def holds_python_host_calls(keepalive):
     """Whether the objects a recording keeps alive include a Python host function: anything
-    with a true ``runs_python_on_host`` (eagle.memory's host calls), looked for through lists,
+    with a true ``runs_python_on_host`` (eagle/_inflight/host_calls.py), looked for through lists,
     tuples, sets and dicts and through the ``keepalive`` of graphs and launchers kept there."""
     seen, todo = set(), [keepalive]
     while todo:

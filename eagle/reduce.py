@@ -13,10 +13,12 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import exec as _exec
+from . import memory as _memory
 from . import module as _module
 from ._arrays import address_of
+from ._inflight import in_turn, submit
 from ._resolve import resolve
-from .api import own_stream
 from .errors import BackendUnavailable, EagleTypeError, EagleValueError
 
 # Each lane: its values less its first value K, in groups of up to EAGLE_REDUCE_GROUP summed about
@@ -198,10 +200,12 @@ def mean_var(plane, *, stream=None, backend=None):
     lanes, block = _layout(b, device, size)
     part = b.empty(4 * lanes, device=device)
     host = np.empty((4, lanes))
-    s = own_stream(b) if stream is None else stream
-    s.run(kernel, [plane, size, lanes, block, part], lanes)
-    s.copy(host, part)
-    s.synchronize()
+    # the partials and their copy to the host, under the one stream= policy (no stream: on eagle's
+    # own, waited for); the result is read on the host, so a given stream is waited for too
+    submit(b, stream, in_turn, (_exec.enqueue_run, (kernel, [plane, size, lanes, block, part], lanes), {}),
+           (_memory.enqueue_copy, (host, part), {}))
+    if stream is not None:
+        stream.synchronize()
     n, mean, m2 = _combine(*host)
     var = m2 / (n - 1) if n > 1 else math.nan
     return MeanVar(mean, var, math.sqrt(var / n) if n > 1 else math.nan, int(n))

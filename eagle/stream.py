@@ -11,7 +11,7 @@ from functools import partial
 from . import _validate
 from . import exec as _exec
 from . import memory as _memory
-from ._inflight import submit
+from ._inflight import attention_list, stream_released, submit
 from ._device_kind import CUDA_STREAM_PROTOCOL_TYPES
 from ._handle import Owner, raw_int
 from ._seam_ffi import ffi
@@ -117,9 +117,9 @@ class Stream(StreamRef):
             raise
         self._raw = int(raw[0])
         # the release waits for the stream's work, so after it the arrays eagle holds for that
-        # work (eagle.memory) can go
-        self._own(b, handle, "stream_release", partial(_memory.stream_released, b, self._raw), query="stream_query")
-        self.synchronize = self._bind("stream_synchronize", watch=b.host_errors_of(get_ident()),
+        # work (eagle/_inflight/holds.py) can go
+        self._own(b, handle, "stream_release", partial(stream_released, b, self._raw), query="stream_query")
+        self.synchronize = self._bind("stream_synchronize", watch=attention_list(b, get_ident()),
                                       query="stream_query")
 
 

@@ -126,3 +126,17 @@ def test_check_names_the_defect(corpus, defect):
     assert text in results[first]["message"], results[first]["message"]
     # advice never fails the run
     assert rc == (1 if set(expected.values()) & {"fail", "crash", "timeout"} else 0)
+
+
+def test_a_crash_names_the_innermost_frame_in_the_check_group_modules():
+    # faulthandler's dump, most recent call first: the frame reported is the first one inside
+    # eagle/check/groups/ (a group module or the helpers), not the session's or the worker's
+    from eagle.check._runner import _frame_of_check
+    dump = ("Fatal Python error: Segmentation fault\n\nCurrent thread 0x7f (most recent call first):\n"
+            '  File "/x/eagle/check/_seam.py", line 80 in raw\n'
+            '  File "/x/eagle/check/groups/_helpers.py", line 64 in fn\n'
+            '  File "/x/eagle/check/groups/stream.py", line 45 in stream_order\n'
+            '  File "/x/eagle/check/_worker.py", line 60 in run\n')
+    assert _frame_of_check(dump) == "_helpers.py:64 in fn"
+    assert _frame_of_check(dump.replace("groups/_helpers.py", "_other.py")) == "stream.py:45 in stream_order"
+    assert _frame_of_check('  File "/x/eagle/check/_worker.py", line 60 in run\n') == ""

@@ -12,6 +12,8 @@ import pytest
 
 import eagle
 from eagle import _arrays, _hotcall, api
+from eagle._inflight import holds
+from eagle._inflight.attention import attention_list
 from eagle._loader import TRACE_COUNTS
 from test_api_kernels import kaddr
 
@@ -30,7 +32,7 @@ def _compact_args(n=64):
 
 
 def _held(b):
-    return [refs for h in b._holds.values() for refs in h.waiting]
+    return [refs for h in holds.streams_of(b).values() for refs in h.waiting]
 
 
 def test_eager_calls_with_no_stream_enqueue_no_marker_and_hold_nothing(traced):
@@ -99,7 +101,7 @@ def test_a_failed_wait_keeps_the_arguments_until_a_later_wait(cpu):
     tell a failed wait from that): the arguments stay with eagle's stream until its next wait."""
     s = cpu.stream()
     s.host_func(lambda: 1 / 0)
-    mine = cpu.host_errors_of(threading.get_ident())
+    mine = attention_list(cpu, threading.get_ident())
     while not any(isinstance(e, BaseException) for e in mine):  # let the failing host function run
         threading.Event().wait(0.001)
     x = np.zeros(16)
@@ -117,8 +119,8 @@ def test_a_failed_wait_keeps_the_arguments_until_a_later_wait(cpu):
     assert ref() is not None and (x == np.arange(16.0)).all()
     eagle.copy(np.zeros(1), np.ones(1))  # its wait succeeds: eagle's stream lets go
     gc.collect()
-    holds = cpu._holds.get(api.own_stream(cpu).handle)
-    assert ref() is None and (holds is None or not holds.waiting)
+    kept = holds.streams_of(cpu).get(api.own_stream(cpu).handle)
+    assert ref() is None and (kept is None or not kept.waiting)
 
 
 @pytest.mark.parametrize("make", [

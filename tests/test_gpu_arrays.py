@@ -203,7 +203,8 @@ def test_a_temporary_freed_while_its_copy_waits_is_kept_alive(cuda, name, keepal
     switched off the same test must see the reused block (-1s): that run shows it can fail."""
     import threading
     if not keepalive:
-        monkeypatch.setattr(eagle.memory, "hold_until_done", lambda *a, **k: None)
+        from eagle._inflight import holds
+        monkeypatch.setattr(holds, "hold_until_done", lambda *a, **k: None)
     n = 1 << 20
     s = cuda.stream(non_blocking=True)
     gate = threading.Event()

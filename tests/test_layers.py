@@ -11,8 +11,8 @@ PKG = Path(__file__).resolve().parent.parent / "eagle"
 
 FLOORS = {
     0: {"errors", "_seam_ffi", "_seam_meta", "_status", "_device_kind", "_arrays", "_stream_arg", "_validate", "_hostmem", "_elf_check", "_compilers", "_dlpack",
-        "_desc", "_hotcall", "_marker", "_handle", "_loader", "_signature", "_recording"},
-    1: {"_inflight", "stream", "capture", "fork", "conditional", "launcher", "memory", "filtering", "interop", "exec",
+        "_desc", "_hotcall", "_inflight", "_handle", "_loader", "_signature", "_recording"},
+    1: {"stream", "capture", "fork", "conditional", "launcher", "memory", "filtering", "interop", "exec",
         "device", "module", "array"},
     2: {"_backend", "_resolve", "_eager_memo", "api", "kernels"},
     3: {"extend", "constructs", "_record", "_interpret", "_render", "graph", "_alloc", "activeset", "reduce"},
@@ -129,6 +129,34 @@ def test_imports_point_downwards_only():
     assert not upward, "\n".join(upward)
 
 
+#: What eagle/_inflight/ may import from outside itself: the seam binding it stands on.
+_INFLIGHT_STANDS_ON = {"eagle", "eagle._hotcall", "eagle._seam_ffi", "eagle._status", "eagle.errors"}
+
+
+def test_work_in_flight_has_one_home_on_the_ground_floor():
+    # holds, markers, attention lists, pending host calls, parked releases, the exit drain and the
+    # stream= policy live in eagle/_inflight/ alone, which imports nothing that issues work
+    graph = import_graph()
+    parts = sorted(n for n in graph if n.startswith("eagle._inflight."))
+    assert {"eagle._inflight.policy", "eagle._inflight.holds", "eagle._inflight.markers",
+            "eagle._inflight.attention", "eagle._inflight.host_calls", "eagle._inflight.exit"} <= set(parts), parts
+    for n in parts + ["eagle._inflight"]:
+        outside = {m for m in graph[n] if not m.startswith("eagle._inflight")} - _INFLIGHT_STANDS_ON
+        assert not outside, f"{n} imports {sorted(outside)}"
+    assert "eagle._marker" not in graph, "release markers live in eagle/_inflight/markers.py"
+
+
+def test_the_backend_carries_no_state_of_work_in_flight():
+    # the per-thread attention lists and per-stream holds are keyed by backend in eagle/_inflight/,
+    # not attributes of every Backend
+    import eagle
+    from eagle._loader import Library
+    gone = {"host_errors_of", "drop_finished", "_raise_host_error", "_sweep_ended", "_holds", "_host_errors",
+            "_ended", "_thread_end"}
+    b = eagle.backend("cpu")
+    assert not gone & (set(vars(b)) | set(dir(Library))), sorted(gone & (set(vars(b)) | set(dir(Library))))
+
+
 @pytest.mark.parametrize("module", sorted(FLOORS[1]))
 def test_seam_objects_never_look_a_backend_up(module):
     edges = import_graph()[f"eagle.{module}"]
@@ -153,6 +181,44 @@ def test_the_checker_uses_only_the_seam_binding():
         if n.startswith("eagle.check"):
             above = [m for m in edges if not m.startswith("eagle.check") and _floor(m) not in (0, None)]
             assert not above, f"{n} imports {above}"
+
+
+CHECK_GROUPS = PKG / "check" / "groups"
+_REGISTERS = {"bcheck", "check", "release_null_check", "unknown_flags_check"}
+
+
+def _groups_registered_by(path):
+    """Check groups (first dotted part of an ID) that the module at ``path`` registers checks of,
+    read from its decorator and factory calls."""
+    groups = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (isinstance(node, ast.Call) and getattr(node.func, "id", "") in _REGISTERS and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            groups.add(node.args[0].value.split(".", 1)[0])
+    return groups
+
+
+def test_check_group_modules_import_only_the_helpers():
+    graph = import_graph()
+    modules = sorted(n for n in graph if n.startswith("eagle.check.groups."))
+    assert "eagle.check.groups._helpers" in modules
+    for n in modules:
+        others = sorted(m for m in graph[n] if m.startswith("eagle.check.groups.")
+                        and m != "eagle.check.groups._helpers")
+        assert not others, f"{n} imports another group's module: {others} (shared code goes to _helpers)"
+
+
+def test_every_check_group_lives_in_one_module():
+    from eagle.check._all import all_checks
+    where = {}
+    for path in sorted(CHECK_GROUPS.glob("*.py")):
+        for g in _groups_registered_by(path):
+            where.setdefault(g, []).append(path.name)
+    assert not _groups_registered_by(CHECK_GROUPS / "_helpers.py"), "the helpers register no check"
+    split = {g: files for g, files in where.items() if len(files) > 1}
+    assert not split, f"a group's checks are spread over several modules: {split}"
+    registered = {c.group for c in all_checks()}
+    assert registered == set(where), (registered ^ set(where))
 
 
 # -- walls: what code outside the core may import, and where header constants come from ----------

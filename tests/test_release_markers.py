@@ -1,4 +1,4 @@
-"""eagle's release markers (eagle/_marker.py) run without the GIL: a thread that holds the GIL
+"""eagle's release markers (eagle/_inflight/markers.py) run without the GIL: a thread that holds the GIL
 while it waits for a stream (another library's blocking call that keeps it) does not deadlock
 with the marker eagle enqueued behind its own work on that stream (cpu, and cuda where a GPU
 is). Each case runs in a subprocess (tests/_subproc.py): a deadlock there is a hang reported
@@ -20,7 +20,7 @@ CHILD = """
     import ctypes, time
     import numpy as np
     import eagle
-    from eagle import _marker
+    from eagle._inflight import markers as _marker
     from eagle._handle import raw_int
     kind = KIND
     if MODE == "python-marker":
@@ -77,7 +77,7 @@ KEEPALIVE = """
     import gc, weakref
     import numpy as np
     import eagle
-    from eagle import _marker
+    from eagle._inflight import markers as _marker
     if MODE == "python-marker":
         _marker.FUNCTION, _marker.NEEDS_GIL = _marker._python_release_marker, True
     b = eagle.backend("cpu")

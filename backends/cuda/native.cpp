@@ -210,6 +210,7 @@ struct ModuleDriver {
     CUresult (*count)(unsigned*, CUmodule) = nullptr;                  // CUDA >= 12.4
     CUresult (*enumerate)(CUfunction*, unsigned, CUmodule) = nullptr;  // CUDA >= 12.4
     CUresult (*name)(const char**, CUfunction) = nullptr;              // CUDA >= 12.3
+    CUresult (*func_load)(CUfunction) = nullptr;                       // CUDA >= 12.4
 };
 const ModuleDriver& module_driver() {
     static ModuleDriver m;
@@ -222,10 +223,24 @@ const ModuleDriver& module_driver() {
         m.count = entry<decltype(m.count)>("cuModuleGetFunctionCount", 12040);
         m.enumerate = entry<decltype(m.enumerate)>("cuModuleEnumerateFunctions", 12040);
         m.name = entry<decltype(m.name)>("cuFuncGetName", 12030);
+        m.func_load = entry<decltype(m.func_load)>("cuFuncLoad", 12040);
     });
     return m;
 }
 }  // namespace
+
+// Loads every kernel of `mod` onto the device now. Under lazy loading (CUDA_MODULE_LOADING=LAZY,
+// the driver's default since 12.2) a kernel is loaded at its first launch, and that load waits
+// behind work already running on the device: after Ctrl-C of a kernel that never ends, the first
+// launch of another kernel of an earlier module never ran (H200, benchmarks/diag/cuda_interrupt.py).
+// Loaded here, a launch needs nothing but its stream. Drivers before 12.4 load as they do.
+static void load_every_function(const ModuleDriver& m, CUmodule mod) {
+    unsigned n = 0;
+    if (!m.count || !m.enumerate || !m.func_load || m.count(&n, mod) != CUDA_SUCCESS || n == 0) return;
+    std::vector<CUfunction> fs(n);
+    if (m.enumerate(fs.data(), n, mod) != CUDA_SUCCESS) return;
+    for (CUfunction f : fs) (void)m.func_load(f);  // a failed load shows again at the launch, with its error
+}
 
 void* module_load(const void* image, size_t, std::string& log) {
     const ModuleDriver& m = module_driver();
@@ -245,6 +260,7 @@ void* module_load(const void* image, size_t, std::string& log) {
               (msg ? msg : "unknown") + "\n" + error_log;
         return nullptr;
     }
+    load_every_function(m, mod);
     return mod;
 }
 

@@ -46,11 +46,11 @@ struct Runtime {
     // bytes there) or by tiles of work-groups (a GPU); $EAGLE_OPENCL_COMPACT=chunks|tiles forces one.
     bool compact_chunks = false;
     unsigned compute_units = 1;      // CL_DEVICE_MAX_COMPUTE_UNITS
-    // The -cl-std kernels are built with (runtime.cpp says how it is chosen), and whether an
-    // unqualified pointer is generic there; where not, module.cpp tells kernel.h which declared
-    // parameters are pointers, to be __global.
+    // The -cl-std kernels are built with (runtime.cpp says how it is chosen), and whether
+    // module.cpp tells kernel.h which declared parameters are pointers, to be __global (where an
+    // unqualified pointer is private: no generic address space).
     std::string cl_std = "-cl-std=CL2.0";
-    bool generic = true;
+    bool qualify = false;
 };
 // The runtime, or UNAVAILABLE with the reason (no ICD, no platform, no device, no SVM).
 Runtime& runtime();

@@ -144,11 +144,35 @@ std::string quoted(const std::string& s) {
 }
 
 // Builds `prog`, registers the module, hands the log back; COMPILE_FAILED with the first error.
+// The build log with the source's own name and line numbers where the compiler ignored the
+// `#line 1 "name"` in front of it (NVIDIA's writes `<kernel>:LINE:COL:`, LINE counting the
+// `prelude` lines eagle put before the source).
+std::string named_log(const std::string& text, const std::string& name, int prelude) {
+    static const std::string tag = "<kernel>:";
+    std::string out;
+    size_t at = 0;
+    for (size_t k; (k = text.find(tag, at)) != std::string::npos;) {
+        out.append(text, at, k - at);
+        size_t e = k + tag.size();
+        long line = 0;
+        while (e < text.size() && text[e] >= '0' && text[e] <= '9' && line < 100000000) line = line * 10 + (text[e++] - '0');
+        if (e > k + tag.size() && e < text.size() && text[e] == ':') {
+            out += name + ":" + std::to_string(line > prelude ? line - prelude : line);
+            at = e;
+        } else {
+            out += tag;
+            at = k + tag.size();
+        }
+    }
+    out.append(text, at, std::string::npos);
+    return out;
+}
+
 eagle_backend_module finish_module(cl_program prog, const std::string& name, const std::string& options,
-                                   char** log) {
+                                   char** log, int prelude = 0) {
     Runtime& rt = runtime();
     const cl_int err = clBuildProgram(prog, 1, &rt.device, options.c_str(), nullptr, nullptr);
-    const std::string text = build_log(prog, rt.device);
+    const std::string text = named_log(build_log(prog, rt.device), name, prelude);
     if (log) *log = dup_log(text);
     if (err != CL_SUCCESS) {
         clReleaseProgram(prog);
@@ -225,7 +249,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         const bool contract = d.flags & EAGLE_BACKEND_MODULE_CONTRACT;
         // The mode's pragma, then the source under its own name and line numbers.
         std::string text = fast ? "" : contract ? "#pragma OPENCL FP_CONTRACT ON\n" : "#pragma OPENCL FP_CONTRACT OFF\n";
-        if (!rt.generic) text += address_space_lines(std::string(source ? source : "", static_cast<size_t>(source_bytes)));
+        if (rt.qualify) text += address_space_lines(std::string(source ? source : "", static_cast<size_t>(source_bytes)));
         std::string line_name;
         for (char c : name) line_name += (c == '"' || c == '\\') ? '_' : c;
         text += "#line 1 \"" + line_name + "\"\n";
@@ -250,7 +274,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         cl_int err = CL_SUCCESS;
         cl_program prog = clCreateProgramWithSource(rt.context, 1, &src, &len, &err);
         cl_check(err, "clCreateProgramWithSource");
-        *out = finish_module(prog, name, options, log);
+        *out = finish_module(prog, name, options, log, fast ? 1 : 2);  // the pragma and #line lines
     });
 }
 

@@ -49,6 +49,17 @@ struct Made {
     std::string why;  // non-empty: unusable
 };
 
+// Whether CL_DEVICE_OPENCL_C_ALL_VERSIONS (OpenCL 3.0) names OpenCL C major.minor.
+bool lists_c_version(cl_device_id d, unsigned major, unsigned minor) {
+    size_t nv = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_OPENCL_C_ALL_VERSIONS, 0, nullptr, &nv) != CL_SUCCESS || nv == 0) return false;
+    std::vector<cl_name_version> versions(nv / sizeof(cl_name_version));
+    if (clGetDeviceInfo(d, CL_DEVICE_OPENCL_C_ALL_VERSIONS, nv, versions.data(), nullptr) != CL_SUCCESS) return false;
+    for (const auto& v : versions)
+        if (CL_VERSION_MAJOR(v.version) == major && CL_VERSION_MINOR(v.version) == minor) return true;
+    return false;
+}
+
 Made make() {
     Made m;
     cl_uint np = 0;
@@ -108,12 +119,15 @@ Made make() {
     m.rt.compute_units = units ? units : 1;
     // The OpenCL C kernels are built as: CL3.0 where the device lists OpenCL C 3.0 with the
     // generic address space; else CL2.0 where it lists OpenCL C 2.0 (which has it); else CL3.0
-    // where it lists 3.0 without it (NVIDIA's OpenCL; PoCL 3.1, which does build CL2.0, but with
-    // unqualified pointers private there too); else as its CL_DEVICE_OPENCL_C_VERSION says (a
-    // platform older than 3.0). Without the generic space kernel.h qualifies the declared
-    // pointers (module.cpp); NVIDIA's compiler takes variadic macros only from CL3.0 on.
-    // $EAGLE_OPENCL_STD (CL1.2, CL2.0 or CL3.0) overrides the choice (CL2.0 counts as generic).
-    bool generic = false, c20 = false, c30 = false;
+    // where it lists 3.0 without it (NVIDIA's OpenCL on the H200, PoCL 3.1; measured with
+    // benchmarks/diag/opencl_probe.py), whose preprocessor takes kernel.h's variadic macros
+    // (NVIDIA's refuses them under CL2.0); else as CL_DEVICE_OPENCL_C_VERSION says (a platform
+    // older than 3.0). Without the generic space an unqualified pointer is private: kernel.h then
+    // qualifies the declared pointers __global (module.cpp), unless $EAGLE_OPENCL_QUALIFY=0 (both
+    // NVIDIA's and PoCL's compilers also run unqualified pointers as flat addresses: NVIDIA's PTX
+    // generic addressing, PoCL's one address space). $EAGLE_OPENCL_STD (CL1.2, CL2.0 or CL3.0)
+    // overrides the version (CL2.0 counts as generic).
+    bool generic = false;
     size_t nf = 0;
     if (clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_FEATURES, 0, nullptr, &nf) == CL_SUCCESS && nf > 0) {
         std::vector<cl_name_version> feats(nf / sizeof(cl_name_version));
@@ -121,15 +135,7 @@ Made make() {
         for (const auto& f : feats)
             if (std::strcmp(f.name, "__opencl_c_generic_address_space") == 0) generic = true;
     }
-    size_t nv = 0;
-    if (clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_ALL_VERSIONS, 0, nullptr, &nv) == CL_SUCCESS && nv > 0) {
-        std::vector<cl_name_version> vers(nv / sizeof(cl_name_version));
-        clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_ALL_VERSIONS, nv, vers.data(), nullptr);
-        for (const auto& v : vers) {
-            c20 = c20 || CL_VERSION_MAJOR(v.version) == 2;
-            c30 = c30 || CL_VERSION_MAJOR(v.version) == 3;
-        }
-    }
+    const bool c20 = lists_c_version(m.rt.device, 2, 0), c30 = lists_c_version(m.rt.device, 3, 0);
     m.rt.context = clCreateContext(nullptr, 1, &m.rt.device, nullptr, nullptr, &err);
     if (err != CL_SUCCESS) {
         m.why = cl_error(err, "clCreateContext");
@@ -142,20 +148,28 @@ Made make() {
             return m;
         }
         m.rt.cl_std = "-cl-std=" + f;
-        m.rt.generic = f == "CL2.0" || (f == "CL3.0" && generic);
+        m.rt.qualify = !(f == "CL2.0" || (f == "CL3.0" && generic));
     } else if (c30 && generic) {
         m.rt.cl_std = "-cl-std=CL3.0";
     } else if (c20) {
         m.rt.cl_std = "-cl-std=CL2.0";
     } else if (c30) {
         m.rt.cl_std = "-cl-std=CL3.0";
-        m.rt.generic = false;
+        m.rt.qualify = true;
     } else {
         char cv[128] = {0};
         clGetDeviceInfo(m.rt.device, CL_DEVICE_OPENCL_C_VERSION, sizeof cv - 1, cv, nullptr);
         const bool two = std::strncmp(cv, "OpenCL C 2.", 11) == 0;
         m.rt.cl_std = two ? "-cl-std=CL2.0" : "-cl-std=CL1.2";
-        m.rt.generic = two;
+        m.rt.qualify = !two;
+    }
+    if (const char* q = std::getenv("EAGLE_OPENCL_QUALIFY"); q && *q) {
+        const std::string v = q;
+        if (v != "0" && v != "1") {
+            m.why = "$EAGLE_OPENCL_QUALIFY='" + v + "' is not 0 or 1";
+            return m;
+        }
+        m.rt.qualify = v == "1";
     }
     return m;
 }

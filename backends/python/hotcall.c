@@ -61,7 +61,7 @@
  *   bc.disarm()  every later call goes to _hot_failed(symbol, NOT_CALLED); the eagle object calls
  *     it when its handle is closed or consumed, before the handle is released.
  *
- * Release markers (eagle/memory.py): RELEASE_MARKER is the address of a C host function,
+ * Release markers (eagle/_inflight/markers.py): RELEASE_MARKER is the address of a C host function,
  * void release_marker(void* word), that stores 1 into the uint32 `word` (release order) and does
  * nothing else: no GIL, no Python, no CUDA call. eagle enqueues it behind a stream's work and
  * polls the word, so the backend's host-function thread never waits for the GIL for eagle's own

@@ -38,7 +38,7 @@ the synchronizes here. A launch of work with no Python in it (``GIL_WHEN_QUIET``
 no Python host function can be pending, which saves the release and retake (about a tenth of a
 replay's enqueue cost): a launch that blocks on a full queue then waits only for the device,
 never for a host function that needs the GIL. The count of Python host functions that may
-still run is kept here (:func:`host_calls_add`): eagle.memory adds its eager ones, and launches
+still run is kept here (:func:`host_calls_add`): eagle/_inflight/host_calls.py adds its eager ones, and launches
 of graphs with Python host nodes (``GIL_COUNTED``) add theirs until their launcher's
 synchronize. Python callbacks other libraries enqueue (CuPy's ``launch_host_func``, say) are not
 counted: a program that mixes those with tight replay loops sets ``EAGLE_LAUNCH_RELEASES_GIL=1``
@@ -71,7 +71,7 @@ except ImportError:  # built with EAGLE_HOTCALL=OFF: every call goes through cff
     def host_calls_pending():
         return 0
 
-try:  # eagle.memory's release markers: a C host function and never-freed words (hotcall.c)
+try:  # eagle/_inflight/markers.py's release markers: a C host function and never-freed words (hotcall.c)
     from ._compiled import RELEASE_MARKER, marker_slab
 except ImportError:  # without them the markers are Python callbacks (they need the GIL)
     RELEASE_MARKER = marker_slab = None

@@ -1,6 +1,9 @@
-"""Every registered check: importing the modules that hold checks registers them (they import
-the registry; the registry imports none of them, so there is no import cycle)."""
-from . import behaviour, contracts, kernels, queries, static  # noqa: F401  (registration happens on import)
+"""Every registered check: importing the group modules (eagle/check/groups/) registers their
+checks (they import the registry; the registry imports none of them, so there is no import
+cycle). The order here does not matter: all_checks() orders by group, and each group's checks
+live in one module, in the order they run."""
+from .groups import (attribution, capture, conditional, device, exec, filtering, fork,  # noqa: F401
+                     graph, interop, launcher, memory, module, required, static, stream)
 from ._registry import GROUP_ORDER, REGISTRY
 
 

@@ -30,11 +30,16 @@ def _last_call(path):
         return ""
 
 
+#: Where the checks and their helpers live: a faulthandler frame in this folder is the check's.
+_GROUPS_DIR = os.path.join("", "check", "groups", "")
+
+
 def _frame_of_check(stderr_text):
-    """'behaviour.py:123 in stream_order' from a faulthandler dump, or ''."""
+    """'stream.py:123 in stream_order' (the innermost frame in eagle/check/groups/) from a
+    faulthandler dump, or ''."""
     for line in stderr_text.splitlines():
         line = line.strip()
-        if line.startswith("File ") and ("behaviour.py" in line or "static.py" in line):
+        if line.startswith("File ") and _GROUPS_DIR in line:
             try:
                 fname = line.split('"')[1]
                 parts = line.split('"')[2].strip(" ,").split()   # line N in func

@@ -68,8 +68,8 @@ def test_exit_with_a_host_function_that_never_returns_ends_after_the_drain(where
     out = run_snippet("""
         import threading
         import eagle
-        from eagle import memory
-        memory._DRAIN_AT_EXIT_S = 1.0
+        from eagle._inflight import exit as inflight_exit
+        inflight_exit._DRAIN_AT_EXIT_S = 1.0
         cpu = eagle.backend("cpu")
         never = threading.Event()
         streams = []
@@ -96,6 +96,7 @@ def test_a_dropped_stream_lets_go_of_the_arrays_of_its_work():
     out = run_snippet("""
         import gc, weakref
         import eagle
+        from eagle._inflight import holds
         cpu = eagle.backend("cpu")
         mod = eagle.compile("#include <eagle/kernel.h>\\nEAGLE_KERNEL(add, (double*, x), (double, v)) "
                             "{ (void)n; x[i] += v; }", backend=cpu)
@@ -111,7 +112,8 @@ def test_a_dropped_stream_lets_go_of_the_arrays_of_its_work():
         cpu.stream().synchronize()  # an eagle call: this thread's attention list is swept
         gc.collect()
         alive = sum(r() is not None for r in refs)
-        assert alive == 0 and not cpu._holds, (alive, len(cpu._holds))
+        streams = holds.streams_of(cpu)
+        assert alive == 0 and not streams, (alive, len(streams))
         result = "ok"
     """, timeout=60)
     out.expect_ok()

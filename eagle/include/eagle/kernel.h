@@ -383,10 +383,12 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
     EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
 
 #elif EAGLE_KIND_OPENCL
-/* ---- the opencl kind: OpenCL C 2.0, or 3.0 with the generic address space (the backend picks
- * the -cl-std the device offers), so a pointer the
- * user writes without an address space (double*) is a generic pointer, in the body and in the
- * helpers alike. Every kernel entry takes each declared argument as the 8-byte value eagle passes
+/* ---- the opencl kind: the backend picks the -cl-std (backends/opencl/README.md). Where the
+ * device has the generic address space a pointer the user writes without one (double*) is
+ * generic, in the body and the helpers alike; where it has not (NVIDIA's OpenCL, PoCL 3.1) the
+ * declared pointer parameters are made __global (EAGLE_OCL_SPACE below) and a helper's pointer
+ * into them is written EAGLE_GLOBAL. Every kernel entry takes each declared argument as the
+ * 8-byte value eagle passes
  * (ulong: a scalar's bits, or an array's device address -- a coarse-grained SVM address, the same
  * on the host and the device) and reinterprets it as the declared type; then eagle's partition
  * triple (long base, count, n_samples), one work-item per lane: lane = base + get_global_id(0).

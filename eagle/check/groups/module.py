@@ -1,4 +1,5 @@
-"""Behavioural checks of seam minor 7: modules (compile, load, look up, release) and device memory.
+"""Checks of kernels and device memory (minor 7, per-symbol entries): modules are compiled (or
+loaded), looked up and released; mem_alloc / mem_free.
 
 Kind-free: every kind compiles the same source through <eagle/kernel.h> with its own compiler, the
 result is read back with memcpy from memory mem_alloc gave, so nothing here names a kind."""
@@ -7,14 +8,17 @@ import re
 
 import numpy as np
 
-from .._compilers import wheel_library_dirs
-from .._seam_ffi import ffi
-from ._registry import CheckFailure, Skip, check
-from .._seam_meta import CONSTANTS
-from ._seam import STATUS
-from .behaviour import COND, Objects, _conditional, captured_of, launcher_of, replay
+from ..._compilers import wheel_library_dirs
+from ..._seam_ffi import ffi
+from ..._seam_meta import CONSTANTS
+from .._registry import CheckFailure, Skip
+from .._seam import STATUS
+from ._helpers import (COND, Objects, bcheck, captured_of, conditional_of, launcher_of, measured_release,
+                       replay)
 
-_INCLUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "include")
+
+_INCLUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "include")
 
 # A line of its own for each piece, so a compiler's line numbers can be checked.
 _SOURCE = b"""#include <eagle/kernel.h>
@@ -45,10 +49,6 @@ EAGLE_KERNEL(eagle_check_countdown, (uint32_t*, count), (int64_t*, hits))
 #endif
 }
 """
-
-
-def bcheck(check_id, needs=()):
-    return check(check_id, kind="behaviour", needs=needs)
 
 
 def _desc(flags=0):
@@ -333,7 +333,7 @@ def while_compiled_body(s):
             for with_base, cases in ((False, ((3, 0, 3), (0, 0, 0), (25, 0, 10), (10, 0, 10), (1, 0, 1))),
                                      (True, ((5, 2, 3), (4, 4, 0), (30, 5, 10)))):
                 def record():
-                    c = _conditional(s, o, raw, count, base if with_base else None, cell, loop_cap=cap)
+                    c = conditional_of(s, o, raw, count, base if with_base else None, cell, loop_cap=cap)
                     body = ffi.new("uint64_t*")
                     s.ok("conditional_begin", c, body)
                     _launch(s, fn[0], int(body[0]), [count.addr, hits.addr], n)
@@ -359,13 +359,6 @@ def while_compiled_body(s):
     finally:
         s.raw("module_release", mod)
     return "8 replays decided as the guard said, baseline or not"
-
-
-# ------------------------------------------------------------------------------ issue 29
-# One check per contract sentence of the module and memory entries the mutation corpus showed
-# unchecked (eagle/check/citations.py names each sentence).
-def bcheck_advice(check_id, needs=()):
-    return check(check_id, kind="behaviour", needs=needs, advice=True)
 
 
 def _compile_as(s, source, name=b"eagle_check.c", options=(), flags=0, nbytes=None):
@@ -502,7 +495,7 @@ EAGLE_KERNEL(eagle_check_after_nul, (int64_t*, x))
 """
 
 
-@bcheck_advice("module_from_source.embedded_nul", needs=("module_function", "module_release"))
+@bcheck("module_from_source.embedded_nul", needs=("module_function", "module_release"), advice=True)
 def source_embedded_nul(s):
     """Advice: a NUL byte inside source_bytes (in a comment) does not end the source. The header
     says only that the source need not be NUL-terminated; runtime compilers that take a C string
@@ -677,7 +670,6 @@ def mem_free_frees(s):
     """mem_free frees at once: 40 cycles of mem_alloc(4 MiB), a copy into all of it, mem_free do
     not grow the process's resident memory (device memory of a kind whose device memory is host
     memory shows there; other kinds' does not, and then nothing is measured that could fail)."""
-    from .contracts import _measured
     s.need_device()
     block = np.full(1 << 19, 0x5A5A5A5A5A5A5A5A, np.uint64)   # 4 MiB
     out = ffi.new("uint64_t*")
@@ -694,7 +686,7 @@ def mem_free_frees(s):
         # 1 MiB a cycle of slack: an allocator may keep a few freed blocks (glibc raises its mmap
         # threshold after a free, so later blocks come from a heap that does not shrink); memory
         # that is never freed grows 4 MiB a cycle, 160 MiB in all
-        return _measured(s, "mem_alloc(4 MiB) + copy + mem_free", cycle, 40, per_cycle_bytes=1 << 20, warm=5)
+        return measured_release(s, "mem_alloc(4 MiB) + copy + mem_free", cycle, 40, per_cycle_bytes=1 << 20, warm=5)
     finally:
         s.raw("stream_release", h)
 

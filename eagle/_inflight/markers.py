@@ -1,6 +1,6 @@
 """Release markers: a host function enqueued behind a stream's work that stores 1 into a word
-when it runs. eagle.memory keeps the arrays of that work until the word is seen set, on the thread
-that enqueued it (never on the host-function thread).
+when it runs. The stream's holds (eagle/_inflight/holds.py) keep the arrays of that work until the
+word is seen set, on the thread that enqueued it (never on the host-function thread).
 
 With eagle's compiled half (eagle._hotcall) the host function is C (``release_marker`` in
 backends/python/hotcall.c) and its words are never freed: the backend's host-function thread runs
@@ -10,15 +10,15 @@ markers. Without the compiled half the marker is a Python callback, which needs 
 words are Python memory; :func:`python_markers_pending` lets the exit drain wait for those."""
 import threading
 
-from ._hotcall import RELEASE_MARKER, marker_slab
-from ._seam_ffi import ffi
+from .._hotcall import RELEASE_MARKER, marker_slab
+from .._seam_ffi import ffi
 
 SLAB_WORDS = 1024
 
 _free = []              # uint32_t* words, each 0 and not lent
 _lock = threading.Lock()
 _python_slabs = []      # the words' memory when they are Python's (no compiled half)
-_python_lent = set()    # markers lent with the Python callback (the exit drain waits for them)
+python_lent = set()     # markers lent with the Python callback (the exit drain waits for them)
 
 
 @ffi.callback("void(void*)")
@@ -52,7 +52,7 @@ def _give_word(word):
 
 class Marker:
     """One release marker: ``batch`` (the references its work needs) and its word. It goes in
-    the enqueuing thread's attention list (eagle/_loader.py), whose sweeps call :meth:`settle`;
+    the enqueuing thread's attention list (eagle/_inflight/attention.py), whose sweeps call :meth:`settle`;
     other threads may ask :meth:`ran`."""
 
     __slots__ = ("word", "batch")
@@ -65,7 +65,7 @@ class Marker:
         nonzero status nothing was enqueued: :meth:`abandon` it). Should this raise (an
         interrupt), the word may have been enqueued: it is never given back."""
         if NEEDS_GIL:
-            _python_lent.add(self)
+            python_lent.add(self)
         return backend._f.host_func(raw, FUNCTION, self.word)
 
     def ran(self):
@@ -86,11 +86,11 @@ class Marker:
         """Give the word back (after the marker has run, or when it was never enqueued; the
         batch stays the caller's)."""
         word, self.word = self.word, None
-        _python_lent.discard(self)
+        python_lent.discard(self)
         if word is not None:
             _give_word(word)
 
 
 def python_markers_pending():
     """Markers lent with the Python callback whose host function has not run yet."""
-    return sum(1 for m in list(_python_lent) if not m.ran())
+    return sum(1 for m in list(python_lent) if not m.ran())

@@ -5,17 +5,19 @@ compact/reorder``, ``Stream.copy/run``, ``Kernel.run``, ``ActiveSet.compact``) h
 enqueue of its seam object to :func:`submit`, which applies the one policy:
 
 - ``stream=None``: the work runs on eagle's own stream of this thread (:func:`own_stream`) and
-  the call returns when it is done. The caller's arguments were alive throughout, so nothing is
-  held and no release marker is enqueued.
+  the call returns when it is done (:func:`wait`). The caller's arguments were alive throughout,
+  so nothing is held and no release marker is enqueued.
 - an explicit stream: the work is enqueued there and the call returns at once; the stream keeps
-  the arrays the work uses alive until it has run them (eagle/memory.py's holds).
+  the arrays the work uses alive until it has run them (eagle/_inflight/holds.py).
 
 Seam-object modules only say how to enqueue an operation (``enqueue_copy``, ``enqueue_run``,
-``enqueue_compact``, ``enqueue_reorder``); none of them decides this. This module sits on the
-seam-object floor (it needs eagle/memory.py's holds) and imports nothing that issues work."""
+``enqueue_compact``, ``enqueue_reorder``); none of them decides this. A measured fast path that
+already holds a checked desc (eagle.api's eager ``compact``) takes the same two steps itself:
+:func:`own_stream`, its one seam call, :func:`wait`."""
 import threading
 
-from . import memory as _memory
+from . import holds as _holds
+from .holds import keep_until_sync, released_by_sync
 
 _own = threading.local()
 
@@ -41,12 +43,31 @@ def submit(backend, stream, enqueue, *args, **kw):
     if stream is not None:
         out, raw, refs = enqueue(backend, *args, stream=stream, **kw)
         if refs is not None:
-            _memory.hold_until_done(backend, raw, refs)
+            _holds.hold_until_done(backend, raw, refs)
         return out
     s = own_stream(backend)
     out, raw, refs = enqueue(backend, *args, stream=s, **kw)
     wait(backend, s, raw, refs)
     return out
+
+
+def in_turn(backend, *steps, stream):
+    """Several enqueues as one, for :func:`submit` (``submit(b, stream, in_turn, step, ...)``):
+    each step ``(enqueue, args, kw)`` is enqueued on ``stream`` after the one before. Returns
+    ``(results, raw stream, refs)`` with every step's result and refs. Should a step fail, the
+    steps before it are enqueued: the stream holds what they use until it has run them, and the
+    error propagates."""
+    results, refs, raw = [], [], None
+    for enqueue, args, kw in steps:
+        try:
+            out, raw, r = enqueue(backend, *args, stream=stream, **kw)
+        except BaseException:
+            if refs:
+                _holds.hold_until_done(backend, raw, tuple(refs))
+            raise
+        results.append(out)
+        refs.append(r)
+    return results, raw, tuple(refs)
 
 
 def wait(backend, s, raw, refs):
@@ -57,6 +78,6 @@ def wait(backend, s, raw, refs):
         s.synchronize()
     except BaseException:
         if refs is not None:
-            _memory.keep_until_sync(backend, raw, refs)
+            keep_until_sync(backend, raw, refs)
         raise
-    _memory.released_by_sync(backend, raw)
+    released_by_sync(backend, raw)
