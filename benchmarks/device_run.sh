@@ -174,6 +174,19 @@ for stage in "$@"; do
         EAGLE_OPENCL_PLATFORM=NVIDIA timeout 300 python3 -m eagle.check "$ocl"
         EAGLE_BACKEND_OPENCL=$ocl EAGLE_OPENCL_PLATFORM=NVIDIA timeout 300 python3 benchmarks/bench_opencl_card.py \
           --kinds cuda,opencl --n 1000000
+        echo "the card with unqualified (flat) pointers:"
+        EAGLE_BACKEND_OPENCL=$ocl EAGLE_OPENCL_PLATFORM=NVIDIA EAGLE_OPENCL_QUALIFY=0 timeout 300 \
+          python3 benchmarks/bench_opencl_card.py --kinds cuda,opencl --n 1000000
+        for how in tiles chunks; do
+          EAGLE_BACKEND_OPENCL=$ocl EAGLE_OPENCL_PLATFORM=NVIDIA EAGLE_OPENCL_COMPACT=$how timeout 300 \
+            python3 benchmarks/bench_opencl_compact.py --kind opencl --sizes 100000,1000000,10000000
+        done
+        timeout 300 python3 benchmarks/bench_opencl_compact.py --kind cuda --sizes 100000,1000000,10000000
+        EAGLE_BACKEND_OPENCL=$ocl EAGLE_OPENCL_PLATFORM=NVIDIA timeout 900 python3 -m pytest -q -p no:cacheprovider \
+          -m "opencl and not slow" tests/test_gpu_kernels.py tests/test_drain.py tests/test_activeset.py \
+          tests/test_kernel_numerics.py tests/test_random.py tests/test_opencl_address_spaces.py \
+          tests/test_opencl_filtering.py tests/test_ode_reference.py tests/test_sde.py tests/test_reduce.py \
+          tests/test_stream_none.py tests/test_release_markers.py tests/test_device_kinds.py
       } 2>&1 | tee "$OUT/opencl_nvidia_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     *) echo "unknown stage $stage"; exit 2 ;;

@@ -2,7 +2,9 @@
 too, which lists OpenCL C 3.0 without __opencl_c_generic_address_space): the backend builds with
 -cl-std=CL3.0 and tells eagle/kernel.h which declared parameters are pointers, which become
 __global; a helper that takes a pointer into a declared array says EAGLE_GLOBAL. With
-$EAGLE_OPENCL_STD=CL2.0 (the generic address space, where a platform offers it) nothing is added.
+$EAGLE_OPENCL_STD=CL2.0 (the generic address space, where a platform offers it) or
+$EAGLE_OPENCL_QUALIFY=0 (pointers taken as flat, as NVIDIA's and PoCL's compilers run them)
+nothing is added.
 
 Runs on the `opencl` fixture (tests/conftest.py: $EAGLE_BACKEND_OPENCL with a usable platform),
 skipped naming why otherwise."""
@@ -104,8 +106,8 @@ def test_a_name_both_pointer_and_scalar_macro_declared_kernels_and_built_in_name
     assert np.array_equal(st.numpy(), np.full(n, 4.0))
 
 
-@pytest.mark.parametrize("std", ["CL3.0", "CL2.0", "CL1.2"])
-def test_each_language_version_runs_the_same_kernels(opencl, std):
+@pytest.mark.parametrize("std, qualify", [("CL3.0", ""), ("CL2.0", ""), ("CL1.2", ""), ("CL3.0", "0"), ("CL3.0", "1")])
+def test_each_language_version_runs_the_same_kernels(opencl, std, qualify):
     """$EAGLE_OPENCL_STD picks the -cl-std (CL3.0 without the generic space is NVIDIA's case; a
     version the platform does not build is skipped, naming its error). In each, the backend qualifies the declared pointers exactly where an unqualified helper pointer
     is not generic (the plain helper is then refused), and the kernels give the same results."""
@@ -132,7 +134,7 @@ def test_each_language_version_runs_the_same_kernels(opencl, std):
         except eagle.CompileError:
             plain_refused = True
         result = [flag.numpy().tolist(), a.numpy().tolist(), x.numpy().tolist(), plain_refused]
-    """, env={"EAGLE_OPENCL_STD": std, "EAGLE_BACKEND_OPENCL": opencl.path},
+    """, env={"EAGLE_OPENCL_STD": std, "EAGLE_OPENCL_QUALIFY": qualify, "EAGLE_BACKEND_OPENCL": opencl.path},
         globals={"MODE": MODE.decode(), "MIXED": MIXED.decode(), "HELPER": HELPER.decode(),
                  "PLAIN_HELPER": PLAIN_HELPER.decode()}, timeout=120)
     if out.raised("RuntimeError") and out.exc_message.startswith("refused: "):
@@ -140,12 +142,15 @@ def test_each_language_version_runs_the_same_kernels(opencl, std):
     out.expect_ok()
     flag, a, x, plain_refused = out.result
     assert flag == ([1, 1] if plain_refused else [0, 0])
+    if qualify:
+        assert flag == [int(qualify)] * 2
     assert a == (3.0 * np.arange(16.0)).tolist() and x == (2.0 * np.arange(16.0) + 1.5).tolist()
 
 
-def test_a_wrong_language_version_is_unavailable_naming_the_variable(opencl):
+@pytest.mark.parametrize("var, value", [("EAGLE_OPENCL_STD", "CL9.9"), ("EAGLE_OPENCL_QUALIFY", "yes")])
+def test_a_wrong_setting_is_unavailable_naming_the_variable(opencl, var, value):
     out = run_snippet("""
         import eagle
         eagle.backend("opencl").stream()
-    """, env={"EAGLE_OPENCL_STD": "CL9.9", "EAGLE_BACKEND_OPENCL": opencl.path}, timeout=60)
-    out.expect_raises("BackendUnavailable", match="EAGLE_OPENCL_STD='CL9.9'")
+    """, env={var: value, "EAGLE_BACKEND_OPENCL": opencl.path}, timeout=60)
+    out.expect_raises("BackendUnavailable", match=f"{var}='{value}'")

@@ -6,6 +6,7 @@
 // correctly rounded float division and square root (-cl-fp32-correctly-rounded-divide-sqrt, where
 // the device has it; double's are always correctly rounded); CONTRACT sets FP_CONTRACT ON (OpenCL
 // C's own default) with the same division; FAST_MATH is -cl-fast-relaxed-math.
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -254,6 +255,8 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         for (char c : name) line_name += (c == '"' || c == '\\') ? '_' : c;
         text += "#line 1 \"" + line_name + "\"\n";
         const size_t start = text.size();
+        // the lines before the source (the pragma, the address-space lines, #line)
+        const int prelude = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
         text.append(source ? source : "", static_cast<size_t>(source_bytes));
         // OpenCL compilers read a source as a C string: a NUL byte (in a comment, say) would end it
         // early, so each becomes a space; the source is still source_bytes long, line numbers kept.
@@ -274,7 +277,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         cl_int err = CL_SUCCESS;
         cl_program prog = clCreateProgramWithSource(rt.context, 1, &src, &len, &err);
         cl_check(err, "clCreateProgramWithSource");
-        *out = finish_module(prog, name, options, log, fast ? 1 : 2);  // the pragma and #line lines
+        *out = finish_module(prog, name, options, log, prelude);
     });
 }
 
