@@ -7,7 +7,9 @@ on an event), which must raise the handler's exception promptly and leave that w
 arrays alive and its result right once released; or lands at a random moment of an eager copy,
 run or compaction, a drain's wait, a graph's launch and wait or build, which must either complete
 or raise it, and leave the work done exactly once or not at all, never half or twice, with the
-stream and the backend usable. At most ``INTERRUPTS`` of them a sequence (each costs a wait).
+stream and the backend usable. One sequence in INTERRUPTING_ONE_IN takes interrupts, at most
+INTERRUPTS of them (``EAGLE_FUZZ_INTERRUPTS``): each costs a wait of about 20 ms, eagle's signal
+check interval.
 
 Runs ``max_examples=50`` by default; ``EAGLE_FUZZ_EXAMPLES=N`` raises it."""
 import os
@@ -53,6 +55,7 @@ EAGLE_KERNEL(tick, (double*, x), (const int32_t*, cost), (uint8_t*, mask))
 { (void)n; x[i] += 1.0; mask[i] = x[i] >= (double)cost[i]; }
 """
 INTERRUPTS = int(os.environ.get("EAGLE_FUZZ_INTERRUPTS", "1"))  # interrupt rules a sequence, at most
+INTERRUPTING_ONE_IN = 3  # the share of sequences that take interrupts
 PROMPT = 1.0     # seconds from an interrupt to the exception of the wait it landed in
 WATCHDOG = 4.0   # seconds after which blocked work is released anyway (a wait that was not interrupted)
 SPIN_LANES = 2   # each spins on a thread of the backend's
@@ -91,6 +94,7 @@ class ApiMachine(RuleBasedStateMachine):
         self.typed = self.b.compile(TYPED)  # the process's compile cache: compiled once
         self.intr = self.b.compile(INTR, kernels=["spin", "slow", "tick_drain"], name="fuzz_intr.c")
         self.interrupts = 0
+        self.interrupt_budget = 0  # set by first_stream
         self.graph = None   # the interrupted-launch graph (built on first use) and its plane
         self.kept = []      # what blocked work of an interrupt rule uses: alive until the machine ends
 
@@ -111,8 +115,10 @@ class ApiMachine(RuleBasedStateMachine):
         return obj
 
     # -- streams ---------------------------------------------------------------------------------
-    @initialize(target=streams)
-    def first_stream(self):
+    @initialize(target=streams, interrupting=st.integers(0, INTERRUPTING_ONE_IN - 1))
+    def first_stream(self, interrupting):
+        # one sequence in INTERRUPTING_ONE_IN may take interrupts (each costs a wait of ~20 ms)
+        self.interrupt_budget = INTERRUPTS if interrupting == 0 else 0
         return self.keep(self.b.stream())
 
     @rule(target=streams, non_blocking=st.booleans(), device=st.sampled_from([-1, 0, 0, 0, 3]))
@@ -464,7 +470,7 @@ class ApiMachine(RuleBasedStateMachine):
             self.kept.append(g)
         return self.graph
 
-    @precondition(lambda self: self.interrupts < INTERRUPTS)
+    @precondition(lambda self: self.interrupts < self.interrupt_budget)
     @rule(s=streams, wait=st.sampled_from(["stream", "close", "eager", "graph"]), host=st.booleans(),
           how=st.sampled_from(HOWS), after=st.sampled_from([0.0, 0.001, 0.004]), k=st.integers(0, 1000))
     def interrupt_a_wait(self, s, wait, host, how, after, k):
@@ -546,7 +552,7 @@ class ApiMachine(RuleBasedStateMachine):
             release()
             watchdog.cancel()
 
-    @precondition(lambda self: self.interrupts < INTERRUPTS)
+    @precondition(lambda self: self.interrupts < self.interrupt_budget)
     @rule(op=st.sampled_from(["copy", "run", "compact", "drain", "graph", "build"]), how=st.sampled_from(HOWS),
           after=st.sampled_from([0.0, 0.0002, 0.001, 0.003]), size=st.integers(0, 3))
     def interrupt_a_call(self, op, how, after, size):
