@@ -95,7 +95,8 @@ class ApiMachine(RuleBasedStateMachine):
         self.intr = self.b.compile(INTR, kernels=["spin", "slow", "tick_drain"], name="fuzz_intr.c")
         self.interrupts = 0
         self.interrupt_budget = 0  # set by first_stream
-        self.graph = None   # the interrupted-launch graph (built on first use) and its plane
+        self.spin_graph = None   # the spin graph and its planes (built on first use)
+        self.count_graph = None  # the graph whose replays are counted, and its plane
         self.kept = []      # what blocked work of an interrupt rule uses: alive until the machine ends
 
     # -- the one rule every call follows ---------------------------------------------------------
@@ -458,7 +459,7 @@ class ApiMachine(RuleBasedStateMachine):
 
     def _spin_graph(self):
         """A graph of one spin kernel over its own planes (built once per sequence)."""
-        if self.graph is None:
+        if self.spin_graph is None:
             planes = (np.zeros(SPIN_LANES), np.arange(SPIN_LANES, dtype=np.float64), np.ones(SPIN_LANES, np.int32),
                       np.zeros(SPIN_LANES, np.int32))
             gs = self.b.stream()
@@ -466,9 +467,9 @@ class ApiMachine(RuleBasedStateMachine):
             self._drain_planted()
             g = eagle.Graph.build([lambda st: st.run(self.intr.spin, list(planes), SPIN_LANES)],
                                   planes=list(planes), backend=self.b, stream=gs)
-            self.graph = (g, planes)
+            self.spin_graph = (g, planes)
             self.kept.append(g)
-        return self.graph
+        return self.spin_graph
 
     @precondition(lambda self: self.interrupts < self.interrupt_budget)
     @rule(s=streams, wait=st.sampled_from(["stream", "close", "eager", "graph"]), host=st.booleans(),
@@ -619,19 +620,27 @@ class ApiMachine(RuleBasedStateMachine):
             self._until_done(ds.close)
 
     def _interrupted_graph(self, how, after, size):
-        g, (dst, src, flag, _) = self._spin_graph()
-        dst[:] = 0.0
-        flag[:] = 1  # the spin kernel ends at once: a graph of one short kernel
-        times = size + 1
+        if self.count_graph is None:  # a graph whose every replay adds 1 to its plane
+            y, gs = np.zeros(64), self.b.stream()
+            self.kept.append(gs)
+            self._drain_planted()
+            g = eagle.Graph.build([lambda st: st.run(kaddr("add1"), [y], 64)], planes=[y], backend=self.b, stream=gs)
+            self.kept.append(g)
+            self.count_graph = (g, y)
+        g, y = self.count_graph
+        before, times = y.copy(), size + 1
 
         def launch():
             g.launch(times)
             self._until_done(g.synchronize)
         self._interrupted(how, after, launch)
         self._until_done(g.synchronize)
-        assert not dst.any() or (dst == src + 1.0).all(), "an interrupted graph launch is wrong"
-        self.b.run(kaddr("add1"), [dst], SPIN_LANES, stream=g.stream)  # its stream still works
+        ran = y - before
+        assert (ran == ran[0]).all() and ran[0] in range(times + 1), \
+            f"an interrupted launch of {times} replays ran {np.unique(ran)} of them"
+        self.b.run(kaddr("add1"), [y], 64, stream=g.stream)  # its stream still works
         self._until_done(g.synchronize)
+        assert (y == before + ran[0] + 1).all(), "the stream of an interrupted graph launch does not run work"
 
     def _interrupted_build(self, how, after, size):
         y = np.zeros(64)
