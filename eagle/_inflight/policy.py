@@ -16,6 +16,8 @@ already holds a checked desc (eagle.api's eager ``compact``) takes the same two 
 :func:`own_stream`, its one seam call, :func:`wait`."""
 import threading
 
+from .._stream_arg import raw_stream
+from ..errors import EagleError
 from . import holds as _holds
 from .holds import keep_until_sync, released_by_sync
 
@@ -39,15 +41,31 @@ def submit(backend, stream, enqueue, *args, **kw):
     """``enqueue(backend, *args, stream=..., **kw) -> (result, raw stream, refs)``, under the
     policy of the module docstring: on ``stream``, whose stream then holds ``refs`` (None: nothing
     to hold) until it has run the work; with no stream on :func:`own_stream`, then wait for it.
-    Returns ``result``."""
-    if stream is not None:
-        out, raw, refs = enqueue(backend, *args, stream=stream, **kw)
-        if refs is not None:
-            _holds.hold_until_done(backend, raw, refs)
-        return out
-    s = own_stream(backend)
-    out, raw, refs = enqueue(backend, *args, stream=s, **kw)
-    wait(backend, s, raw, refs)
+    Returns ``result``.
+
+    A signal's exception (Ctrl-C) can arrive at any instruction, also after the seam call has
+    enqueued the work and before its references are held: whenever anything but an EagleError
+    (a refusal, made before anything is enqueued) leaves the call before its work is held or
+    waited for, the stream keeps what the call was given (``args``, ``kw``, and ``refs`` when
+    known) until a later wait of that stream, so the work never runs on freed memory."""
+    s = stream if stream is not None else own_stream(backend)
+    refs, settled = None, False
+    try:
+        out, raw, refs = enqueue(backend, *args, stream=s, **kw)
+        if stream is not None:
+            if refs is not None:
+                _holds.hold_until_done(backend, raw, refs)
+            settled = True
+            return out
+        s.synchronize()
+        settled = True
+    except EagleError:
+        settled = settled or refs is None  # refused before the seam call: nothing was enqueued
+        raise
+    finally:
+        if not settled:
+            keep_until_sync(backend, raw_stream(backend, s), (args, kw, refs))
+    released_by_sync(backend, raw)
     return out
 
 

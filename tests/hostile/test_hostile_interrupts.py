@@ -61,8 +61,6 @@ result = {"fired": bool(fired), "interrupted": interrupted,
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="eagle/_inflight.py's submit() notes the work's references only when the "
-                                       "enqueue returns: a KeyboardInterrupt after the seam call drops them (fix pending)")
 @pytest.mark.parametrize("where", ["eager", "stream"])
 @pytest.mark.parametrize("what", ["copy", "run"])
 def test_an_interrupt_right_after_the_enqueue_leaves_the_work_its_arrays(what, where):
