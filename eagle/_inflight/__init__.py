@@ -24,9 +24,9 @@ from . import exit as _exit  # noqa: F401 - registers the exit drain and the for
 from .attention import attention_list, raise_host_error
 from .holds import hold_until_done, keep_until_sync, released_by_sync, stream_released
 from .host_calls import enqueue_host_call
-from .policy import in_turn, own_stream, submit, wait
+from .policy import call_and_wait, in_turn, own_stream, submit, wait
 from .releases import query_done, release, release_parked, wait_done, waiters
 
-__all__ = ["attention_list", "enqueue_host_call", "hold_until_done", "in_turn", "keep_until_sync", "own_stream",
+__all__ = ["attention_list", "call_and_wait", "enqueue_host_call", "hold_until_done", "in_turn", "keep_until_sync", "own_stream",
            "query_done", "raise_host_error", "release", "release_parked", "released_by_sync",
            "stream_released", "submit", "wait", "wait_done", "waiters"]

@@ -88,6 +88,26 @@ def in_turn(backend, *steps, stream):
     return results, raw, tuple(refs)
 
 
+def call_and_wait(backend, s, raw, refs, seam_call, *call_args):
+    """A fast path's one seam call that enqueues on ``s`` (eagle's own stream, raw value ``raw``),
+    then the wait for it (:func:`wait`), as :func:`submit` does them: should anything but the seam
+    call's own refusal (EagleError) end it before the wait returns -- Ctrl-C between the call and
+    the wait, say -- the stream keeps ``refs`` until a later wait."""
+    called = settled = False
+    try:
+        seam_call(*call_args)
+        called = True
+        s.synchronize()
+        settled = True
+    except EagleError:
+        settled = not called
+        raise
+    finally:
+        if not settled:
+            keep_until_sync(backend, raw, refs)
+    released_by_sync(backend, raw)
+
+
 def wait(backend, s, raw, refs):
     """Wait for ``s``, eagle's own stream (raw value ``raw``), after enqueuing work on it that
     uses ``refs``: then nothing is held. Should the wait fail, the work may not have run, so the
