@@ -5,7 +5,7 @@ compact/reorder``, ``Stream.copy/run``, ``Kernel.run``, ``ActiveSet.compact``) h
 enqueue of its seam object to :func:`submit`, which applies the one policy:
 
 - ``stream=None``: the work runs on eagle's own stream of this thread (:func:`own_stream`) and
-  the call returns when it is done (:func:`wait`). The caller's arguments were alive throughout,
+  the call returns when it is done. The caller's arguments were alive throughout,
   so nothing is held and no release marker is enqueued.
 - an explicit stream: the work is enqueued there and the call returns at once; the stream keeps
   the arrays the work uses alive until it has run them (eagle/_inflight/holds.py).
@@ -13,7 +13,7 @@ enqueue of its seam object to :func:`submit`, which applies the one policy:
 Seam-object modules only say how to enqueue an operation (``enqueue_copy``, ``enqueue_run``,
 ``enqueue_compact``, ``enqueue_reorder``); none of them decides this. A measured fast path that
 already holds a checked desc (eagle.api's eager ``compact``) takes the same two steps itself:
-:func:`own_stream`, its one seam call, :func:`wait`."""
+:func:`own_stream`, then :func:`call_and_wait` of its one seam call."""
 import threading
 
 from .._stream_arg import raw_stream
@@ -90,7 +90,7 @@ def in_turn(backend, *steps, stream):
 
 def call_and_wait(backend, s, raw, refs, seam_call, *call_args):
     """A fast path's one seam call that enqueues on ``s`` (eagle's own stream, raw value ``raw``),
-    then the wait for it (:func:`wait`), as :func:`submit` does them: should anything but the seam
+    then the wait for it, as :func:`submit` does them: should anything but the seam
     call's own refusal (EagleError) end it before the wait returns -- Ctrl-C between the call and
     the wait, say -- the stream keeps ``refs`` until a later wait."""
     called = settled = False
@@ -105,17 +105,4 @@ def call_and_wait(backend, s, raw, refs, seam_call, *call_args):
     finally:
         if not settled:
             keep_until_sync(backend, raw, refs)
-    released_by_sync(backend, raw)
-
-
-def wait(backend, s, raw, refs):
-    """Wait for ``s``, eagle's own stream (raw value ``raw``), after enqueuing work on it that
-    uses ``refs``: then nothing is held. Should the wait fail, the work may not have run, so the
-    stream keeps ``refs`` until a later wait."""
-    try:
-        s.synchronize()
-    except BaseException:
-        if refs is not None:
-            keep_until_sync(backend, raw, refs)
-        raise
     released_by_sync(backend, raw)
