@@ -16,7 +16,7 @@ from . import memory as _memory
 from . import module as _module
 
 from ._backend import backend as open_backend
-from ._inflight import own_stream, submit, wait
+from ._inflight import call_and_wait, own_stream, submit
 from ._device_kind import KIND_OF_DEVICE_TYPE, kind_of_device_type
 from ._resolve import resolve, resolve_exact
 from .errors import EagleValueError
@@ -51,8 +51,7 @@ def _eager_compact(mask, index_map, count, scratch, kw):
                 if open_backend(e.kind) is b:
                     s = own_stream(b)
                     if s is e.stream and s.handle == e.raw:  # .handle refuses a closed stream
-                        b.call.compact_device(e.desc)
-                        wait(b, s, e.raw, arrays)
+                        call_and_wait(b, s, e.raw, arrays, b.call.compact_device, e.desc)
                         return None
     hit = resolve_exact(arrays)
     if hit is None:
@@ -60,12 +59,11 @@ def _eager_compact(mask, index_map, count, scratch, kw):
     b, _, infos = hit
     s = own_stream(b)
     desc, raw, refs = _filtering.compact_desc(b, *infos, stream=s, **kw)
-    b.call.compact_device(desc)
+    call_and_wait(b, s, raw, (arrays, refs), b.call.compact_device, desc)
     if (key is not None and type(index_map) in _STABLE and type(count) in _STABLE
             and type(scratch) in _STABLE):
         _eager_memo.put(table, key, _eager_memo.Entry(arrays, KIND_OF_DEVICE_TYPE[infos[0].device_type], b, s,
                                                       raw, desc))
-    wait(b, s, raw, refs)
     return None
 
 

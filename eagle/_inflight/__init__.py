@@ -4,7 +4,7 @@ on the ground floor (it imports nothing that issues work; the modules that issue
 One concept per file:
 
 - ``policy``: what ``stream=`` means -- :func:`submit` (the one policy every public entry point
-  that does work on arrays goes through), :func:`own_stream`, :func:`wait`, and :func:`in_turn`
+  that does work on arrays goes through), :func:`own_stream`, :func:`call_and_wait`, and :func:`in_turn`
   (several enqueues submitted as one);
 - ``holds``: per-stream holds, the arrays of a stream's enqueued work kept alive until it has run
   (:func:`hold_until_done`, :func:`keep_until_sync`, :func:`released_by_sync`,
@@ -24,9 +24,9 @@ from . import exit as _exit  # noqa: F401 - registers the exit drain and the for
 from .attention import attention_list, raise_host_error
 from .holds import hold_until_done, keep_until_sync, released_by_sync, stream_released
 from .host_calls import enqueue_host_call
-from .policy import in_turn, own_stream, submit, wait
+from .policy import call_and_wait, in_turn, own_stream, submit
 from .releases import query_done, release, release_parked, wait_done, waiters
 
-__all__ = ["attention_list", "enqueue_host_call", "hold_until_done", "in_turn", "keep_until_sync", "own_stream",
+__all__ = ["attention_list", "call_and_wait", "enqueue_host_call", "hold_until_done", "in_turn", "keep_until_sync", "own_stream",
            "query_done", "raise_host_error", "release", "release_parked", "released_by_sync",
-           "stream_released", "submit", "wait", "wait_done", "waiters"]
+           "stream_released", "submit", "wait_done", "waiters"]

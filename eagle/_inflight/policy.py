@@ -5,7 +5,7 @@ compact/reorder``, ``Stream.copy/run``, ``Kernel.run``, ``ActiveSet.compact``) h
 enqueue of its seam object to :func:`submit`, which applies the one policy:
 
 - ``stream=None``: the work runs on eagle's own stream of this thread (:func:`own_stream`) and
-  the call returns when it is done (:func:`wait`). The caller's arguments were alive throughout,
+  the call returns when it is done. The caller's arguments were alive throughout,
   so nothing is held and no release marker is enqueued.
 - an explicit stream: the work is enqueued there and the call returns at once; the stream keeps
   the arrays the work uses alive until it has run them (eagle/_inflight/holds.py).
@@ -13,9 +13,11 @@ enqueue of its seam object to :func:`submit`, which applies the one policy:
 Seam-object modules only say how to enqueue an operation (``enqueue_copy``, ``enqueue_run``,
 ``enqueue_compact``, ``enqueue_reorder``); none of them decides this. A measured fast path that
 already holds a checked desc (eagle.api's eager ``compact``) takes the same two steps itself:
-:func:`own_stream`, its one seam call, :func:`wait`."""
+:func:`own_stream`, then :func:`call_and_wait` of its one seam call."""
 import threading
 
+from .._stream_arg import raw_stream
+from ..errors import EagleError
 from . import holds as _holds
 from .holds import keep_until_sync, released_by_sync
 
@@ -39,15 +41,31 @@ def submit(backend, stream, enqueue, *args, **kw):
     """``enqueue(backend, *args, stream=..., **kw) -> (result, raw stream, refs)``, under the
     policy of the module docstring: on ``stream``, whose stream then holds ``refs`` (None: nothing
     to hold) until it has run the work; with no stream on :func:`own_stream`, then wait for it.
-    Returns ``result``."""
-    if stream is not None:
-        out, raw, refs = enqueue(backend, *args, stream=stream, **kw)
-        if refs is not None:
-            _holds.hold_until_done(backend, raw, refs)
-        return out
-    s = own_stream(backend)
-    out, raw, refs = enqueue(backend, *args, stream=s, **kw)
-    wait(backend, s, raw, refs)
+    Returns ``result``.
+
+    A signal's exception (Ctrl-C) can arrive at any instruction, also after the seam call has
+    enqueued the work and before its references are held: whenever anything but an EagleError
+    (a refusal, made before anything is enqueued) leaves the call before its work is held or
+    waited for, the stream keeps what the call was given (``args``, ``kw``, and ``refs`` when
+    known) until a later wait of that stream, so the work never runs on freed memory."""
+    s = stream if stream is not None else own_stream(backend)
+    refs, settled = None, False
+    try:
+        out, raw, refs = enqueue(backend, *args, stream=s, **kw)
+        if stream is not None:
+            if refs is not None:
+                _holds.hold_until_done(backend, raw, refs)
+            settled = True
+            return out
+        s.synchronize()
+        settled = True
+    except EagleError:
+        settled = settled or refs is None  # refused before the seam call: nothing was enqueued
+        raise
+    finally:
+        if not settled:
+            keep_until_sync(backend, raw_stream(backend, s), (args, kw, refs))
+    released_by_sync(backend, raw)
     return out
 
 
@@ -70,14 +88,21 @@ def in_turn(backend, *steps, stream):
     return results, raw, tuple(refs)
 
 
-def wait(backend, s, raw, refs):
-    """Wait for ``s``, eagle's own stream (raw value ``raw``), after enqueuing work on it that
-    uses ``refs``: then nothing is held. Should the wait fail, the work may not have run, so the
-    stream keeps ``refs`` until a later wait."""
+def call_and_wait(backend, s, raw, refs, seam_call, *call_args):
+    """A fast path's one seam call that enqueues on ``s`` (eagle's own stream, raw value ``raw``),
+    then the wait for it, as :func:`submit` does them: should anything but the seam
+    call's own refusal (EagleError) end it before the wait returns -- Ctrl-C between the call and
+    the wait, say -- the stream keeps ``refs`` until a later wait."""
+    called = settled = False
     try:
+        seam_call(*call_args)
+        called = True
         s.synchronize()
-    except BaseException:
-        if refs is not None:
-            keep_until_sync(backend, raw, refs)
+        settled = True
+    except EagleError:
+        settled = not called
         raise
+    finally:
+        if not settled:
+            keep_until_sync(backend, raw, refs)
     released_by_sync(backend, raw)
