@@ -98,8 +98,12 @@ def _capsule(arr, versioned):
 # ------------------------------------------------------------------------------------ arrays
 
 def _free(free_fn, address, backend):
-    if _releases.releases_abandoned():  # at exit, with work that never ends still using memory
-        return
+    # not at exit with work that never ends still using memory, nor (on cuda: cudaFree waits for
+    # the device) while work an interrupted wait left still runs: eagle/_inflight/releases.py
+    _releases.free_when_safe(_free_now, free_fn, address, backend)
+
+
+def _free_now(free_fn, address, backend):
     _hostmem.disown(address)
     free_fn(address)  # `backend` is held so its library stays loaded until here
 

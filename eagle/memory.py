@@ -10,7 +10,7 @@ from ._arrays import address_of
 from ._device_kind import HOST_DEVICE_TYPES
 from ._handle import raw_int
 from ._inflight import enqueue_host_call
-from ._inflight.releases import releases_abandoned
+from ._inflight.releases import free_when_safe
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
 from .errors import EagleTypeError, EagleValueError
@@ -70,8 +70,7 @@ class PinnedMemory:
 
 
 def _host_free(free_fn, ptr, backend):
-    if not releases_abandoned():  # at exit, with work that never ends still using memory: kept
-        free_fn(ptr)
+    free_when_safe(free_fn, ptr)  # see eagle/_inflight/releases.py (`backend` held until here)
 
 
 def pinned(backend, shape, dtype="float64"):

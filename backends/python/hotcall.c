@@ -203,6 +203,22 @@ static void yield_cpu(void) {
 #endif
 }
 
+/* The waits a signal handler interrupted, as (query address, handle) ints, appended here and read
+ * by eagle/_inflight/releases.py: work they left may never finish, and on some kinds a release or
+ * a free waits for the whole device (module attribute INTERRUPTED; the cffi path appends too). */
+static PyObject* g_interrupted = NULL;
+
+static void note_interrupted(BoundCall* self) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb); /* the handler's exception stays what the call raises */
+    PyObject* entry = Py_BuildValue("(KK)", (unsigned long long)(uintptr_t)self->query,
+                                    (unsigned long long)(uintptr_t)self->handle);
+    if (entry && g_interrupted) (void)PyList_Append(g_interrupted, entry);
+    Py_XDECREF(entry);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+}
+
 /* The interruptible wait (see `query` in the header comment). Returns the query's status; sets
  * *raised (and leaves the Python exception set, the GIL held) when a signal handler raised. */
 static int32_t wait_polling(BoundCall* self, int* raised) {
@@ -330,6 +346,7 @@ static PyObject* invoke(BoundCall* self, Py_ssize_t nargs, PyObject* arg0, PyObj
         int raised = 0;
         status = wait_polling(self, &raised);
         if (raised) { /* a signal handler raised: the work stays enqueued, the handle usable */
+            note_interrupted(self);
             Py_DECREF(obj);
             return NULL;
         }
@@ -606,6 +623,17 @@ PyMODINIT_FUNC PyInit__compiled(void) {
     PyObject* nc = PyLong_FromLongLong(NOT_CALLED);
     if (!nc || PyModule_AddObject(m, "NOT_CALLED", nc) < 0) {
         Py_XDECREF(nc);
+        Py_DECREF(m);
+        return NULL;
+    }
+    g_interrupted = PyList_New(0);
+    if (!g_interrupted) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(g_interrupted); /* one reference kept here, one given to the module */
+    if (PyModule_AddObject(m, "INTERRUPTED", g_interrupted) < 0) {
+        Py_DECREF(g_interrupted);
         Py_DECREF(m);
         return NULL;
     }

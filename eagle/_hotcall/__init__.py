@@ -26,7 +26,9 @@ Waits (``query=``, seam minor 8): a synchronize bound with its completion query
 thread: it polls the query with the GIL released and runs Python's signal handlers between
 polls, so Ctrl-C (KeyboardInterrupt) or an alarm's exception reaches the caller within tens of
 milliseconds while the work stays enqueued and the handle usable (wait again, or leave it).
-The first poll is made at once and a found-done query has the synchronize's effects, so a wait
+Each interrupted wait is noted in :data:`INTERRUPTED` as (query address, handle) ints, for
+eagle/_inflight/releases.py: until that work has finished, releases and frees that could wait
+for the device are put off. The first poll is made at once and a found-done query has the synchronize's effects, so a wait
 on finished work is still one seam call; short waits spin (yielding) before they sleep
 (backends/python/hotcall.c gives the schedule). On other threads (Python handles signals on the
 main thread only), for backends without the query and with ``EAGLE_WAIT_BLOCKING=1`` (for programs
@@ -70,6 +72,11 @@ except ImportError:  # built with EAGLE_HOTCALL=OFF: every call goes through cff
 
     def host_calls_pending():
         return 0
+
+try:  # the waits a signal interrupted, (query address, handle) ints (hotcall.c's INTERRUPTED)
+    from ._compiled import INTERRUPTED
+except ImportError:  # the cffi path (or an older compiled half, whose waits are not noted)
+    INTERRUPTED = []
 
 try:  # eagle/_inflight/markers.py's release markers: a C host function and never-freed words (hotcall.c)
     from ._compiled import RELEASE_MARKER, marker_slab
@@ -138,7 +145,11 @@ def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False, gil=G
         if gil == GIL_COUNTED:  # counted before the launches; those that failed enqueued nothing
             host_calls_add(times)
         if query is not None and not counted and owner == MAIN_THREAD:
-            made, status = 1, poll_until_done(query, handle, done)
+            try:
+                made, status = 1, poll_until_done(query, handle, done)
+            except BaseException:  # a signal handler raised: noted as the compiled call notes it
+                INTERRUPTED.append((int(ffi.cast("uintptr_t", query)), int(ffi.cast("uintptr_t", handle))))
+                raise
         else:
             made, status = 0, fn(handle)
         while status == 0 and made < times:

@@ -1,27 +1,23 @@
 """Releases that wait for work: the handles whose release waits for the work enqueued on them
-(streams, launchers), parked when dropped while that work still runs, and the switch the exit
-drain throws when it gives up on work that will never finish.
+(streams, launchers), parked when dropped while that work still runs; the frees and releases put
+off while work that an interrupted wait left still runs (they may wait for the whole device);
+and the switch the exit drain throws when it gives up on work that will never finish.
 
 eagle._handle's owners register here (:data:`waiters`, :func:`release`); the exit drain
 (eagle/_inflight/exit.py) waits for what is registered."""
 import time
 import weakref
 
+from .._hotcall import INTERRUPTED
 from .._seam_ffi import ffi
 
 # Set when the process exits with work that will never finish (the exit drain gave up): a release
 # may wait for its handle's work (a stream's release does; so does freeing device memory on cuda,
 # where cudaFree synchronizes the device, H200: benchmarks/logs/session11/cuda_interrupt_*), and
 # freed memory may still be read or written by that work, so from then on no handle is released
-# and no memory freed (releases_abandoned), and the process ends without them (the backends drop
+# and no memory freed (free_when_safe), and the process ends without them (the backends drop
 # unstarted work at exit).
 _releases_abandoned = False
-
-
-def releases_abandoned():
-    """True once the exit drain gave up on work that will never finish: finalizers of handles
-    and of memory then release nothing."""
-    return _releases_abandoned
 
 #: Handles whose release waits for their work that were dropped while that work still ran:
 #: (release_fn, handle, backend, after, query), released once their query says done (retried by
@@ -34,6 +30,47 @@ RELEASE_WAIT_S = 1.0
 #: Keepers (eagle._handle._Keeper) of live owners whose release waits for work, with a completion
 #: query: each has ``backend``, ``owner()`` (the owner, or None), ``done()``.
 waiters = weakref.WeakSet()
+
+
+#: Frees put off while work that an interrupted wait left still runs: (free, args), made in order
+#: once it has finished (see :func:`free_when_safe`).
+parked_frees = []
+_QUERY = "int32_t(*)(void*, int32_t*)"
+
+
+def interrupted_work_runs():
+    """True while work that a wait left when a signal interrupted it (eagle._hotcall.INTERRUPTED:
+    a kernel that never ends, say) is still running; entries whose work has finished go."""
+    for entry in list(INTERRUPTED):
+        query, handle = entry
+        if query_done(ffi.cast(_QUERY, query), ffi.cast("void*", handle)):
+            try:
+                INTERRUPTED.remove(entry)
+            except ValueError:  # another thread's finalizer took it off first
+                pass
+    return bool(INTERRUPTED)
+
+
+def free_when_safe(free, *args):
+    """``free(*args)`` (the free of memory, or a release that has no completion query) now, or,
+    while work that an interrupted wait left still runs, once it has finished: on cuda such a
+    free or release waits for the whole device (cudaFree synchronizes it), so after Ctrl-C of a
+    kernel that never ends it would hang the finalizer that made it. Nothing is freed once the
+    exit drain gave up (:data:`_releases_abandoned`)."""
+    if _releases_abandoned:
+        return
+    if INTERRUPTED and interrupted_work_runs():
+        parked_frees.append((free, args))
+        return
+    if parked_frees:
+        _free_parked()
+    free(*args)
+
+
+def _free_parked():
+    while parked_frees and not _releases_abandoned:
+        free, args = parked_frees.pop(0)
+        free(*args)
 
 
 def abandon_releases():
@@ -70,7 +107,11 @@ def release(release_fn, handle, backend, after=None, query=None):
     :data:`RELEASE_WAIT_S` parks the handle (see :data:`parked`)."""
     if _releases_abandoned:
         return
-    if query is not None and not wait_done(query, handle, RELEASE_WAIT_S):
+    if query is None:
+        if INTERRUPTED and interrupted_work_runs():  # see free_when_safe
+            parked_frees.append((_release_now, (release_fn, handle, after)))
+            return
+    elif not wait_done(query, handle, RELEASE_WAIT_S):
         parked.append((release_fn, handle, backend, after, query))
         return
     release_fn(handle)
@@ -78,10 +119,19 @@ def release(release_fn, handle, backend, after=None, query=None):
         after()
 
 
+def _release_now(release_fn, handle, after):
+    release_fn(handle)
+    if after is not None:
+        after()
+
+
 def release_parked():
-    """Release the parked handles whose work has finished; the number still parked."""
+    """Release the parked handles whose work has finished, and make the put-off frees once no
+    interrupted work runs; the number of handles still parked."""
     if _releases_abandoned:
         return len(parked)
+    if parked_frees and not interrupted_work_runs():
+        _free_parked()
     for entry in list(parked):
         release_fn, handle, backend, after, query = entry
         if query_done(query, handle):

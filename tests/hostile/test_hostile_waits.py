@@ -183,3 +183,50 @@ def test_dropping_a_stream_whose_kernel_never_ends_does_not_hang_the_collector()
     assert res["dropped"] < 5.0, out.describe()
     assert res["y"] == [1.0] * 4, out.describe()
     assert "had not finished" in out.stderr, out.describe()
+
+
+FREES_SNIPPET = r'''
+import gc, os, signal, threading
+import numpy as np
+import eagle
+from eagle import _hotcall
+from eagle._inflight import releases
+
+b = eagle.backend("cpu")
+mod = eagle.compile("""
+#include <eagle/kernel.h>
+/* runs until the host writes a negative number into x */
+EAGLE_KERNEL(until_told, (double*, x)) { (void)n; volatile double* v = x; while (v[i] >= 0.0) {} }
+""", backend=b, name="until_told.c")
+x = eagle.zeros(4, backend=b)
+s = b.stream()
+s.run(mod.until_told, [x], 4)
+threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    s.synchronize()
+    raised = False
+except KeyboardInterrupt:
+    raised = True
+noted = len(_hotcall.INTERRUPTED)
+y = eagle.zeros(8, backend=b)
+del y
+gc.collect()
+put_off = len(releases.parked_frees)        # the free waits for the interrupted work
+np.from_dlpack(x)[:] = -1.0                   # the kernel ends
+s.synchronize()
+z = eagle.zeros(8, backend=b)
+del z                                         # this free makes the put-off one first
+gc.collect()
+result = {"raised": raised, "noted": noted, "put_off": put_off,
+          "left": len(releases.parked_frees), "still_noted": len(_hotcall.INTERRUPTED)}
+'''
+
+
+def test_frees_wait_for_the_work_an_interrupted_wait_left():
+    # on cuda a free synchronizes the device: after Ctrl-C of a kernel that never ends, freeing any
+    # array would hang its finalizer, so frees are put off until that work has finished
+    out = run_snippet(FREES_SNIPPET, timeout=60)
+    res = out.expect_ok()
+    assert res["raised"] and res["noted"] == 1, out.describe()
+    assert res["put_off"] == 1, out.describe()
+    assert res["left"] == 0 and res["still_noted"] == 0, out.describe()
