@@ -25,7 +25,9 @@ def test_bench_mc_smoke_on_cpu(cpu, tmp_path, capsys):
     assert "FAIL" not in text
 
 
-@pytest.mark.parametrize("mode", ["exact", "default"])
+# exact (no contraction, IEEE division): about 6 s of NVRTC, with -m slow; the default mode compiles the
+# same kernels in the default run
+@pytest.mark.parametrize("mode", [pytest.param("exact", marks=pytest.mark.slow), "default"])
 def test_bench_mc_kernels_compile_with_nvrtc_and_no_gpu(mode):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from _nvrtc import MODES, nvrtc_compile

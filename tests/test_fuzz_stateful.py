@@ -13,8 +13,8 @@ check interval.
 
 Runs ``max_examples=50`` by default; ``EAGLE_FUZZ_EXAMPLES=N`` raises it."""
 import os
+import signal
 import threading
-import time
 import weakref
 
 import numpy as np
@@ -95,6 +95,7 @@ class ApiMachine(RuleBasedStateMachine):
         self.intr = self.b.compile(INTR, kernels=["spin", "slow", "tick_drain"], name="fuzz_intr.c")
         self.interrupts = 0
         self.interrupt_budget = 0  # set by first_stream
+        self.handlers_at_start = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGALRM))
         self.spin_graph = None   # the spin graph and its planes (built on first use)
         self.count_graph = None  # the graph whose replays are counted, and its plane
         self.kept = []      # what blocked work of an interrupt rule uses: alive until the machine ends
@@ -672,6 +673,10 @@ class ApiMachine(RuleBasedStateMachine):
         assert self.b.event_pool_created >= 0
 
     def teardown(self):
+        # no interrupt rule leaves its handlers or a timer behind
+        assert signal.getsignal(signal.SIGINT) is self.handlers_at_start[0], signal.getsignal(signal.SIGINT)
+        assert signal.getsignal(signal.SIGALRM) is self.handlers_at_start[1], signal.getsignal(signal.SIGALRM)
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0), signal.getitimer(signal.ITIMER_REAL)
         for obj in reversed(self.objects + [o for o in self.kept if hasattr(o, "close")]):
             try:
                 obj.close()

@@ -153,8 +153,15 @@ KERNEL = ("mod = eagle.compile('#include <eagle/kernel.h>\\nEAGLE_KERNEL(bump, (
           "{ (void)n; x[i] += 1.0; }\\n', backend=cpu)\n")
 
 
-@pytest.mark.parametrize("entry", list(ENTRY_POINTS))
-@pytest.mark.parametrize("answer,expected,quoted", [pytest.param(*c[1:], id=c[0]) for c in JUNK_DEVICES])
+# In the default run: every junk answer through eagle.copy, and every other way in with these two
+# (a wrong type, no method at all); the rest of the grid with -m slow (each case is an interpreter).
+JUNK_EVERYWHERE_BY_DEFAULT = {"None", "a tuple, not a method"}
+
+
+@pytest.mark.parametrize("entry,answer,expected,quoted", [
+    pytest.param(entry, *c[1:], id=f"{c[0]}-{entry}",
+                 marks=[] if entry == "eagle.copy" or c[0] in JUNK_EVERYWHERE_BY_DEFAULT else [pytest.mark.slow])
+    for entry in ENTRY_POINTS for c in JUNK_DEVICES])
 def test_junk_from_dlpack_device_is_refused_naming_the_type_and_the_answer(entry, answer, expected, quoted):
     """The same array answering (np.int64(1), np.int32(0)) is taken; answering junk, it is refused
     with an EagleError quoting the answer, not a bare TypeError or ValueError, and not truncated."""

@@ -110,8 +110,15 @@ def _write(tmp_path, name, data):
     return str(path)
 
 
-@pytest.mark.parametrize("how", ["path", "env"])
-@pytest.mark.parametrize("case", sorted(CASES))
+# Every defect is loaded by path; by $EAGLE_BACKEND_CPU (the same check, then the variable named)
+# these few in the default run, the rest with -m slow (each case is an interpreter: ~0.4 s).
+BY_ENV_BY_DEFAULT = {"empty", "cut_one_byte_short", "wrong_machine"}
+
+
+@pytest.mark.parametrize("case,how", [
+    pytest.param(c, how, marks=[pytest.mark.slow] if how == "env" and c not in BY_ENV_BY_DEFAULT else [],
+                 id=f"{c}-{how}")
+    for how in ("path", "env") for c in sorted(CASES)])
 def test_a_broken_library_is_refused_naming_the_path_and_the_defect(tmp_path, library_bytes, case, how):
     make, words = CASES[case]
     path = _write(tmp_path, case, make(library_bytes))
