@@ -84,18 +84,6 @@ class Session:
             raise CheckFailure(f"{PREFIX}{short} failed with {status_name(st)}: {self.last_error()!r}")
         return st
 
-    def expect_any(self, short, wants, *args, why=""):
-        """Call and require one of the statuses ``wants`` (names), with a message; returns it."""
-        st = self.raw(short, *args)
-        if st not in [STATUS[w] for w in wants]:
-            raise CheckFailure(f"{PREFIX}{short} returned {status_name(st)}, expected "
-                               + " or ".join(wants) + (f" ({why})" if why else ""))
-        msg = self.last_error()
-        if not msg.strip():
-            raise CheckFailure(f"{PREFIX}{short} returned {status_name(st)} ({why}) but left "
-                               "last_error empty; a failed call leaves a message")
-        return msg
-
     def expect(self, short, want, *args, why=""):
         """Call and require status ``want`` (a name like 'INDEX', or a tuple of names: any of
         them); returns last_error's text."""
