@@ -221,6 +221,7 @@ def test_examples_compile_for_cuda_with_nvrtc_and_no_gpu(name):
     assert b"cudaGraphSetConditional" in cubin
 
 
+@pytest.mark.slow  # hipcc's first compile takes about 15 s; CI's slow step runs it
 @pytest.mark.parametrize("name", ["oscillator", "barrier"])
 def test_examples_compile_for_hip_with_hipcc_and_no_gpu(name, tmp_path):
     """kernel.h's hip branch (its drain entry claims positions lane by lane) for an AMD target,
