@@ -98,12 +98,6 @@ def _capsule(arr, versioned):
 # ------------------------------------------------------------------------------------ arrays
 
 def _free(free_fn, address, backend):
-    # not at exit with work that never ends still using memory, nor (on cuda: cudaFree waits for
-    # the device) while work an interrupted wait left still runs: eagle/_inflight/releases.py
-    _releases.free_when_safe(_free_now, free_fn, address, backend)
-
-
-def _free_now(free_fn, address, backend):
     _hostmem.disown(address)
     free_fn(address)  # `backend` is held so its library stays loaded until here
 
@@ -151,7 +145,10 @@ class DeviceArray:
         backend._check(_ALLOC, backend._f.mem_alloc(device, max(self._nbytes, 1), 0, out))
         self._address = int(out[0])
         self._device_type, self._device_id = backend.device_types[0], device
-        self._finalizer = weakref.finalize(self, _free, backend._f.mem_free, self._address, backend)
+        # freed when safe: not at exit with work that never ends still using memory, nor (on cuda,
+        # where cudaFree waits for the device) while work an interrupted wait left still runs
+        self._finalizer = weakref.finalize(self, _releases.free_when_safe, _free, backend._f.mem_free,
+                                           self._address, backend)
         if self._device_type in HOST_DEVICE_TYPES:
             _hostmem.own(self._address, self._nbytes)
 

@@ -229,17 +229,23 @@ const ModuleDriver& module_driver() {
 }
 }  // namespace
 
+// Every kernel of `mod` (none where the driver cannot enumerate them: before CUDA 12.4).
+static std::vector<CUfunction> functions_of(const ModuleDriver& m, CUmodule mod) {
+    unsigned n = 0;
+    if (!m.count || !m.enumerate || m.count(&n, mod) != CUDA_SUCCESS || n == 0) return {};
+    std::vector<CUfunction> fs(n);
+    if (m.enumerate(fs.data(), n, mod) != CUDA_SUCCESS) return {};
+    return fs;
+}
+
 // Loads every kernel of `mod` onto the device now. Under lazy loading (CUDA_MODULE_LOADING=LAZY,
 // the driver's default since 12.2) a kernel is loaded at its first launch, and that load waits
 // behind work already running on the device: after Ctrl-C of a kernel that never ends, the first
 // launch of another kernel of an earlier module never ran (H200, benchmarks/diag/cuda_interrupt.py).
 // Loaded here, a launch needs nothing but its stream. Drivers before 12.4 load as they do.
 static void load_every_function(const ModuleDriver& m, CUmodule mod) {
-    unsigned n = 0;
-    if (!m.count || !m.enumerate || !m.func_load || m.count(&n, mod) != CUDA_SUCCESS || n == 0) return;
-    std::vector<CUfunction> fs(n);
-    if (m.enumerate(fs.data(), n, mod) != CUDA_SUCCESS) return;
-    for (CUfunction f : fs) (void)m.func_load(f);  // a failed load shows again at the launch, with its error
+    if (!m.func_load) return;
+    for (CUfunction f : functions_of(m, mod)) (void)m.func_load(f);  // a failed load shows at the launch
 }
 
 void* module_load(const void* image, size_t, std::string& log) {
@@ -273,12 +279,8 @@ uint64_t module_function(void* module, const char* name) {
 std::vector<std::pair<std::string, uint64_t>> module_functions(void* module) {
     std::vector<std::pair<std::string, uint64_t>> out;
     const ModuleDriver& m = module_driver();
-    unsigned n = 0;
-    if (!m.count || !m.enumerate || !m.name || m.count(&n, static_cast<CUmodule>(module)) != CUDA_SUCCESS || n == 0)
-        return out;
-    std::vector<CUfunction> fs(n);
-    if (m.enumerate(fs.data(), n, static_cast<CUmodule>(module)) != CUDA_SUCCESS) return out;
-    for (CUfunction f : fs) {
+    if (!m.name) return out;
+    for (CUfunction f : functions_of(m, static_cast<CUmodule>(module))) {
         const char* name = nullptr;
         if (m.name(&name, f) == CUDA_SUCCESS && name)
             out.emplace_back(name, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(f)));
