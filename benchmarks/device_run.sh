@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-#   bash benchmarks/device_run.sh STAGE...     stages: setup tests gputests kernels fpmodes sanitize waits check bench seam card cardblocks openclnv mc multigpu distributed distbench odetests odebench
+#   bash benchmarks/device_run.sh STAGE...     stages: setup prebuilt tests gputests kernels fpmodes sanitize waits check bench seam card cardblocks openclnv mc multigpu distributed distbench odetests odebench
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
-# installed beside the generated modules there.
+# installed beside the generated modules there. `prebuilt` instead takes the backends and generated
+# modules that the same CMake build installed on the development machine into .site (carried:
+# `cmake -S backends -B build -G Ninja -DEAGLE_BACKENDS="cpu;cuda" -DEAGLE_PYTHON_ARTEFACTS=ON
+# -DEAGLE_INSTALL_DIR=eagle -DEAGLE_HOTCALL=ON && cmake --build build && cmake --install build
+# --prefix .site`), which saves the device the build's minutes.
 set -uo pipefail
 OUT=${OUT:-/tmp/eagle-out}
 mkdir -p "$OUT"
@@ -45,6 +49,12 @@ for stage in "$@"; do
                   mkdir -p /tmp/site/eagle/_hotcall && cp .whl/_compiled.abi3.so /tmp/site/eagle/_hotcall/; }; } \
         && python3 -c "import eagle, eagle._hotcall as h; print(eagle.backends()); b = eagle.backend('cuda'); b.probe(); print(b, b.build_info); print('eagle._hotcall:', h.CompiledBoundCall)"
       } 2>&1 | tee "$OUT/setup.log" || { echo "setup failed"; exit 1; } ;;
+    prebuilt)
+      { [ -e .site/eagle/libeagle_cuda.so ] || { echo "no .site/eagle/libeagle_cuda.so: build it here (see the top)"; exit 1; }
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        && mkdir -p /tmp/site/eagle && cp -r .site/eagle/. /tmp/site/eagle/ \
+        && python3 -c "import eagle, eagle._hotcall as h; print(eagle.backends()); b = eagle.backend('cuda'); b.probe(); print(b, b.build_info); print('eagle._hotcall:', h.CompiledBoundCall)"
+      } 2>&1 | tee "$OUT/setup.log" || { echo "prebuilt setup failed"; exit 1; } ;;
     tests)
       python3 -m pytest -q -p no:cacheprovider -rs tests -k "not multigpu" 2>&1 | tee "$OUT/pytest_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;

@@ -144,6 +144,16 @@ void exec_set_enabled(gpuGraphExec_t exec, gpuGraphNode_t node, bool enabled) {
     check(cudaGraphNodeSetEnabled(exec, node, enabled ? 1u : 0u), "graphNodeSetEnabled");
 }
 
+bool keep_context(int device) noexcept {
+    using PFN_device_get = CUresult (*)(CUdevice*, int);
+    using PFN_retain = CUresult (*)(CUcontext*, CUdevice);
+    const auto device_get = entry<PFN_device_get>("cuDeviceGet", 2000);
+    const auto retain = entry<PFN_retain>("cuDevicePrimaryCtxRetain", 7000);
+    CUdevice dev = 0;
+    CUcontext ctx = nullptr;
+    return device_get && retain && device_get(&dev, device) == CUDA_SUCCESS && retain(&ctx, dev) == CUDA_SUCCESS;
+}
+
 uint64_t capabilities() {
     uint64_t bits = EAGLE_BACKEND_CAP_STREAM | EAGLE_BACKEND_CAP_CAPTURER | EAGLE_BACKEND_CAP_CAPTURED |
                     EAGLE_BACKEND_CAP_FORK | EAGLE_BACKEND_CAP_CONDITIONAL | EAGLE_BACKEND_CAP_ATTRIBUTION |

@@ -283,6 +283,10 @@ int graph_set_kernel(gpuGraphNode_t node, uint64_t function, uint32_t grid, uint
 #endif
 // Enables/disables a node of an exec graph; throws UNSUPPORTED where the runtime cannot.
 void exec_set_enabled(gpuGraphExec_t exec, gpuGraphNode_t node, bool enabled);
+// Takes one more reference to `device`'s primary context, never given back, so that the runtime's
+// teardown at process exit does not destroy the context (destroying it waits for work still
+// running on it). Returns false where the kind cannot (then nothing changes). See launcher.cpp.
+bool keep_context(int device) noexcept;
 // Capability bits the installed driver can serve (every bit the kind implements when it cannot tell).
 uint64_t capabilities();
 // One `name: reason` line per group or per-symbol entry this build or driver leaves out ("" if none).

@@ -1,6 +1,8 @@
 // launcher.cpp -- an instantiated graph (bit 7): replay, stream, node enabling, logical size.
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "graph.h"
@@ -22,11 +24,56 @@ gpuStream_t live_stream(Launcher* l) {
 }
 }  // namespace
 
+// Exit with a replay still running: a graph whose kernel never ends, left behind by an interrupted
+// wait (eagle's exit drain then gives up on it and releases nothing). The runtime's own teardown
+// (the static runtime's destructor releases the primary context) destroys the context's exec
+// graphs, and destroying one that runs waits for it: exit() would hang there (H200, session 12,
+// native stack: exit -> the runtime's destructor -> cuDevicePrimaryCtxRelease). So the first
+// launch registers an exit handler, which runs before the libraries' destructors, and which keeps
+// the primary context of every device where a launched, unreleased launcher's stream still runs
+// (native::keep_context): the teardown then destroys nothing, and the driver reclaims the device
+// when the process has ended, as for any process that ends.
+namespace {
+std::mutex g_launched_mu;
+std::unordered_set<const Launcher*>& launched() {
+    static auto* s = new std::unordered_set<const Launcher*>();  // leaked: valid during exit
+    return *s;
+}
+
+void keep_contexts_of_running_replays() noexcept {
+    std::lock_guard<std::mutex> lock(g_launched_mu);
+    std::unordered_set<int> kept;
+    for (const Launcher* l : launched()) {
+        if (kept.count(l->device) || stream_released(l->stream, l->stream_serial)) continue;
+        int current = 0;
+        if (gpuGetDevice(&current) != gpuSuccess) current = -1;
+        if (gpuSetDevice(l->device) != gpuSuccess) continue;
+        const gpuError_t e = gpuStreamQuery(l->stream);
+        (void)gpuGetLastError();
+        if (e == gpuErrorNotReady && native::keep_context(l->device)) kept.insert(l->device);
+        if (current >= 0) (void)gpuSetDevice(current);
+    }
+}
+
+void note_launched(const Launcher* l) {
+    static std::once_flag once;
+    std::call_once(once, [] { std::atexit(keep_contexts_of_running_replays); });
+    std::lock_guard<std::mutex> lock(g_launched_mu);
+    launched().insert(l);
+}
+
+void forget_launched(const Launcher* l) noexcept {
+    std::lock_guard<std::mutex> lock(g_launched_mu);
+    launched().erase(l);
+}
+}  // namespace
+
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_launch(eagle_backend_launcher launcher) {
     return guarded("eagle_backend_launcher_launch", [&] {
         auto* l = from_handle<Launcher>(launcher, "launcher");
         gpuStream_t s = live_stream(l);
         DeviceGuard guard(l->device);
+        note_launched(l);
         check(gpuGraphLaunch(l->exec, s), "graphLaunch");
     });
 }
@@ -113,6 +160,7 @@ namespace {
 // released, so there is nothing left to wait for (synchronizing the destroyed stream is what
 // crashed). Any other stream is waited for.
 void finish_launcher(std::unique_ptr<Launcher> l) noexcept {
+    forget_launched(l.get());
     DeviceGuard guard(l->device);
     if (!stream_released(l->stream, l->stream_serial)) {
         if (gpuStreamSynchronize(l->stream) != gpuSuccess) (void)gpuGetLastError();

@@ -33,6 +33,11 @@ void exec_set_enabled(gpuGraphExec_t, gpuGraphNode_t, bool) {
          "graph node enabling arrived in ROCm 5.5; this hip backend is built against HIP 5.2, which cannot toggle nodes");
 }
 
+// Not done on hip: HIP's teardown with a replay still running has never been observed (no AMD GPU
+// here), and hipDevicePrimaryCtxRetain is deprecated. The process may then wait at exit for work
+// that never ends.
+bool keep_context(int) noexcept { return false; }
+
 uint64_t capabilities() {
     return EAGLE_BACKEND_CAP_STREAM | EAGLE_BACKEND_CAP_CAPTURER | EAGLE_BACKEND_CAP_CAPTURED | EAGLE_BACKEND_CAP_FORK |
            EAGLE_BACKEND_CAP_ATTRIBUTION | EAGLE_BACKEND_CAP_GRAPH | EAGLE_BACKEND_CAP_LAUNCHER |

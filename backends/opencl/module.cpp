@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -169,8 +170,35 @@ std::string named_log(const std::string& text, const std::string& name, int prel
     return out;
 }
 
+// $EAGLE_OPENCL_DUMP_DIR (a directory that exists): each program built from source or image leaves
+// <dir>/<n>.cl (the text handed to the compiler: the mode's pragma, the address-space lines, the
+// source), <n>.options and <n>.bin (CL_PROGRAM_BINARIES: PTX on NVIDIA's OpenCL), n counting the
+// process's builds, so that a backend author can read what the platform's compiler made of a
+// kernel. A dump that cannot be written is skipped; it never fails the build.
+void dump_program(cl_program prog, const std::string& name, const std::string& options, const std::string& text) {
+    const char* dir = std::getenv("EAGLE_OPENCL_DUMP_DIR");
+    if (!dir || !*dir) return;
+    static std::atomic<int> builds{0};
+    const std::string stem = std::string(dir) + "/" + std::to_string(builds++);
+    auto write = [](const std::string& path, const void* data, size_t bytes) {
+        if (FILE* f = std::fopen(path.c_str(), "wb")) {
+            std::fwrite(data, 1, bytes, f);
+            std::fclose(f);
+        }
+    };
+    const std::string opts = name + "\n" + options + "\n";
+    write(stem + ".options", opts.data(), opts.size());
+    write(stem + ".cl", text.data(), text.size());
+    size_t bytes = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bytes, &bytes, nullptr) != CL_SUCCESS || !bytes) return;
+    std::vector<unsigned char> bin(bytes);
+    unsigned char* ptr = bin.data();
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) == CL_SUCCESS)
+        write(stem + ".bin", bin.data(), bytes);
+}
+
 eagle_backend_module finish_module(cl_program prog, const std::string& name, const std::string& options,
-                                   char** log, int prelude = 0) {
+                                   char** log, int prelude = 0, const std::string& source = std::string()) {
     Runtime& rt = runtime();
     const cl_int err = clBuildProgram(prog, 1, &rt.device, options.c_str(), nullptr, nullptr);
     const std::string text = named_log(build_log(prog, rt.device), name, prelude);
@@ -182,6 +210,7 @@ eagle_backend_module finish_module(cl_program prog, const std::string& name, con
                         name + ": " + (text.empty() ? cl_error(err, "clBuildProgram") : first_error_line(text)));
         cl_check(err, "clBuildProgram");
     }
+    dump_program(prog, name, options, source);
     auto m = std::make_unique<Module>();
     m->program = prog;
     m->name = name;
@@ -277,7 +306,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         cl_int err = CL_SUCCESS;
         cl_program prog = clCreateProgramWithSource(rt.context, 1, &src, &len, &err);
         cl_check(err, "clCreateProgramWithSource");
-        *out = finish_module(prog, name, options, log, prelude);
+        *out = finish_module(prog, name, options, log, prelude, text);
     });
 }
 
