@@ -1,7 +1,13 @@
-// host_func of the opencl backend: fn runs in stream order on the stream's host thread. A marker
-// event's completion callback hands fn to that thread, which runs it and then completes a user
-// event; a barrier that waits for the user event holds back the work enqueued after it (and
-// clFinish) until fn has returned.
+// host_func of the opencl backend: fn runs in stream order on the stream's host thread. The host
+// call is handed to that thread at once; it waits for a marker event enqueued before it
+// (clWaitForEvents), runs fn, and then completes a user event; a barrier that waits for the user
+// event holds back the work enqueued after it (and clFinish) until fn has returned. The stream's
+// host calls run one after another in the order they were enqueued, as their markers complete.
+//
+// An earlier form handed fn over from the marker's completion callback (clSetEventCallback). On
+// NVIDIA's OpenCL (H200, session 12) the callback came intermittently ~18 ms after the marker
+// completed, and the barrier behind it stalled the stream that long: the oscillator card took
+// 2.8 ms or 20 ms a launch. A blocking wait on the marker wakes as clFinish does.
 #include <memory>
 
 #include "common.h"
@@ -9,26 +15,25 @@
 namespace {
 struct HostCall {
     std::function<void()> fn;
-    cl_event gate;  // the user event the barrier waits for
-    eagle_opencl::Stream* stream;
+    cl_event marker;  // completes when the work enqueued before the host call has
+    cl_event gate;    // the user event the barrier waits for
 };
 
-void CL_CALLBACK run_host_call(cl_event marker, cl_int status, void* data) {
-    std::shared_ptr<HostCall> call(static_cast<HostCall*>(data));
-    clReleaseEvent(marker);
-    if (status != CL_COMPLETE) {  // an earlier command failed: fn is not run, the work after it fails too
-        clSetUserEventStatus(call->gate, -1);
-        clReleaseEvent(call->gate);
-        return;
-    }
-    call->stream->post_host([call] {
+void run_host_call(const std::shared_ptr<HostCall>& call) {
+    cl_int status = clWaitForEvents(1, &call->marker);
+    if (status == CL_SUCCESS)
+        clGetEventInfo(call->marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+    else
+        status = -1;
+    clReleaseEvent(call->marker);
+    if (status == CL_COMPLETE) {  // else an earlier command failed: fn is not run, the work after it fails too
         try {
             call->fn();
         } catch (...) {
         }
-        clSetUserEventStatus(call->gate, CL_COMPLETE);
-        clReleaseEvent(call->gate);
-    });
+    }
+    clSetUserEventStatus(call->gate, status == CL_COMPLETE ? CL_COMPLETE : -1);
+    clReleaseEvent(call->gate);
 }
 }  // namespace
 
@@ -78,15 +83,15 @@ void enqueue_host_call(Stream& s, std::function<void()> fn) {
         cl_check(err, "clEnqueueMarkerWithWaitList");
     }
     err = clEnqueueBarrierWithWaitList(s.queue, 1, &gate, nullptr);
-    auto call = std::make_unique<HostCall>(HostCall{std::move(fn), gate, &s});
-    if (err == CL_SUCCESS) err = clSetEventCallback(marker, CL_COMPLETE, run_host_call, call.get());
+    if (err == CL_SUCCESS) err = clFlush(s.queue);  // the marker must reach the device for the wait to end
     if (err != CL_SUCCESS) {
         clSetUserEventStatus(gate, -1);  // the barrier, if enqueued, fails rather than waiting forever
         clReleaseEvent(gate);
         clReleaseEvent(marker);
         cl_check(err, "host_func");
     }
-    call.release();  // run_host_call owns it now
+    auto call = std::make_shared<HostCall>(HostCall{std::move(fn), marker, gate});
+    s.post_host([call] { run_host_call(call); });
 }
 }  // namespace eagle_opencl
 
