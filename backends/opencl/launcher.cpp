@@ -25,6 +25,7 @@ struct Segment {
 struct Build {
     cl_command_queue queue = nullptr;
     uint64_t generation = 0;
+    bool simultaneous = false;  // its command buffers may be enqueued while pending
     std::vector<Segment> segments;
     cl_event tail = nullptr;  // the last command of the latest replay of this build
 
@@ -103,6 +104,7 @@ std::unique_ptr<Build> make_build(const Nodes& nodes, const Settings& st, cl_com
     auto b = std::make_unique<Build>();
     b->queue = queue;
     b->generation = allocation_generation();
+    b->simultaneous = api.simultaneous;
     std::vector<Step> steps;
     flatten(nodes, st, steps);
     const std::vector<void*> svm = live_allocations();
@@ -123,7 +125,11 @@ std::unique_ptr<Build> make_build(const Nodes& nodes, const Settings& st, cl_com
             b->segments.emplace_back();
             open = b->segments.size() - 1;
             cl_int err = CL_SUCCESS;
-            b->segments[open].cb = api.create(1, &queue, api.simultaneous ? simultaneous : nullptr, &err);
+            b->segments[open].cb = api.create(1, &queue, b->simultaneous ? simultaneous : nullptr, &err);
+            if (err != CL_SUCCESS && b->simultaneous) {  // a version without the flag: pending ones are rebuilt
+                b->simultaneous = false;
+                b->segments[open].cb = api.create(1, &queue, nullptr, &err);
+            }
             cl_check(err, "clCreateCommandBufferKHR");
         }
         Segment& seg = b->segments[open];
@@ -163,7 +169,7 @@ void replay(Launcher& l, Stream& s) {
     const auto& api = runtime().command_buffer;
     reap(l);
     bool stale = !l.current || l.dirty || l.current->queue != s.queue || l.current->generation != allocation_generation();
-    if (!stale && !api.simultaneous && l.current->pending()) stale = true;
+    if (!stale && !l.current->simultaneous && l.current->pending()) stale = true;
     if (stale) {
         auto next = make_build(l.nodes, *l.settings, s.queue);
         if (l.current) l.retired.push_back(std::move(l.current));
@@ -176,7 +182,8 @@ void replay(Launcher& l, Stream& s) {
         const Segment& seg = b.segments[i];
         cl_event* out = i + 1 == b.segments.size() ? &tail : nullptr;
         if (seg.cb) {
-            cl_check(api.enqueue(1, &s.queue, seg.cb, 0, nullptr, out), "clEnqueueCommandBufferKHR");
+            // on the queue it was made for (b.queue == s.queue), so no queue is passed
+            cl_check(api.enqueue(0, nullptr, seg.cb, 0, nullptr, out), "clEnqueueCommandBufferKHR");
         } else if (seg.eager->kind == Command::Kind::Copy) {
             cl_check(clEnqueueSVMMemcpy(s.queue, CL_FALSE, seg.eager->dst, seg.eager->src, seg.eager->bytes, 0, nullptr,
                                         out),
