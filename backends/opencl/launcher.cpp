@@ -220,8 +220,7 @@ eagle_backend_launcher make_launcher(const Nodes& nodes, uint64_t stream) {
         n->collect(l->members);
         l->kernels += n->kernel_count();
     }
-    l->stream = stream;
-    l->current = make_build(l->nodes, *l->settings, stream_of_raw(stream, "the graph's stream").queue);
+    l->stream = stream;  // the first launch makes the build, for the queue it launches on
     std::lock_guard<std::mutex> lock(g_mu);
     g_launchers.insert(l.get());
     return reinterpret_cast<eagle_backend_launcher>(l.release());
