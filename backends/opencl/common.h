@@ -16,6 +16,14 @@
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
+// cl_khr_command_buffer's 0.9.0 values, for headers of later revisions that dropped them (the
+// simultaneous-use flag; launcher.cpp retries without it where a platform refuses it).
+#ifndef CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR
+#define CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR (1 << 0)
+#endif
+#ifndef CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR
+#define CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR (1 << 2)
+#endif
 
 #include <cstring>
 #include <atomic>
