@@ -2,9 +2,9 @@
 are recorded as *pieces* (one launcher each) and the host takes every decision, reading the guard
 words after synchronizing. Used by :meth:`eagle.Graph.build` and :meth:`eagle.Graph.launch`.
 
-A backend that cannot record (no capture groups: the opencl kind) gets *eager* pieces: their steps
-are enqueued on the graph's stream again at every replay, in the same order, instead of replaying a
-launcher."""
+A backend that cannot record (no capture groups: the opencl kind without cl_khr_command_buffer)
+gets *eager* pieces: their steps are enqueued on the graph's stream again at every replay, in the
+same order, instead of replaying a launcher."""
 import ctypes
 
 from .constructs import Concurrent, is_plain

@@ -1,5 +1,5 @@
 """eagle.Graph.build on a backend that cannot record (no capturer/captured/graph/launcher, as the
-opencl kind): the host-decided path enqueues each piece's steps again at every launch instead of
+opencl kind without cl_khr_command_buffer): the host-decided path enqueues each piece's steps again at every launch instead of
 replaying a launcher. Here the cpu backend is made to look so (its capture groups reported
 missing), and the oscillator card, both loops, must give the bits of the normal recorded run."""
 import os

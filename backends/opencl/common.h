@@ -2,7 +2,9 @@
 // required symbols, runtime.cpp the platform, device and context, stream.cpp the stream group,
 // memory.cpp device and host memory and copies, host_func.cpp host functions, module.cpp
 // kernels from source, exec.cpp run_device, device.cpp device_props, interop.cpp fences,
-// filtering.cpp compaction, fork.cpp branch streams).
+// filtering.cpp compaction, fork.cpp branch streams; recording.h what a capture records,
+// capture.cpp the capturer and captured groups, graph.cpp graphs, launcher.cpp their replays on
+// cl_khr_command_buffer, attribution.cpp node snapshots).
 //
 // Device memory is coarse-grained SVM (clSVMAlloc): eagle hands device addresses to kernels as
 // uint64 values and does arithmetic on them (plane offsets, eagle.copy with int addresses), and an
@@ -13,12 +15,22 @@
 
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
+#include <CL/cl_ext.h>
+// cl_khr_command_buffer's 0.9.0 values, for headers of later revisions that dropped them (the
+// simultaneous-use flag; launcher.cpp retries without it where a platform refuses it).
+#ifndef CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR
+#define CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR (1 << 0)
+#endif
+#ifndef CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR
+#define CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR (1 << 2)
+#endif
 
 #include <cstring>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -51,6 +63,21 @@ struct Runtime {
     // unqualified pointer is private: no generic address space).
     std::string cl_std = "-cl-std=CL2.0";
     bool qualify = false;
+    // cl_khr_command_buffer (provisional; 0.9.x), what the capture groups replay on. `used` where
+    // the device offers a 0.9 version, its entry points resolve, it needs no queue properties
+    // and $EAGLE_OPENCL_COMMAND_BUFFER is not 0; else `why_not` says which failed.
+    struct CommandBuffers {
+        bool used = false;
+        std::string why_not;
+        std::string version;        // e.g. "0.9.0"
+        bool simultaneous = false;  // CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR
+        clCreateCommandBufferKHR_fn create = nullptr;
+        clFinalizeCommandBufferKHR_fn finalize = nullptr;
+        clReleaseCommandBufferKHR_fn release = nullptr;
+        clEnqueueCommandBufferKHR_fn enqueue = nullptr;
+        clCommandNDRangeKernelKHR_fn ndrange = nullptr;
+        clGetCommandBufferInfoKHR_fn info = nullptr;
+    } command_buffer;
 };
 // The runtime, or UNAVAILABLE with the reason (no ICD, no platform, no device, no SVM).
 Runtime& runtime();
@@ -58,6 +85,8 @@ Runtime& runtime();
 bool runtime_usable(std::string* why) noexcept;
 // Device 0 or -1, else INDEX naming `name`.
 void check_device(int32_t device, const char* name);
+
+struct CaptureState;
 
 // A stream: one in-order command queue. `failure` is set by work that failed after it was
 // enqueued (an event that completed with an error) and reported by the next synchronize.
@@ -85,6 +114,9 @@ struct Stream {
     std::condition_variable host_cv;
     std::deque<std::function<void()>> host_calls;
     bool host_stop = false;
+    // The capture its work is recorded into, while one is (capture_mutex guards it): its own,
+    // or, for a fork branch forked under capture, its origin's.
+    std::shared_ptr<CaptureState> capture;
     void post_host(std::function<void()> call);
     void stop_host() noexcept;
 };
@@ -97,9 +129,14 @@ Stream& enqueue_stream(uint64_t raw, const char* name);
 bool unregister_stream(eagle_backend_stream handle) noexcept;
 // Blocks until the stream's work is done; ERROR with the failure of its work.
 void finish(Stream& s, const char* what);
+// stream_query's answer for s: true (and finish's status) when its work so far is done; never waits.
+bool query(Stream& s);
 
 // Live SVM allocations: the base address eagle got and the pointer clSVMAlloc gave.
 std::vector<void*> live_allocations();
+// Counts mem_alloc and mem_free calls: a recorded kernel's list of live allocations is current
+// while this is unchanged.
+uint64_t allocation_generation();
 }  // namespace eagle_opencl
 
 namespace eagle_opencl {
@@ -126,12 +163,16 @@ void order_after(Stream& waiter, Stream& producer);
 #include <functional>
 namespace eagle_opencl {
 // Enqueues fn on s in stream order (see host_func.cpp): work after it, and clFinish, wait for it.
-void enqueue_host_call(Stream& s, std::function<void()> fn);
+// *done (when given) receives an event that completes once fn has returned.
+void enqueue_host_call(Stream& s, std::function<void()> fn, cl_event* done = nullptr);
 // Builds an OpenCL C source of the backend's own (compaction, reorder) once; its kernel `name`.
 cl_kernel own_kernel(const char* source, const char* name);
-// Sets 8-byte arguments (and 4-byte ones where sizes[i] is 4), the live SVM allocations, and
-// enqueues `global` work-items of k on s in work-groups of `local` (0: the platform's choice);
-// the caller holds the lock that serialises k.
-void launch_own(Stream& s, cl_kernel k, const std::vector<std::pair<const void*, size_t>>& args, size_t global,
+class Target;
+// Sets 8-byte arguments (and 4-byte ones where sizes[i] is 4) and hands k to t (Target::kernel):
+// `global` work-items in work-groups of `local` (0: the platform's choice); the caller holds the
+// lock that serialises k.
+void launch_own(Target& t, cl_kernel k, const std::vector<std::pair<const void*, size_t>>& args, size_t global,
                 size_t local = 0);
 }  // namespace eagle_opencl
+
+#include "recording.h"

@@ -4,7 +4,8 @@
 // (long base, long count, long n_samples). An argument is set as its bytes (param_sizes, 8 when
 // NULL; a narrower value for an 8-byte argument is zero-extended), or with clSetKernelArgSVMPointer where the kernel declares it a __global or __constant
 // pointer. Device addresses that arrive as integers are made known to the kernel through
-// CL_KERNEL_EXEC_INFO_SVM_PTRS (every live allocation).
+// CL_KERNEL_EXEC_INFO_SVM_PTRS (every live allocation). Under capture the launch is recorded, its
+// arguments as they are now (Target, recording.h), and runs at every replay.
 #include "common.h"
 
 using namespace eagle_opencl;
@@ -34,10 +35,9 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_run_device(const struct eagle_ba
         }
         *launched = 0;
         if (d.count == 0) return;
-        Stream& s = enqueue_stream(d.stream, "desc->stream");
+        Target t(d.stream, "desc->stream", Node::Kind::Kernel);  // enqueued, or recorded under capture
         size_t global = static_cast<size_t>(d.count), local = d.block;
         if (local) global = (global + local - 1) / local * local;
-        const std::vector<void*> svm = live_allocations();
         std::lock_guard<std::mutex> lock(k.mu);
         for (int64_t a = 0; a < d.nparams; ++a) {
             const void* storage = reinterpret_cast<const void*>(d.params[a]);
@@ -66,12 +66,8 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_run_device(const struct eagle_ba
         for (int t = 0; t < 3; ++t)
             cl_check(clSetKernelArg(k.kernel, static_cast<cl_uint>(d.nparams + t), 8, &triple[t]), "clSetKernelArg",
                      EAGLE_BACKEND_INVALID_ARGUMENT);
-        cl_check(clSetKernelExecInfo(k.kernel, CL_KERNEL_EXEC_INFO_SVM_PTRS, svm.size() * sizeof(void*),
-                                     svm.empty() ? nullptr : svm.data()),
-                 "clSetKernelExecInfo(SVM_PTRS)");
-        cl_check(clEnqueueNDRangeKernel(s.queue, k.kernel, 1, nullptr, &global, local ? &local : nullptr, 0, nullptr,
-                                        nullptr),
-                 "clEnqueueNDRangeKernel");
+        t.kernel(k.kernel, global, local, d.base == 0 && d.count == d.n_samples, static_cast<cl_uint>(d.nparams));
+        t.commit();
         *launched = 1;
     });
 }

@@ -9,7 +9,8 @@
 // the scratch and a copy back (one work-item per position below *span); then inv (a work-item per position) and *span. Bad input
 // found on the device (a span past n, a perm entry outside [0, n)) moves nothing and is reported
 // by the stream's next synchronize: the plan's verdict is copied to the host and read by a host
-// call in stream order.
+// call in stream order. Under capture each call is recorded as one node (recording.h): its kernels,
+// the verdict's copy and its host call run at every replay.
 #include <algorithm>
 #include <array>
 #include <map>
@@ -284,16 +285,11 @@ cl_kernel own_kernel(const char* source, const char* name) {
     return k;
 }
 
-void launch_own(Stream& s, cl_kernel k, const std::vector<std::pair<const void*, size_t>>& args, size_t global,
+void launch_own(Target& t, cl_kernel k, const std::vector<std::pair<const void*, size_t>>& args, size_t global,
                 size_t local) {
     for (size_t a = 0; a < args.size(); ++a)
         cl_check(clSetKernelArg(k, static_cast<cl_uint>(a), args[a].second, args[a].first), "clSetKernelArg");
-    const std::vector<void*> svm = live_allocations();
-    cl_check(clSetKernelExecInfo(k, CL_KERNEL_EXEC_INFO_SVM_PTRS, svm.size() * sizeof(void*),
-                                 svm.empty() ? nullptr : svm.data()),
-             "clSetKernelExecInfo(SVM_PTRS)");
-    cl_check(clEnqueueNDRangeKernel(s.queue, k, 1, nullptr, &global, local ? &local : nullptr, 0, nullptr, nullptr),
-             "clEnqueueNDRangeKernel");
+    t.kernel(k, global, local);
 }
 }  // namespace eagle_opencl
 
@@ -318,7 +314,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
         const cl_long n = d.n, t = tiles;
         const cl_uint drop = (d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP) ? 1u : 0u;
         const cl_float theta = d.theta;
-        Stream& s = enqueue_stream(d.stream, "desc->stream");
+        Target s(d.stream, "desc->stream", Node::Kind::Compact);  // enqueued, or recorded under capture
         const Runtime& rt = runtime();
         std::lock_guard<std::mutex> lock(g_mu);
         if (rt.compact_chunks) {  // a few chunks per compute unit, each at least a tile
@@ -337,6 +333,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
                            {{&d.mask, 8}, {&d.index_map, 8}, {&d.scratch, 8}, {&chunks, 8}, {&n, 8}, {&drop, 4},
                             {&chunk, 8}},
                            static_cast<size_t>(chunks));
+            s.commit();
             return;
         }
         const size_t groups = static_cast<size_t>(tiles) * kWorkGroup;
@@ -350,6 +347,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_compact_device(struct eagle_back
             launch_own(s, own_kernel(kSource, "eagle_opencl_compact_scatter"),
                        {{&d.mask, 8}, {&d.index_map, 8}, {&d.scratch, 8}, {&t, 8}, {&n, 8}, {&drop, 4}}, groups,
                        kWorkGroup);
+        s.commit();
     });
 }
 
@@ -385,7 +383,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_back
         const cl_long n = d.n;
         const cl_uint drop = (d.flags & EAGLE_BACKEND_COMPACT_MASK_IS_DROP) ? 1u : 0u;
         const size_t global = d.n > 0 ? static_cast<size_t>(d.n) : 1;
-        Stream& s = enqueue_stream(d.stream, "desc->stream");
+        Target s(d.stream, "desc->stream", Node::Kind::Reorder);  // enqueued, or recorded under capture
         std::lock_guard<std::mutex> lock(g_mu);
         // the plan (see the kernels): check, the perm's range, the verdict, count, scan, destinations
         const int64_t tiles = (d.n + kTile - 1) / kTile;
@@ -441,13 +439,12 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_back
                        {{&d.perm, 8}, {&d.inv, 8}, {&d.scratch, 8}, {&n, 8}}, global);
         launch_own(s, own_kernel(kSource, "eagle_opencl_reorder_finish"), {{&d.span, 8}, {&d.scratch, 8}}, 1);
         // The verdict to the host, then read in stream order: bad input surfaces at synchronize.
+        // (Recorded, the verdict's host copy is the node's own, kept alive by the host call.)
         auto verdict = std::make_shared<std::array<uint32_t, 4>>();
-        cl_check(clEnqueueSVMMemcpy(s.queue, CL_FALSE, verdict->data(), reinterpret_cast<const void*>(d.scratch), 16, 0,
-                                    nullptr, nullptr),
-                 "clEnqueueSVMMemcpy (reorder verdict)");
-        Stream* sp = &s;
+        s.copy(verdict->data(), reinterpret_cast<const void*>(d.scratch), 16);
         const int64_t nn = d.n;
-        enqueue_host_call(s, [verdict, sp, nn] {
+        s.host([verdict, nn](Stream& on) {
+            Stream* sp = &on;
             const auto& v = *verdict;
             std::string why;
             if (v[0] == 2)
@@ -459,5 +456,6 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_reorder_device(struct eagle_back
             std::lock_guard<std::mutex> lock(sp->mu);
             if (sp->failure.empty()) sp->failure = why;
         });
+        s.commit();
     });
 }

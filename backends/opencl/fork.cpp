@@ -1,6 +1,7 @@
 // Group fork (bit 3) of the opencl backend: branch streams are queues of their own, ordered by
 // events (order_after): fork puts a barrier on each branch that waits for the origin's work so far,
-// join one on the origin that waits for every branch's. Eager only: there is no capture.
+// join one on the origin that waits for every branch's. Forked under capture, the branches record
+// into the origin's capture in call order (recording.h) until the join detaches them.
 #include <memory>
 #include <set>
 
@@ -12,6 +13,7 @@ struct Fork {
     uint64_t origin = 0;                       // raw origin stream
     std::vector<eagle_backend_stream> branches;  // registered streams owned by the fork
     bool forked = false;
+    std::shared_ptr<CaptureState> cap;         // the capture it was forked in, if any
 };
 std::mutex g_mu;
 std::set<Fork*> g_forks;
@@ -26,6 +28,27 @@ Fork& lookup_fork(eagle_backend_fork handle) {
 
 void join(Fork& f) {
     if (!f.forked) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the fork is not forked");
+    {
+        std::lock_guard<std::recursive_mutex> lock(capture_mutex());
+        if (f.cap) {  // the branches recorded into the origin's capture in order: detach them
+            auto cap = std::move(f.cap);
+            f.cap.reset();
+            for (auto b : f.branches) {
+                Stream* bs = lookup_stream(b, "branch");
+                if (bs->capture == cap) bs->capture.reset();
+            }
+            --cap->attached_branches;
+            f.forked = false;
+            Stream& origin = stream_of_raw(f.origin, "the fork's origin");
+            if (cap->ended || origin.capture != cap)
+                eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+                            "the capture the fork was forked in has ended; the branches were detached");
+            return;
+        }
+        if (stream_of_raw(f.origin, "the fork's origin").capture)
+            eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT,
+                        "the fork was forked outside a capture and its origin is being captured now");
+    }
     Stream& origin = enqueue_stream(f.origin, "the fork's origin");
     for (auto b : f.branches) order_after(origin, *lookup_stream(b, "branch"));
     f.forked = false;
@@ -67,6 +90,16 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fork_fork(eagle_backend_fork for
         Fork& f = lookup_fork(fork);
         if (f.forked) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the fork is already forked");
         Stream& origin = stream_of_raw(f.origin, "the fork's origin");
+        {
+            std::lock_guard<std::recursive_mutex> lock(capture_mutex());
+            if (auto cap = active_capture(origin)) {
+                for (auto b : f.branches) lookup_stream(b, "branch")->capture = cap;
+                ++cap->attached_branches;
+                f.cap = std::move(cap);
+                f.forked = true;
+                return;
+            }
+        }
         for (auto b : f.branches) order_after(*lookup_stream(b, "branch"), origin);
         f.forked = true;
     });

@@ -71,7 +71,7 @@ void Stream::stop_host() noexcept {
 }  // namespace eagle_opencl
 
 namespace eagle_opencl {
-void enqueue_host_call(Stream& s, std::function<void()> fn) {
+void enqueue_host_call(Stream& s, std::function<void()> fn, cl_event* done) {
     Runtime& rt = runtime();
     cl_int err = CL_SUCCESS;
     cl_event gate = clCreateUserEvent(rt.context, &err);
@@ -82,7 +82,7 @@ void enqueue_host_call(Stream& s, std::function<void()> fn) {
         clReleaseEvent(gate);
         cl_check(err, "clEnqueueMarkerWithWaitList");
     }
-    err = clEnqueueBarrierWithWaitList(s.queue, 1, &gate, nullptr);
+    err = clEnqueueBarrierWithWaitList(s.queue, 1, &gate, done);
     if (err == CL_SUCCESS) err = clFlush(s.queue);  // the marker must reach the device for the wait to end
     if (err != CL_SUCCESS) {
         clSetUserEventStatus(gate, -1);  // the barrier, if enqueued, fails rather than waiting forever
@@ -100,6 +100,8 @@ using namespace eagle_opencl;
 EAGLE_EXPORT eagle_backend_status eagle_backend_host_func(uint64_t stream, eagle_backend_host_fn fn, void* user_data) {
     return eagle::guarded("eagle_backend_host_func", [&] {
         eagle::require(reinterpret_cast<void*>(fn), "fn");
-        enqueue_host_call(enqueue_stream(stream, "stream"), [fn, user_data] { fn(user_data); });
+        Target t(stream, "stream", Node::Kind::Host);  // under capture: a host node run at every replay
+        t.host([fn, user_data](Stream&) { fn(user_data); });
+        t.commit();
     });
 }

@@ -37,6 +37,22 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_fence(int32_t dl_device_type, in
         Stream* c = nullptr;
         try {
             p = &stream_of_raw(static_cast<uint64_t>(producer), "producer");
+            c = &stream_of_raw(static_cast<uint64_t>(consumer), "consumer");
+        } catch (const eagle::Error& e) {
+            eagle::fail(EAGLE_BACKEND_INTEROP, e.what());
+        }
+        {
+            // Under capture (as the cpu kind): two streams recording into one capture are in
+            // order already (one list, recording.h); a consumer captured after an eager producer
+            // needs nothing (the producer's work is enqueued before any replay); the rest cannot be.
+            std::lock_guard<std::recursive_mutex> lock(capture_mutex());
+            if (p->capture || c->capture) {
+                if (c->capture && (!p->capture || p->capture == c->capture)) return;
+                eagle::fail(EAGLE_BACKEND_INTEROP, c->capture ? "producer and consumer are being captured into different graphs"
+                                                             : "the producer is being captured and the consumer is not");
+            }
+        }
+        try {
             c = &enqueue_stream(static_cast<uint64_t>(consumer), "consumer");
         } catch (const eagle::Error& e) {
             eagle::fail(EAGLE_BACKEND_INTEROP, e.what());

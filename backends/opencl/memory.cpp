@@ -2,6 +2,7 @@
 // the opencl backend. Device memory is coarse-grained SVM (see common.h for why). clSVMAlloc
 // refuses alignments above the device's largest data type on some platforms (PoCL: 128 bytes), so
 // each allocation asks for 256 bytes more and hands out the first 256-byte boundary in it.
+#include <atomic>
 #include <cstdlib>
 #include <map>
 
@@ -12,7 +13,10 @@ namespace {
 constexpr uint64_t kAlign = 256;
 std::mutex g_mu;
 std::map<uint64_t, void*> g_allocs;  // the address eagle got -> what clSVMAlloc returned
+std::atomic<uint64_t> g_generation{0};
 }  // namespace
+
+uint64_t allocation_generation() { return g_generation.load(); }
 
 std::vector<void*> live_allocations() {
     std::lock_guard<std::mutex> lock(g_mu);
@@ -45,6 +49,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_mem_alloc(int32_t device, uint64
         const uint64_t addr = (reinterpret_cast<uint64_t>(raw) + kAlign - 1) & ~(kAlign - 1);
         std::lock_guard<std::mutex> lock(g_mu);
         g_allocs.emplace(addr, raw);
+        ++g_generation;
         *address = addr;
     });
 }
@@ -59,6 +64,7 @@ EAGLE_EXPORT void eagle_backend_mem_free(uint64_t address) {
             if (it == g_allocs.end()) return;  // not ours: ignored, never freed
             raw = it->second;
             g_allocs.erase(it);
+            ++g_generation;
         }
         clSVMFree(runtime().context, raw);
     });
@@ -70,13 +76,13 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_memcpy(uint64_t dst, uint64_t sr
         if (direction < EAGLE_BACKEND_MEMCPY_H2D || direction > EAGLE_BACKEND_MEMCPY_H2H)
             eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT,
                         "direction is " + std::to_string(direction) + "; it must be 1 (H2D), 2 (D2H), 3 (D2D) or 4 (H2H)");
-        Stream& s = enqueue_stream(stream, "stream");
+        Target t(stream, "stream", Node::Kind::Copy);
         if (bytes == 0) return;
         if (!dst || !src) eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, dst ? "src is 0" : "dst is 0");
-        // clEnqueueSVMMemcpy takes SVM and host pointers alike, in any direction, in queue order.
-        cl_check(clEnqueueSVMMemcpy(s.queue, CL_FALSE, reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src),
-                                    static_cast<size_t>(bytes), 0, nullptr, nullptr),
-                 "clEnqueueSVMMemcpy");
+        // clEnqueueSVMMemcpy takes SVM and host pointers alike, in any direction, in queue order;
+        // under capture the copy is recorded and enqueued so at every replay (recording.h).
+        t.copy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), static_cast<size_t>(bytes));
+        t.commit();
     });
 }
 

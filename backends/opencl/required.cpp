@@ -7,15 +7,20 @@
 namespace {
 // Why each group and per-symbol entry this backend leaves out is missing: one `name: reason`
 // line each, left in last_error by capabilities() on OK (eagle shows them to users and
-// eagle.check compares them with what is left out). Remove a line when you add its group.
-constexpr const char* kLeftOut =
-    "capturer: OpenCL has no stream capture; cl_khr_command_buffer (optional, 0.9 on PoCL 3.1) is not used yet\n"
-    "captured: no capture (see capturer)\n"
+// eagle.check compares them with what is left out). The capture groups are left out where
+// cl_khr_command_buffer is not used (runtime.cpp says when it is: $EAGLE_OPENCL_COMMAND_BUFFER,
+// the device's extensions), with the reason.
+constexpr const char* kConditional =
     "conditional: OpenCL has no device-decided graph nodes; eagle decides conditionals on the host\n"
-    "attribution: no capture (see capturer)\n"
-    "graph: no capture to build graphs from (see capturer)\n"
-    "launcher: no graphs (see graph)\n"
     "conditional_begin_case: no conditional group (see conditional)";
+std::string capture_left_out(const std::string& why) {
+    return "capturer: OpenCL has no stream capture, and the backend records one only on cl_khr_command_buffer: " +
+           why + "\n"
+           "captured: no capture (see capturer)\n"
+           "attribution: no capture (see capturer)\n"
+           "graph: no capture to build graphs from (see capturer)\n"
+           "launcher: no graphs (see graph)\n";
+}
 }  // namespace
 
 EAGLE_EXPORT uint32_t eagle_backend_version(void) { return EAGLE_BACKEND_VERSION; }
@@ -48,9 +53,21 @@ EAGLE_EXPORT void eagle_backend_free(void* buffer) { std::free(buffer); }
 EAGLE_EXPORT eagle_backend_status eagle_backend_capabilities(uint64_t* groups) {
     return eagle::guarded("eagle_backend_capabilities", [&] {
         eagle::require(groups, "groups");
-        *groups = EAGLE_BACKEND_CAP_STREAM | EAGLE_BACKEND_CAP_EXEC | EAGLE_BACKEND_CAP_DEVICE |
-                  EAGLE_BACKEND_CAP_INTEROP | EAGLE_BACKEND_CAP_FILTERING | EAGLE_BACKEND_CAP_FORK;
-        eagle::set_last_error(kLeftOut);
+        uint64_t caps = EAGLE_BACKEND_CAP_STREAM | EAGLE_BACKEND_CAP_EXEC | EAGLE_BACKEND_CAP_DEVICE |
+                        EAGLE_BACKEND_CAP_INTEROP | EAGLE_BACKEND_CAP_FILTERING | EAGLE_BACKEND_CAP_FORK;
+        // decided from the device (a platform is looked for now, once): truthful per platform
+        std::string why;
+        std::string left;
+        if (!eagle_opencl::runtime_usable(&why)) {
+            left = capture_left_out("no usable OpenCL device (" + why + ")");
+        } else if (const auto& cb = eagle_opencl::runtime().command_buffer; !cb.used) {
+            left = capture_left_out(cb.why_not);
+        } else {
+            caps |= EAGLE_BACKEND_CAP_CAPTURER | EAGLE_BACKEND_CAP_CAPTURED | EAGLE_BACKEND_CAP_ATTRIBUTION |
+                    EAGLE_BACKEND_CAP_GRAPH | EAGLE_BACKEND_CAP_LAUNCHER;
+        }
+        *groups = caps;
+        eagle::set_last_error(left + kConditional);
     });
 }
 

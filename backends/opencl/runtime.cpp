@@ -60,6 +60,78 @@ bool lists_c_version(cl_device_id d, unsigned major, unsigned minor) {
     return false;
 }
 
+// Fills rt.command_buffer: used where the device offers cl_khr_command_buffer 0.9.x (the
+// provisional versions, whose entry points this backend calls with the 0.9.0 signatures, as
+// Debian's headers of 2023 declare them; a later major or minor may change them), the entry
+// points resolve and the extension needs no queue properties this backend's in-order queues
+// lack; $EAGLE_OPENCL_COMMAND_BUFFER=0 turns it off (1 or unset: use it where offered). False,
+// with *why, only for a bad value of the variable.
+bool probe_command_buffer(Runtime& rt, std::string* why) {
+    auto& cb = rt.command_buffer;
+    bool off = false;
+    if (const char* v = std::getenv("EAGLE_OPENCL_COMMAND_BUFFER"); v && *v) {
+        const std::string s = v;
+        if (s != "0" && s != "1") {
+            *why = "$EAGLE_OPENCL_COMMAND_BUFFER='" + s + "' is not 0 or 1";
+            return false;
+        }
+        off = s == "0";
+    }
+    cl_version version = 0;
+    bool offered = false;
+    size_t n = 0;
+    if (clGetDeviceInfo(rt.device, CL_DEVICE_EXTENSIONS_WITH_VERSION, 0, nullptr, &n) == CL_SUCCESS && n > 0) {
+        std::vector<cl_name_version> exts(n / sizeof(cl_name_version));
+        clGetDeviceInfo(rt.device, CL_DEVICE_EXTENSIONS_WITH_VERSION, n, exts.data(), nullptr);
+        for (const auto& e : exts)
+            if (std::strcmp(e.name, "cl_khr_command_buffer") == 0) {
+                offered = true;
+                version = e.version;
+            }
+    }
+    cb.version = std::to_string(CL_VERSION_MAJOR(version)) + "." + std::to_string(CL_VERSION_MINOR(version)) + "." +
+                 std::to_string(CL_VERSION_PATCH(version));
+    const std::string device = "the device '" + rt.device_name + "' of '" + rt.platform_name + "'";
+    if (off) {
+        cb.why_not = offered ? "$EAGLE_OPENCL_COMMAND_BUFFER=0 turns off cl_khr_command_buffer " + cb.version + " of " + device
+                             : "$EAGLE_OPENCL_COMMAND_BUFFER=0 (and " + device + " does not offer cl_khr_command_buffer)";
+        return true;
+    }
+    if (!offered) {
+        cb.why_not = device + " does not offer cl_khr_command_buffer";
+        return true;
+    }
+    if (CL_VERSION_MAJOR(version) != 0 || CL_VERSION_MINOR(version) != 9) {
+        cb.why_not = device + " offers cl_khr_command_buffer " + cb.version +
+                     "; this backend calls the provisional 0.9.x entry points";
+        return true;
+    }
+    cl_command_queue_properties needs = 0;
+    clGetDeviceInfo(rt.device, CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR, sizeof needs, &needs, nullptr);
+    if (needs != 0) {
+        cb.why_not = device + "'s cl_khr_command_buffer needs queue properties " + std::to_string(needs) +
+                     " that this backend's in-order queues do not have";
+        return true;
+    }
+    cl_device_command_buffer_capabilities_khr caps = 0;
+    clGetDeviceInfo(rt.device, CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR, sizeof caps, &caps, nullptr);
+    cb.simultaneous = (caps & CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR) != 0;
+    auto get = [&](const char* name) { return clGetExtensionFunctionAddressForPlatform(rt.platform, name); };
+    cb.create = reinterpret_cast<clCreateCommandBufferKHR_fn>(get("clCreateCommandBufferKHR"));
+    cb.finalize = reinterpret_cast<clFinalizeCommandBufferKHR_fn>(get("clFinalizeCommandBufferKHR"));
+    cb.release = reinterpret_cast<clReleaseCommandBufferKHR_fn>(get("clReleaseCommandBufferKHR"));
+    cb.enqueue = reinterpret_cast<clEnqueueCommandBufferKHR_fn>(get("clEnqueueCommandBufferKHR"));
+    cb.ndrange = reinterpret_cast<clCommandNDRangeKernelKHR_fn>(get("clCommandNDRangeKernelKHR"));
+    cb.info = reinterpret_cast<clGetCommandBufferInfoKHR_fn>(get("clGetCommandBufferInfoKHR"));
+    if (!cb.create || !cb.finalize || !cb.release || !cb.enqueue || !cb.ndrange || !cb.info) {
+        cb.why_not = device + " offers cl_khr_command_buffer " + cb.version +
+                     " but clGetExtensionFunctionAddressForPlatform does not give its entry points";
+        return true;
+    }
+    cb.used = true;
+    return true;
+}
+
 Made make() {
     Made m;
     cl_uint np = 0;
@@ -163,6 +235,7 @@ Made make() {
         m.rt.cl_std = two ? "-cl-std=CL2.0" : "-cl-std=CL1.2";
         m.rt.qualify = !two;
     }
+    if (!probe_command_buffer(m.rt, &m.why)) return m;
     if (const char* q = std::getenv("EAGLE_OPENCL_QUALIFY"); q && *q) {
         const std::string v = q;
         if (v != "0" && v != "1") {

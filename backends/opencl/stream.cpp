@@ -153,6 +153,41 @@ void finish(Stream& s, const char* what) {
     cl_check(err, what);
 }
 
+bool query(Stream& s) {
+        const uint64_t now = s.submitted.load();
+        bool finished;
+        {
+            std::lock_guard<std::mutex> lock(s.mu);
+            if (s.done_through < now && s.query_event) {  // the marker of an earlier query
+                cl_int status = CL_QUEUED;
+                clGetEventInfo(s.query_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+                if (status == CL_COMPLETE || status < 0) {
+                    s.done_through = std::max(s.done_through, s.query_through);
+                    clReleaseEvent(s.query_event);
+                    s.query_event = nullptr;
+                }
+            }
+            if (s.done_through < now && !s.query_event) {  // a marker completes after everything before it
+                cl_check(clEnqueueMarkerWithWaitList(s.queue, 0, nullptr, &s.query_event), "clEnqueueMarkerWithWaitList");
+                s.query_through = now;
+                clFlush(s.queue);
+            }
+            finished = s.done_through >= now;
+        }
+        if (finished) finish(s, "stream_query");  // done: synchronize's status and effects (the queue is idle)
+        return finished;
+}
+
+namespace {
+// As on CUDA, synchronising (or querying) a stream being captured is refused and breaks the capture.
+void refuse_while_captured(Stream& s, const char* call) {
+    std::lock_guard<std::recursive_mutex> lock(capture_mutex());
+    if (!s.capture) return;
+    s.capture->brk(std::string(call) + " was called on the stream during the capture");
+    eagle::fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream is being captured");
+}
+}  // namespace
+
 }  // namespace eagle_opencl
 
 using namespace eagle_opencl;
@@ -178,41 +213,39 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_ptr(eagle_backend_stream 
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_stream_synchronize(eagle_backend_stream stream) {
     return eagle::guarded("eagle_backend_stream_synchronize", [&] {
-        finish(*lookup_stream(stream, "stream"), "clFinish");
+        Stream& s = *lookup_stream(stream, "stream");
+        refuse_while_captured(s, "stream_synchronize");
+        finish(s, "clFinish");
     });
 }
+
 
 EAGLE_EXPORT eagle_backend_status eagle_backend_stream_query(eagle_backend_stream stream, int32_t* done) {
     return eagle::guarded("eagle_backend_stream_query", [&] {
         eagle::require(done, "done");
         Stream& s = *lookup_stream(stream, "stream");
-        const uint64_t now = s.submitted.load();
-        bool finished;
-        {
-            std::lock_guard<std::mutex> lock(s.mu);
-            if (s.done_through < now && s.query_event) {  // the marker of an earlier query
-                cl_int status = CL_QUEUED;
-                clGetEventInfo(s.query_event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
-                if (status == CL_COMPLETE || status < 0) {
-                    s.done_through = std::max(s.done_through, s.query_through);
-                    clReleaseEvent(s.query_event);
-                    s.query_event = nullptr;
-                }
-            }
-            if (s.done_through < now && !s.query_event) {  // a marker completes after everything before it
-                cl_check(clEnqueueMarkerWithWaitList(s.queue, 0, nullptr, &s.query_event), "clEnqueueMarkerWithWaitList");
-                s.query_through = now;
-                clFlush(s.queue);
-            }
-            finished = s.done_through >= now;
-        }
-        *done = finished ? 1 : 0;
-        if (finished) finish(s, "stream_query");  // done: synchronize's status and effects (the queue is idle)
+        refuse_while_captured(s, "stream_query");
+        *done = 0;
+        *done = query(s) ? 1 : 0;
     });
 }
 
 EAGLE_EXPORT void eagle_backend_stream_release(eagle_backend_stream stream) {
     eagle::guarded_void([&] {
-        if (stream) unregister_stream(stream);  // NULL, released and foreign handles: no-op
+        if (!stream) return;
+        {
+            std::lock_guard<std::recursive_mutex> lock(capture_mutex());
+            Stream* s = reinterpret_cast<Stream*>(stream);
+            try {
+                s = lookup_stream(stream, "stream");
+                if (s->capture) {
+                    s->capture->brk("the captured stream was released");
+                    s->capture.reset();
+                }
+            } catch (const eagle::Error&) {
+                return;  // released or foreign: no-op
+            }
+        }
+        unregister_stream(stream);
     });
 }
