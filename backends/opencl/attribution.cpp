@@ -20,13 +20,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_capture_snapshot_nodes(uint64_t 
             raw.reserve(cap->nodes.size());
             for (const auto& n : cap->nodes) raw.push_back(reinterpret_cast<uint64_t>(n.get()));
         }
-        uint64_t* buf = nullptr;
-        if (!raw.empty()) {
-            buf = static_cast<uint64_t*>(std::malloc(raw.size() * sizeof(uint64_t)));
-            if (!buf) throw std::bad_alloc();
-            std::copy(raw.begin(), raw.end(), buf);
-        }
-        *nodes = buf;
+        *nodes = eagle::malloc_copy(raw.data(), raw.size());
         *count = static_cast<int64_t>(raw.size());
     });
 }

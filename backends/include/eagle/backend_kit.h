@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -246,6 +247,16 @@ void write_out(Out* dst, const Out& value, const char* name) {
     Out copy = value;
     copy.struct_size = n;
     std::memcpy(dst, &copy, n);
+}
+
+// A malloc'd copy of `count` words, which the caller frees with eagle_backend_free (the out array of
+// capture_snapshot_nodes, say), or NULL when count is 0. Throws std::bad_alloc.
+inline uint64_t* malloc_copy(const uint64_t* words, size_t count) {
+    if (count == 0) return nullptr;
+    auto* out = static_cast<uint64_t*>(std::malloc(count * sizeof(uint64_t)));
+    if (!out) throw std::bad_alloc();
+    std::memcpy(out, words, count * sizeof(uint64_t));
+    return out;
 }
 
 // Copies a string into a fixed char array, truncating and NUL-filling the rest.
