@@ -113,7 +113,9 @@ def _problem(name, n, seed):
 
 # ------------------------------------------------------------------------ adaptive against scipy
 
-@pytest.mark.parametrize("name", ["lorenz", "van_der_pol", "kepler"])
+# van der Pol and Kepler run in CI's slow step (together ~6 s on 2 cores)
+@pytest.mark.parametrize("name", ["lorenz", pytest.param("van_der_pol", marks=pytest.mark.slow),
+                                  pytest.param("kepler", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("method", ADAPTIVE)
 def test_adaptive_methods_match_the_reference_within_the_tolerance(kind, method, name):
     fun, span, y0, args, ref = problem(name)
