@@ -36,6 +36,7 @@ struct Launcher : Handle<0x4c4e4348u> {
     std::vector<LaunchedKernel> kernels;  // run_device nodes, bodies included
     std::unordered_map<gpuGraphNode_t, gpuGraphNode_t> alias;
     std::unordered_set<gpuGraphNode_t> members;  // every node of the instantiated graph
+    bool noted = false;  // in launcher.cpp's set of launched launchers (from its first launch on)
 };
 
 }  // namespace eagle::gpu

@@ -55,14 +55,18 @@ void keep_contexts_of_running_replays() noexcept {
     }
 }
 
-void note_launched(const Launcher* l) {
+// Once per launcher (its first launch): a replay's hot path pays one branch, not a lock.
+void note_launched(Launcher* l) {
+    if (l->noted) return;
     static std::once_flag once;
     std::call_once(once, [] { std::atexit(keep_contexts_of_running_replays); });
     std::lock_guard<std::mutex> lock(g_launched_mu);
     launched().insert(l);
+    l->noted = true;
 }
 
 void forget_launched(const Launcher* l) noexcept {
+    if (!l->noted) return;
     std::lock_guard<std::mutex> lock(g_launched_mu);
     launched().erase(l);
 }
