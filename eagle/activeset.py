@@ -10,10 +10,10 @@ import warnings
 
 import numpy as np
 
-from . import _alloc, _validate
+from . import _alloc, _recording, _validate
 from . import filtering as _filtering
 from . import module as _module
-from ._inflight import in_turn, submit
+from ._inflight import cancel as _cancel, in_turn, submit
 from ._arrays import address_of, dlpack_device
 from ._resolve import resolve
 from ._stream_arg import backend_of_stream
@@ -179,7 +179,8 @@ class ActiveSet:
         self.count = _alloc.zeros(1, "uint32", mask)
         self._scratch = _alloc.zeros(max(b.compact_scratch_bytes(n), 1), "uint8", mask)
         self.theta = None
-        self._queue = None    # the drain's queue words (allocated at the first drain)
+        self._queue = None    # the drain's queue words (allocated at the first drain; [2]: cancel)
+        self._drain_stream = None  # raw value of the stream the last drain was enqueued on
         self._workers = None  # the drain's default lane count (from the device, at the first drain)
         self._drained = None  # (kernel, rounds) of a drain the next compaction counts after
         self._counted = None  # the same, once a compaction has counted after it (read by .live)
@@ -319,8 +320,8 @@ class ActiveSet:
             workers = self._default_workers()
         workers = _validate.integer(workers, "eagle.ActiveSet.drain: workers", minimum=1, maximum=1 << 31)
         workers = min(workers, max(self.n, 1))
-        if self._queue is None:
-            self._queue = _alloc.zeros(2, "uint32", self.mask)
+        if self._queue is None:  # [0..1] the claim queue, [2] the cancel word (eagle/kernel.h), [3] spare
+            self._queue = _alloc.zeros(4, "uint32", self.mask)
         if not isinstance(compacted, (bool, np.bool_)):
             raise EagleTypeError(f"eagle.ActiveSet.drain: compacted must be a bool, got a {type(compacted).__name__}")
         index = (self.index_map, self.count) if compacted else (0, 0)  # NULL, NULL: every sample
@@ -329,7 +330,29 @@ class ActiveSet:
             return False
         launched = stream.run(kernel, full, workers, n_samples=self.n)
         self._drained = (name or "kernel", rounds)
+        # an interrupted wait for this drain stops it (eagle/_inflight/cancel.py)
+        self._drain_stream = int(stream._raw_for(self.backend))
+        _cancel.register(self)
+        _recording.note_drain(self)
         return launched
+
+    def _cancel(self, stream):
+        """Stop this ActiveSet's drains that run now or are enqueued before the work on ``stream``
+        (a raw stream value) that has not run yet: the cancel word (the queue's word 2) is set at
+        once, then cleared in stream order on ``stream``. Called on the main thread by
+        eagle/_inflight/cancel.py when a wait for them is interrupted."""
+        q = self._queue
+        if q is None:
+            return
+        info = address_of(q)
+        b = self.backend
+        if _alloc.is_host(q):
+            _alloc._host_view(q, np.uint32, 3)[2] = 1
+        else:
+            side = _cancel_stream(b, int(dlpack_device(q)[1]))
+            b.copy(info.ptr + 8, _ONE_WORD, 4, stream=side, direction="h2d")
+            side.synchronize()
+        b.copy(info.ptr + 8, _ZERO_WORD, 4, stream=stream, direction="h2h" if _alloc.is_host(q) else "h2d")
 
     def _default_workers(self):
         if self._workers is None:
@@ -470,4 +493,19 @@ class ActiveSet:
 
 def _nbytes(arr):
     return address_of(arr).nbytes
+
+
+# The words ActiveSet._cancel copies from (never freed: a stream-ordered copy reads its source
+# when it runs), and the non-blocking stream per (backend, device) it sets the word on.
+_ONE_WORD = np.ones(1, np.uint32)
+_ZERO_WORD = np.zeros(1, np.uint32)
+_side_streams = {}
+
+
+def _cancel_stream(backend, device):
+    key = (id(backend), device)
+    st = _side_streams.get(key)
+    if st is None or st[0] is not backend:
+        st = _side_streams[key] = (backend, backend.stream(device, non_blocking=True))
+    return st[1]
 

@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from . import _alloc, _render
+from . import _alloc, _recording, _render
 from ._interpret import Compiler, Interpreter, pieces
 from ._record import Recorder
 from ._resolve import resolve
@@ -120,15 +120,20 @@ class Graph:
         self.members = [Member(self, i, st) for i, st in enumerate(steps)]
         self._toggle = toggle
         recorder = Recorder(self)
-        if self.decides_on_device:
-            self._launcher = recorder.record_program()
-            self._program = []
-        else:
-            self._launcher = None
-            compiler = Compiler(self, recorder)
-            self._program = [compiler.compile([m.step]) for m in self.members]
-            for m in self.members:
-                m.how = "host"
+        with _recording.collecting() as drains:  # the ActiveSets whose drains are recorded
+            if self.decides_on_device:
+                self._launcher = recorder.record_program()
+                self._program = []
+            else:
+                self._launcher = None
+                compiler = Compiler(self, recorder)
+                self._program = [compiler.compile([m.step]) for m in self.members]
+                for m in self.members:
+                    m.how = "host"
+        # a wait for a replay that is interrupted stops them (eagle/_inflight/cancel.py)
+        for launcher in ([self._launcher] if self._launcher is not None else
+                         [p.launcher for prog in self._program for p in pieces(prog) if p.launcher is not None]):
+            launcher._cancel_sets = drains
         return self
 
     # -- owned words ----------------------------------------------------------------------------

@@ -79,7 +79,9 @@ class Launcher(Owner):
     Python host function is pending anywhere in eagle (``GIL_WHEN_QUIET``); a graph with some
     releases it and counts its launches as pending until ``synchronize()`` (``GIL_COUNTED``)."""
 
-    __slots__ = ("keepalive", "launch", "synchronize", "runs_python")
+    # _cancel_stream, _cancel_sets: the stream it replays on and the ActiveSets whose drains its
+    # graph recorded (weak references), for eagle/_inflight/cancel.py
+    __slots__ = ("keepalive", "launch", "synchronize", "runs_python", "_cancel_stream", "_cancel_sets")
     _what = "launcher"
 
     def __init__(self, backend, handle, keepalive):
@@ -103,7 +105,9 @@ class Launcher(Owner):
 
     def set_stream(self, stream):
         b = self._backend
-        b.call.launcher_stream(self._live(), raw_stream(b, stream))
+        raw = raw_stream(b, stream)
+        b.call.launcher_stream(self._live(), raw)
+        self._cancel_stream = int(raw)
 
     def set_logical_size(self, size):
         """Run whole-run kernel nodes over ``size`` lanes from now on (``-1`` restores)."""

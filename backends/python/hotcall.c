@@ -207,8 +207,13 @@ static void yield_cpu(void) {
  * by eagle/_inflight/releases.py: work they left may never finish, and on some kinds a release or
  * a free waits for the whole device (module attribute INTERRUPTED; the cffi path appends too). */
 static PyObject* g_interrupted = NULL;
+/* Callables called with the interrupted wait's owner (a Stream, a Launcher) after it is noted
+ * (module attribute ON_INTERRUPT, a list eagle/_inflight/cancel.py appends its hook to: it stops
+ * the drains that wait was for). What they raise is dropped: the handler's exception is what the
+ * call raises. */
+static PyObject* g_on_interrupt = NULL;
 
-static void note_interrupted(BoundCall* self) {
+static void note_interrupted(BoundCall* self, PyObject* owner) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb); /* the handler's exception stays what the call raises */
     PyObject* entry = Py_BuildValue("(KK)", (unsigned long long)(uintptr_t)self->query,
@@ -216,6 +221,13 @@ static void note_interrupted(BoundCall* self) {
     if (entry && g_interrupted) (void)PyList_Append(g_interrupted, entry);
     Py_XDECREF(entry);
     PyErr_Clear();
+    const Py_ssize_t hooks = g_on_interrupt ? PyList_Size(g_on_interrupt) : 0;
+    for (Py_ssize_t k = 0; k < hooks; ++k) {
+        PyObject* hook = PyList_GetItem(g_on_interrupt, k); /* borrowed */
+        PyObject* r = hook ? PyObject_CallFunctionObjArgs(hook, owner, NULL) : NULL;
+        Py_XDECREF(r);
+        PyErr_Clear();
+    }
     PyErr_Restore(type, value, tb);
 }
 
@@ -346,7 +358,7 @@ static PyObject* invoke(BoundCall* self, Py_ssize_t nargs, PyObject* arg0, PyObj
         int raised = 0;
         status = wait_polling(self, &raised);
         if (raised) { /* a signal handler raised: the work stays enqueued, the handle usable */
-            note_interrupted(self);
+            note_interrupted(self, obj);
             Py_DECREF(obj);
             return NULL;
         }
@@ -634,6 +646,17 @@ PyMODINIT_FUNC PyInit__compiled(void) {
     Py_INCREF(g_interrupted); /* one reference kept here, one given to the module */
     if (PyModule_AddObject(m, "INTERRUPTED", g_interrupted) < 0) {
         Py_DECREF(g_interrupted);
+        Py_DECREF(m);
+        return NULL;
+    }
+    g_on_interrupt = PyList_New(0);
+    if (!g_on_interrupt) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(g_on_interrupt); /* one reference kept here, one given to the module */
+    if (PyModule_AddObject(m, "ON_INTERRUPT", g_on_interrupt) < 0) {
+        Py_DECREF(g_on_interrupt);
         Py_DECREF(m);
         return NULL;
     }

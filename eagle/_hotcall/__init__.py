@@ -78,6 +78,21 @@ try:  # the waits a signal interrupted, (query address, handle) ints (hotcall.c'
 except ImportError:  # the cffi path (or an older compiled half, whose waits are not noted)
     INTERRUPTED = []
 
+try:  # callables called with an interrupted wait's owner once it is noted (hotcall.c's ON_INTERRUPT)
+    from ._compiled import ON_INTERRUPT
+except ImportError:  # the cffi path calls the same list (py_bound_call)
+    ON_INTERRUPT = []
+
+
+def _call_interrupt_hooks(owner):
+    """The cffi path's note of an interrupted wait: each ON_INTERRUPT hook with its owner,
+    anything they raise dropped (the handler's exception is what the wait raises)."""
+    for hook in list(ON_INTERRUPT):
+        try:
+            hook(owner)
+        except BaseException:  # noqa: BLE001 - a second interrupt landing in the hook, say
+            pass
+
 try:  # eagle/_inflight/markers.py's release markers: a C host function and never-freed words (hotcall.c)
     from ._compiled import RELEASE_MARKER, marker_slab
 except ImportError:  # without them the markers are Python callbacks (they need the GIL)
@@ -149,6 +164,7 @@ def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False, gil=G
                 made, status = 1, poll_until_done(query, handle, done)
             except BaseException:  # a signal handler raised: noted as the compiled call notes it
                 INTERRUPTED.append((int(ffi.cast("uintptr_t", query)), int(ffi.cast("uintptr_t", handle))))
+                _call_interrupt_hooks(obj)
                 raise
         else:
             made, status = 0, fn(handle)

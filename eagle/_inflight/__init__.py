@@ -15,12 +15,14 @@ One concept per file:
   watches; :func:`raise_host_error`), and the sweep of threads that have ended;
 - ``host_calls``: Python host functions pending until they have run (:func:`enqueue_host_call`);
 - ``releases``: handles whose release waits for their work (parked when dropped while it runs);
-- ``exit``: the bounded exit drain and the fork handler, registered on import.
+- ``exit``: the bounded exit drain and the fork handler, registered on import;
+- ``cancel``: stopping the drains an interrupted wait was for (its hook, registered on import).
 
 Seam-object modules only say how to enqueue an operation and hand it to :func:`submit`; eagle's
 handles (eagle/_handle.py) and bound calls report here. The state is keyed by backend: nothing of
 it sits on the Backend."""
 from . import exit as _exit  # noqa: F401 - registers the exit drain and the fork handler
+from . import cancel  # noqa: F401 - registers the interrupted-wait hook
 from .attention import attention_list, raise_host_error
 from .holds import hold_until_done, keep_until_sync, released_by_sync, stream_released
 from .host_calls import enqueue_host_call

@@ -33,6 +33,11 @@
  *                  take positions 0..workers-1 first, then chunks claimed by their warp from
  *                  queue[0]; the last block to finish leaves queue[0..1] at zero for the next
  *                  launch (it must be zero before the first). The cpu kind strides by `workers`.
+ *                  queue[2] is the cancel word: while it is nonzero every lane stops (at its
+ *                  next round, on every kind), leaving its sample where it stopped. eagle's host
+ *                  side sets it when a wait for the drain is interrupted (Ctrl-C, an alarm's
+ *                  exception: eagle/_inflight/cancel.py) and clears it in stream order after the
+ *                  stopped launch, so the queue holds 3 words (ActiveSet allocates 4).
  *   eagle_while_end_2_drift (cuda only; 2 is the number of declared arguments) `drift` that
  *                  also ends an iteration of the WHILE whose body it ends: the cuda backend launches it in place of `drift` when a `drift`
  *                  launch is the last word of a WHILE body, so no setter kernel follows it (see
@@ -227,6 +232,11 @@ EAGLE_FN bool eagle_drain_next(eagle_drain_lane* d, const int32_t* map, const ui
     if (d->p >= 0 && (d->r >= rounds || mask[d->i] != 0)) d->p = -1;
 #if defined(__HIPCC_RTC__) || defined(__HIPCC__)
     /* hip: each lane claims alone (wavefront-width ballots are not used here). */
+    if (*(volatile const uint32_t*)(queue + 2) != 0u) { /* the cancel word */
+        d->p = -1;
+        d->exhausted = 1;
+        return false;
+    }
     if (d->p < 0 && !d->exhausted) {
         const int64_t q = d->first_dynamic + (int64_t)atomicAdd(queue, 1u);
         if (q < d->live) {
@@ -239,6 +249,15 @@ EAGLE_FN bool eagle_drain_next(eagle_drain_lane* d, const int32_t* map, const ui
     return d->p >= 0 || !d->exhausted;
 #else
     const unsigned lane = threadIdx.x & 31u;
+    /* the cancel word, read by lane 0 and shared, so the whole warp stops together */
+    unsigned stop = 0u;
+    if (lane == 0) stop = *(volatile const uint32_t*)(queue + 2);
+    if (__shfl_sync(0xffffffffu, stop, 0) != 0u) {
+        d->p = -1;
+        d->exhausted = 1;
+        d->pool_next = d->pool_end = 0;
+        return false;
+    }
     const unsigned want = __ballot_sync(0xffffffffu, d->p < 0);
     if (want != 0u) {
         const int64_t k = __popc(want);
@@ -454,16 +473,17 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
                                long eagle_rounds, long eagle_workers, long eagle_base,               \
                                long eagle_count, long eagle_n) {                                     \
         EAGLE_PP_MAPK(EAGLE_OCL_UNPACK, name, __VA_ARGS__)                                           \
-        (void)eagle_queue_bits;                                                                      \
+        volatile __global const uint* eagle_cancel = (volatile __global const uint*)eagle_queue_bits + 2; \
         __global const int32_t* eagle_map = (__global const int32_t*)eagle_map_bits;                 \
         __global const uint32_t* eagle_live_p = (__global const uint32_t*)eagle_live_bits;           \
         const int64_t eagle_live = eagle_live_p ? (int64_t)*eagle_live_p : eagle_n; /* NULL: all n */ \
         __global const uint8_t* eagle_mask = (__global const uint8_t*)eagle_mask_bits;               \
         EAGLE_OCL_LANE;                                                                              \
         if (eagle_l >= eagle_base + eagle_count) return;                                             \
-        for (int64_t eagle_p = eagle_l; eagle_p < eagle_live; eagle_p += eagle_workers) {            \
+        for (int64_t eagle_p = eagle_l; eagle_p < eagle_live && *eagle_cancel == 0u; eagle_p += eagle_workers) { \
             const int64_t eagle_i = eagle_map ? (int64_t)eagle_map[eagle_p] : eagle_p;               \
-            for (int64_t eagle_r = 0; eagle_r < eagle_rounds && eagle_mask[eagle_i] == 0; ++eagle_r)  \
+            for (int64_t eagle_r = 0; eagle_r < eagle_rounds && eagle_mask[eagle_i] == 0 && *eagle_cancel == 0u; \
+                 ++eagle_r)                                                                          \
                 eagle_body_##name(eagle_i, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));         \
         }                                                                                            \
     }                                                                                                \
@@ -505,10 +525,15 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
         const uint8_t* eagle_mask = *(const uint8_t* const*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 2]; \
         const int64_t eagle_rounds = *(const int64_t*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 4];  \
         const int64_t eagle_workers = *(const int64_t*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 5]; \
-        for (int64_t eagle_w = eagle_base; eagle_w < eagle_base + eagle_count; ++eagle_w)            \
-            for (int64_t eagle_p = eagle_w; eagle_p < eagle_live; eagle_p += eagle_workers) {         \
+        /* the cancel word (queue[2]; no queue: never cancelled) */                                  \
+        const uint32_t* eagle_queue = *(const uint32_t* const*)eagle_params[EAGLE_PP_NARGS(__VA_ARGS__) + 3]; \
+        static const uint32_t eagle_never = 0u;                                                      \
+        volatile const uint32_t* eagle_cancel = eagle_queue ? eagle_queue + 2 : &eagle_never;        \
+        for (int64_t eagle_w = eagle_base; eagle_w < eagle_base + eagle_count && *eagle_cancel == 0u; ++eagle_w) \
+            for (int64_t eagle_p = eagle_w; eagle_p < eagle_live && *eagle_cancel == 0u; eagle_p += eagle_workers) { \
                 const int64_t eagle_i = eagle_map ? (int64_t)eagle_map[eagle_p] : eagle_p;           \
-                for (int64_t eagle_r = 0; eagle_r < eagle_rounds && eagle_mask[eagle_i] == 0; ++eagle_r) \
+                for (int64_t eagle_r = 0; eagle_r < eagle_rounds && eagle_mask[eagle_i] == 0 && *eagle_cancel == 0u; \
+                     ++eagle_r)                                                                      \
                     eagle_body_##name(eagle_i, eagle_n EAGLE_PP_MAP(EAGLE_PP_USE, __VA_ARGS__));     \
             }                                                                                        \
     }                                                                                                \
