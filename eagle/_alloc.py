@@ -114,3 +114,49 @@ def write(arr, values, dtype, backend, stream):
     order_before(arr, stream)
     backend.copy(address_of(arr).ptr, src, src.nbytes, stream=stream, direction="h2d")
     stream.synchronize()
+
+
+# write_now's source words (never freed: a copy may read its source after the call returns) and
+# the non-blocking stream per (backend, device) it copies on.
+_WORDS = {v: np.full(1, v, np.uint32) for v in (0, 1)}
+_side_streams = {}
+
+
+def _side_stream(backend, device):
+    key = (id(backend), device)
+    side = _side_streams.get(key)
+    if side is None or side[0] is not backend:
+        side = _side_streams[key] = (backend, backend.stream(device, non_blocking=True))
+    return side[1]
+
+
+def read_now(arr, index, backend):
+    """The uint32 word ``index`` of ``arr`` now, out of stream order (as :func:`write_now`)."""
+    if is_host(arr):
+        return int(_host_view(arr, np.uint32, index + 1)[index])
+    st = _side_stream(backend, int(dlpack_device(arr)[1]))
+    out = np.zeros(1, np.uint32)
+    backend.copy(out, address_of(arr).ptr + 4 * index, 4, stream=st, direction="d2h")
+    st.synchronize()
+    return int(out[0])
+
+
+def write_now(arr, index, value, backend):
+    """Set the uint32 word ``index`` of ``arr`` to ``value`` (0 or 1) now, out of stream order:
+    host memory directly, device memory by a copy on a non-blocking stream of its own (so it is
+    not ordered behind the work running on the device), synchronized. Main thread (or any one
+    thread: the side stream belongs to the first thread that uses it)."""
+    if is_host(arr):
+        view = _host_view(arr, np.uint32, index + 1)
+        view[index] = value
+        return
+    st = _side_stream(backend, int(dlpack_device(arr)[1]))
+    backend.copy(address_of(arr).ptr + 4 * index, _WORDS[value], 4, stream=st, direction="h2d")
+    st.synchronize()
+
+
+def write_in_order(arr, index, value, backend, stream):
+    """Enqueue on ``stream`` (any stream value) the write of the uint32 word ``index`` of ``arr``
+    to ``value`` (0 or 1): it runs after the work enqueued there before it."""
+    backend.copy(address_of(arr).ptr + 4 * index, _WORDS[value], 4, stream=stream,
+                 direction="h2h" if is_host(arr) else "h2d")

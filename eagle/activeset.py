@@ -13,7 +13,7 @@ import numpy as np
 from . import _alloc, _recording, _validate
 from . import filtering as _filtering
 from . import module as _module
-from ._inflight import cancel as _cancel, in_turn, submit
+from ._inflight import cancel as _cancelling, in_turn, submit
 from ._arrays import address_of, dlpack_device
 from ._resolve import resolve
 from ._stream_arg import backend_of_stream
@@ -332,7 +332,7 @@ class ActiveSet:
         self._drained = (name or "kernel", rounds)
         # an interrupted wait for this drain stops it (eagle/_inflight/cancel.py)
         self._drain_stream = int(stream._raw_for(self.backend))
-        _cancel.register(self)
+        _cancelling.register(self)
         _recording.note_drain(self)
         return launched
 
@@ -344,15 +344,8 @@ class ActiveSet:
         q = self._queue
         if q is None:
             return
-        info = address_of(q)
-        b = self.backend
-        if _alloc.is_host(q):
-            _alloc._host_view(q, np.uint32, 3)[2] = 1
-        else:
-            side = _cancel_stream(b, int(dlpack_device(q)[1]))
-            b.copy(info.ptr + 8, _ONE_WORD, 4, stream=side, direction="h2d")
-            side.synchronize()
-        b.copy(info.ptr + 8, _ZERO_WORD, 4, stream=stream, direction="h2h" if _alloc.is_host(q) else "h2d")
+        _alloc.write_now(q, 2, 1, self.backend)
+        _alloc.write_in_order(q, 2, 0, self.backend, stream)
 
     def _default_workers(self):
         if self._workers is None:
@@ -493,19 +486,4 @@ class ActiveSet:
 
 def _nbytes(arr):
     return address_of(arr).nbytes
-
-
-# The words ActiveSet._cancel copies from (never freed: a stream-ordered copy reads its source
-# when it runs), and the non-blocking stream per (backend, device) it sets the word on.
-_ONE_WORD = np.ones(1, np.uint32)
-_ZERO_WORD = np.zeros(1, np.uint32)
-_side_streams = {}
-
-
-def _cancel_stream(backend, device):
-    key = (id(backend), device)
-    st = _side_streams.get(key)
-    if st is None or st[0] is not backend:
-        st = _side_streams[key] = (backend, backend.stream(device, non_blocking=True))
-    return st[1]
 

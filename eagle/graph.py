@@ -13,7 +13,9 @@ the launcher ("node"); a construct member (or any member where the backend canno
 nodes) is wrapped at build time in an IF on a guard word the graph owns, which the host flips
 ("guard"; one IF node per replay, omitted with ``toggle=False``); on the host-decided path the
 host simply skips it ("host")."""
+import time
 import warnings
+import weakref
 
 import numpy as np
 
@@ -130,11 +132,29 @@ class Graph:
                 self._program = [compiler.compile([m.step]) for m in self.members]
                 for m in self.members:
                     m.how = "host"
-        # a wait for a replay that is interrupted stops them (eagle/_inflight/cancel.py)
+        # a wait for a replay that is interrupted stops them, and ends this graph's WHILE loops
+        # (eagle/_inflight/cancel.py, Graph._cancel)
+        if self._loops:
+            drains.append(weakref.ref(self))
         for launcher in ([self._launcher] if self._launcher is not None else
                          [p.launcher for prog in self._program for p in pieces(prog) if p.launcher is not None]):
             launcher._cancel_sets = drains
         return self
+
+    def _cancel(self, stream):
+        """A wait for this graph's replay was interrupted (eagle/_inflight/cancel.py): every WHILE
+        loop of it ends within an iteration (the loop's remaining count, word 0 of its cell, set
+        to 1 now: the decision after the iteration running now steps it to 0, and 0 would wrap
+        where a backend steps it after the body; each replay sets it again when the loop begins).
+        The drains in it stop by their own cancel words. A decision that read the count just
+        before the write may write it back: the word is read again and rewritten a few times;
+        a loop that still escapes runs on to its max_iters, as it would have without this."""
+        for cell in self._cells.values():
+            for _ in range(4):
+                _alloc.write_now(cell, 0, 1, self.backend)
+                time.sleep(0.002)
+                if int(_alloc.read_now(cell, 0, self.backend)) <= 1:
+                    break
 
     # -- owned words ----------------------------------------------------------------------------
     def _word(self, values, dtype="uint32"):

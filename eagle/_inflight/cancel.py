@@ -9,8 +9,9 @@ gives its bound calls), before the exception leaves
 the wait. The drains that wait was for are stopped:
 
 - a Stream's: the ActiveSets whose last drain was enqueued on that stream (its raw value);
-- a Launcher's (a Graph's replay): the ActiveSets whose drains the graph recorded
-  (:func:`recorded`, kept on the launcher by ``Graph.build``), and those of its stream.
+- a Launcher's (a Graph's replay): the ActiveSets whose drains the graph recorded (eagle/_recording.py
+  collects them; ``Graph.build`` keeps them on the launcher, with the Graph itself when it has
+  WHILE loops: ``Graph._cancel`` ends them), and those of its stream.
 
 Each one's cancel word is set at once (out of stream order: a host write for host memory, a copy
 on a stream of its own elsewhere) and cleared again in stream order on the interrupted stream,
@@ -26,7 +27,7 @@ import weakref
 
 from .. import _hotcall
 
-#: ActiveSets (anything with ``_cancel(stream)`` and ``_drain_stream``) that have drained.
+#: ActiveSets (anything with ``_cancel(stream)``, ``backend`` and ``_drain_stream``) that have drained.
 _sets = weakref.WeakSet()
 
 

@@ -1,0 +1,170 @@
+"""An interrupted wait stops the drained work it was for (issue 42).
+
+A drain that would run for a minute is enqueued (ActiveSet.drain on a stream, the same drain
+recorded in a graph, a graph's WHILE of compact + drain, an eagle.ode solve); a signal lands while
+the main thread waits for it. The wait must raise the handler's exception within 1 s, the next
+run of the same object must start at once (it is timed: well under a second), and the process
+must exit within 2 s of its last line: the interrupted work stopped (eagle/kernel.h's cancel
+word, eagle/_inflight/cancel.py), it is not waited for at exit. Work whose wait was not
+interrupted is never stopped: a drain on another stream, waited for afterwards, finishes.
+
+Each case runs in its own interpreter (tests/_subproc.py); the exit is timed from this process
+(CLOCK_MONOTONIC is the same in both)."""
+import time
+
+import pytest
+
+from _subproc import run_snippet
+
+PROMPT = 1.0   # seconds from the signal to the exception
+NEXT = 1.0     # seconds the next run of the same object may take (its own work: milliseconds)
+EXIT = 2.0     # seconds from the snippet's last line to the process's end
+
+PRELUDE = r'''
+import os, signal, threading, time
+import numpy as np
+import eagle
+
+b = eagle.backend("cpu")
+mod = eagle.compile("""
+#include <eagle/kernel.h>
+/* one round: x[i] += 1; the sample is done at `goal` */
+EAGLE_KERNEL(step, (double*, x), (uint8_t*, m), (double, goal)) { (void)n; x[i] += 1.0; if (x[i] >= goal) m[i] = 1; }
+""", backend=b, kernels=["step", "step_drain"], name="stops.c")
+
+
+class Alarm(Exception):
+    pass
+
+
+def on_alarm(signum, frame):
+    raise Alarm("the alarm went off")
+
+
+signal.signal(signal.SIGALRM, on_alarm)
+fired = []
+
+
+def send_later(sig, after=0.5):
+    def send():
+        fired.append(time.monotonic())
+        os.kill(os.getpid(), sig)
+    t = threading.Timer(after, send)
+    t.daemon = True
+    t.start()
+
+
+def interrupted(wait):
+    send_later(signal.SIGALRM if SIG == "alarm" else signal.SIGINT)
+    try:
+        wait()
+        return None, None
+    except (KeyboardInterrupt, Alarm) as e:
+        return type(e).__name__, time.monotonic() - fired[0]
+
+
+N = 64
+FOREVER = 1e15   # rounds: far more than a minute of work
+'''
+
+DRAIN = PRELUDE + r'''
+x = eagle.zeros(N, backend=b)
+m = eagle.zeros(N, "uint8", backend=b)
+a = eagle.ActiveSet(m, backend=b)
+s = b.stream()
+if HOW == "stream":
+    a.drain(s, mod.step_drain, [x, m, FOREVER], int(FOREVER), compacted=False)
+    wait = s.synchronize
+elif HOW == "graph":
+    g = eagle.Graph.build([lambda st: a.drain(st, mod.step_drain, [x, m, FOREVER], int(FOREVER), compacted=False)],
+                          planes=[x, m], stream=s)
+    g.launch()
+    wait = g.synchronize
+else:  # compact, then a WHILE of (a drain of a few rounds, compact) that would run 2**31 iterations
+    body = [lambda st: a.drain(st, mod.step_drain, [x, m, FOREVER], 100000), a]
+    g = eagle.Graph.build([a, eagle.repeat_while(body, a.guard, max_iters=2**31)], planes=[x, m], stream=s)
+    g.launch()
+    wait = g.synchronize
+raised, late = interrupted(wait)
+# the next run of the same ActiveSet (and stream): a short drain, from fresh samples
+t0 = time.monotonic()
+np.from_dlpack(m)[:] = 0
+y = eagle.zeros(N, backend=b)
+a.drain(s, mod.step_drain, [y, m, 1000.0], 5000, compacted=False)
+s.synchronize()
+next_s = time.monotonic() - t0
+result = {"raised": raised, "late": late, "next": next_s, "y": sorted(set(np.from_dlpack(y).tolist())),
+          "end": time.monotonic()}
+'''
+
+
+def _run(snippet, **globals_):
+    out = run_snippet(snippet, globals=globals_, env={"EAGLE_EXIT_WAIT_S": "30"}, timeout=120)
+    ended = time.monotonic()
+    res = out.expect_ok()
+    return out, res, ended - res["end"]
+
+
+@pytest.mark.parametrize("how,sig", [("stream", "sigint"), ("graph", "sigint"), ("while", "sigint"),
+                                     pytest.param("stream", "alarm", marks=pytest.mark.slow),
+                                     pytest.param("graph", "alarm", marks=pytest.mark.slow),
+                                     pytest.param("while", "alarm", marks=pytest.mark.slow)])
+def test_an_interrupted_drain_stops_and_the_next_starts_at_once(how, sig):
+    out, res, exit_s = _run(DRAIN, HOW=how, SIG=sig)
+    assert res["raised"] == ("Alarm" if sig == "alarm" else "KeyboardInterrupt"), out.describe()
+    assert res["late"] < PROMPT, f"the wait ended {res['late']:.2f} s after the signal; {out.describe()}"
+    assert res["next"] < NEXT, f"the next drain took {res['next']:.2f} s: the interrupted one still ran"
+    assert res["y"] == [1000.0], out.describe()  # the next drain ran whole: not cancelled
+    assert exit_s < EXIT, f"the process took {exit_s:.2f} s to exit; {out.describe()}"
+    assert "had not finished" not in out.stderr, out.describe()
+
+
+OTHER = PRELUDE + r'''
+# two ActiveSets on two streams: only the one whose wait is interrupted stops
+x1, m1 = eagle.zeros(N, backend=b), eagle.zeros(N, "uint8", backend=b)
+x2, m2 = eagle.zeros(N, backend=b), eagle.zeros(N, "uint8", backend=b)
+a1, a2 = eagle.ActiveSet(m1, backend=b), eagle.ActiveSet(m2, backend=b)
+s1, s2 = b.stream(), b.stream()
+goal = 3e6   # about a second of rounds here
+a2.drain(s2, mod.step_drain, [x2, m2, goal], int(goal) + 10, compacted=False)
+a1.drain(s1, mod.step_drain, [x1, m1, FOREVER], int(FOREVER), compacted=False)
+raised, late = interrupted(s1.synchronize)
+s2.synchronize()
+result = {"raised": raised, "late": late, "x2": sorted(set(np.from_dlpack(x2).tolist())),
+          "m2": int(np.from_dlpack(m2).sum()), "end": time.monotonic()}
+'''
+
+
+def test_work_whose_wait_was_not_interrupted_runs_to_its_end():
+    out, res, exit_s = _run(OTHER, SIG="sigint")
+    assert res["raised"] == "KeyboardInterrupt" and res["late"] < PROMPT, out.describe()
+    assert res["x2"] == [3e6] and res["m2"] == 64, f"the drain nobody interrupted was stopped: {res}"
+    assert exit_s < EXIT, f"the process took {exit_s:.2f} s to exit; {out.describe()}"
+
+
+ODE = PRELUDE + r'''
+import eagle.ode
+
+def vdp(t, y, mu):
+    return [y[1], mu * (1 - y[0] ** 2) * y[1] - y[0]]
+
+S = eagle.ode.Solver(vdp, t_span=(0.0, 30.0), n_state=2, n_args=1, rtol=1e-8, atol=1e-10, max_steps=2**31 - 2,
+                     backend=b, progress=False)
+y0 = np.tile([2.0, 0.0], (N, 1))
+S.solve(y0, (np.full(N, 1.0),))          # compiled; a short solve
+raised, late = interrupted(lambda: S.solve(y0, (np.full(N, 1e6),)))   # stiff: minutes of steps
+t0 = time.monotonic()
+sol = S.solve(y0, (np.full(N, 1.0),))
+next_s = time.monotonic() - t0
+result = {"raised": raised, "late": late, "next": next_s, "status": sorted(set(np.asarray(sol.status).tolist())),
+          "end": time.monotonic()}
+'''
+
+
+def test_an_interrupted_ode_solve_stops_and_the_same_solver_solves_again_at_once():
+    out, res, exit_s = _run(ODE, SIG="sigint")
+    assert res["raised"] == "KeyboardInterrupt", out.describe()
+    assert res["late"] < PROMPT, f"the solve raised {res['late']:.2f} s after the signal"
+    assert res["next"] < NEXT, f"the next solve took {res['next']:.2f} s: the interrupted one still ran"
+    assert res["status"] == [0], out.describe()
+    assert exit_s < EXIT, f"the process took {exit_s:.2f} s to exit; {out.describe()}"
