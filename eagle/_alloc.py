@@ -116,10 +116,16 @@ def write(arr, values, dtype, backend, stream):
     stream.synchronize()
 
 
-# write_now's source words (never freed: a copy may read its source after the call returns) and
-# the non-blocking stream per (backend, device) it copies on.
+
+# The out-of-stream-order words (eagle/_inflight/cancel.py's stopping of interrupted work): their
+# source words (never freed: a copy may read its source after the call returns) and the
+# non-blocking stream per (backend, device) they are copied on, so that they are not ordered
+# behind the work running on the device. A device whose copies wait for its running kernels
+# (PoCL's cpu device, whose worker threads run the kernel) lands them only after that work.
 _WORDS = {v: np.full(1, v, np.uint32) for v in (0, 1)}
 _side_streams = {}
+#: Seconds the out-of-order copies are waited for before the caller goes on without them.
+SIDE_WAIT_S = 0.2
 
 
 def _side_stream(backend, device):
@@ -130,33 +136,47 @@ def _side_stream(backend, device):
     return side[1]
 
 
+def _landed(stream, seconds):
+    """True once ``stream``'s work has run, polled for at most ``seconds`` (never blocking on it)."""
+    import time
+    keeper = stream._keeper
+    deadline = time.monotonic() + seconds
+    while not keeper.done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.0005)
+    return True
+
+
+def write_now(arr, index, value, backend, before=None):
+    """Set the uint32 word ``index`` of ``arr`` to ``value`` (0 or 1) now, out of stream order:
+    host memory directly; device memory by a copy on a side stream, with the work enqueued on
+    ``before`` (a stream value) from now on ordered after it (eagle.fence), waited for at most
+    :data:`SIDE_WAIT_S`. Returns whether the word is written. Main thread only (the side stream
+    belongs to the thread that made it)."""
+    if is_host(arr):
+        _host_view(arr, np.uint32, index + 1)[index] = value
+        return True
+    st = _side_stream(backend, int(dlpack_device(arr)[1]))
+    backend.copy(address_of(arr).ptr + 4 * index, _WORDS[value], 4, stream=st, direction="h2d")
+    if before is not None:
+        backend.fence(st, before)
+    return _landed(st, SIDE_WAIT_S)
+
+
 def read_now(arr, index, backend):
-    """The uint32 word ``index`` of ``arr`` now, out of stream order (as :func:`write_now`)."""
+    """The uint32 word ``index`` of ``arr`` now, out of stream order (as :func:`write_now`), or
+    None when the copy did not land within :data:`SIDE_WAIT_S`."""
     if is_host(arr):
         return int(_host_view(arr, np.uint32, index + 1)[index])
     st = _side_stream(backend, int(dlpack_device(arr)[1]))
-    out = np.zeros(1, np.uint32)
+    out = np.zeros(1, np.uint32)  # held by eagle until the copy has run (eagle/_inflight/holds.py)
     backend.copy(out, address_of(arr).ptr + 4 * index, 4, stream=st, direction="d2h")
-    st.synchronize()
-    return int(out[0])
-
-
-def write_now(arr, index, value, backend):
-    """Set the uint32 word ``index`` of ``arr`` to ``value`` (0 or 1) now, out of stream order:
-    host memory directly, device memory by a copy on a non-blocking stream of its own (so it is
-    not ordered behind the work running on the device), synchronized. Main thread (or any one
-    thread: the side stream belongs to the first thread that uses it)."""
-    if is_host(arr):
-        view = _host_view(arr, np.uint32, index + 1)
-        view[index] = value
-        return
-    st = _side_stream(backend, int(dlpack_device(arr)[1]))
-    backend.copy(address_of(arr).ptr + 4 * index, _WORDS[value], 4, stream=st, direction="h2d")
-    st.synchronize()
+    return int(out[0]) if _landed(st, SIDE_WAIT_S) else None
 
 
 def write_in_order(arr, index, value, backend, stream):
-    """Enqueue on ``stream`` (any stream value) the write of the uint32 word ``index`` of ``arr``
-    to ``value`` (0 or 1): it runs after the work enqueued there before it."""
+    """Enqueue on ``stream`` (a stream value) the write of the uint32 word ``index`` of ``arr`` to
+    ``value`` (0 or 1): it runs after the work enqueued there before it."""
     backend.copy(address_of(arr).ptr + 4 * index, _WORDS[value], 4, stream=stream,
                  direction="h2h" if is_host(arr) else "h2d")

@@ -344,7 +344,9 @@ class ActiveSet:
         q = self._queue
         if q is None:
             return
-        _alloc.write_now(q, 2, 1, self.backend)
+        # the clear is ordered after the set wherever the set lands (write_now's fence): a set
+        # that lands late never outlives it
+        _alloc.write_now(q, 2, 1, self.backend, before=stream)
         _alloc.write_in_order(q, 2, 0, self.backend, stream)
 
     def _default_workers(self):

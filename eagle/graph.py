@@ -151,9 +151,12 @@ class Graph:
         a loop that still escapes runs on to its max_iters, as it would have without this."""
         for cell in self._cells.values():
             for _ in range(4):
-                _alloc.write_now(cell, 0, 1, self.backend)
+                # the next replay (on `stream`) begins after the write, wherever it lands
+                if not _alloc.write_now(cell, 0, 1, self.backend, before=stream):
+                    break  # not landed yet (the device runs it after its kernels): it will
                 time.sleep(0.002)
-                if int(_alloc.read_now(cell, 0, self.backend)) <= 1:
+                now = _alloc.read_now(cell, 0, self.backend)
+                if now is None or now <= 1:
                     break
 
     # -- owned words ----------------------------------------------------------------------------
