@@ -6,12 +6,12 @@ The kernel handle is the kind's own: a C function pointer on cpu
 the partition triple ``(base, count, n_samples)``."""
 import struct
 
-from . import _recording, _validate
+from . import _kernel_handles, _recording, _validate
 from ._arrays import address_of, fast_info
 from ._handle import raw_int
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
-from .errors import EagleTypeError, EagleValueError
+from .errors import EagleTypeError, EagleValueError, HandleError
 
 _MAX_PARAMS = 64
 _U64 = struct.Struct("<Q")
@@ -127,6 +127,12 @@ def enqueue_run(backend, kernel, args, n, *, base=0, count=None, n_samples=None,
     # the code loaded until the launch has run, or as long as a recording of it lives.
     loaded = getattr(kernel, "loaded", None)
     function = kernel_handle(kernel)
+    if loaded is None and getattr(kernel, "signature", False) is False:  # a raw handle, not a Kernel
+        known, loaded = _kernel_handles.code_of(function)
+        if known and loaded is None:
+            raise HandleError(f"eagle.run: kernel handle 0x{function:x} belonged to module "
+                              f"{_kernel_handles.module_name(function)}, which was closed or dropped (its code is "
+                              "unloaded or about to be); launch the Kernel of a module you keep open")
     raw = raw_stream(b, stream)
     desc = ffi.new(_LAUNCH, {"struct_size": _LAUNCH_SIZE, "device": device, "block": block, "function": function,
                              "params": params, "param_sizes": sizes, "nparams": len(args), "base": base,

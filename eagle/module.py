@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from . import _recording, _signature, _validate
+from . import _kernel_handles, _recording, _signature, _validate
 from . import exec as _exec
 from ._inflight import submit
 from ._compilers import wheel_library_dirs
@@ -234,6 +234,7 @@ class Module:
             self.backend._check("eagle_backend_module_function",
                                 self.backend._f.module_function(loaded.handle, symbol, out))
             k = self._kernels[name] = Kernel(self, name, int(out[0]), self._declared.get(name), loaded)
+            _kernel_handles.issued(k._handle, loaded, self.name)
         return k
 
     __getitem__ = kernel
@@ -262,6 +263,7 @@ class Module:
         self._loaded = None
         for k in list(self._kernels.values()):
             k.loaded = None
+        _kernel_handles.closed(k._handle for k in self._kernels.values())
 
     def __enter__(self):
         return self

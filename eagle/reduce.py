@@ -41,9 +41,10 @@ EAGLE_FN void eagle_reduce_merge(double* n, double* mean, double* m2, double nb,
 
 /* Lane i of `lanes`: the values k = (j lanes + i) block + b (j = 0, 1, ...; b < block; k < size),
  * taken about the lane's first value K (so that a large common offset leaves the means' digits
- * alone); part gets (count, K, mean - K, M2) in four rows of `lanes`. */
-#define EAGLE_REDUCE_MEAN_VAR(name, T)                                                               \
-    EAGLE_KERNEL(name, (const T*, x), (int64_t, size), (int64_t, lanes), (int64_t, block), (double*, part)) \
+ * alone); part gets (count, K, mean - K, M2) in four rows of `lanes`. The kernels are declared
+ * below with EAGLE_KERNEL written out, so that eagle reads their parameters and checks every
+ * launch (x is read only, any length; part is 4 x lanes). */
+#define EAGLE_REDUCE_MEAN_VAR_BODY(T)                                                                \
     {                                                                                                \
         (void)n;                                                                                     \
         double cnt = 0.0, mean = 0.0, m2 = 0.0, shift = 0.0, s1 = 0.0, s2 = 0.0;                     \
@@ -74,8 +75,12 @@ EAGLE_FN void eagle_reduce_merge(double* n, double* mean, double* m2, double nb,
         part[3 * lanes + i] = m2;                                                                    \
     }
 
-EAGLE_REDUCE_MEAN_VAR(eagle_reduce_mean_var_f64, double)
-EAGLE_REDUCE_MEAN_VAR(eagle_reduce_mean_var_f32, float)
+EAGLE_KERNEL(eagle_reduce_mean_var_f64, (EAGLE_BUFFER const double*, x), (int64_t, size), (int64_t, lanes),
+             (int64_t, block), (EAGLE_BUFFER double*, part))
+EAGLE_REDUCE_MEAN_VAR_BODY(double)
+EAGLE_KERNEL(eagle_reduce_mean_var_f32, (EAGLE_BUFFER const float*, x), (int64_t, size), (int64_t, lanes),
+             (int64_t, block), (EAGLE_BUFFER double*, part))
+EAGLE_REDUCE_MEAN_VAR_BODY(float)
 """
 _KERNELS = {np.dtype(np.float64): "eagle_reduce_mean_var_f64", np.dtype(np.float32): "eagle_reduce_mean_var_f32"}
 _modules = {}  # (library path, kind, device) -> Module
@@ -189,6 +194,8 @@ def mean_var(plane, *, stream=None, backend=None):
     if dtype not in _KERNELS:
         raise EagleTypeError(f"{what}: the plane holds {raw_dtype}; only float64 and float32 planes are "
                              "reduced (convert it first)")
+    if isinstance(plane, (np.ndarray, np.generic)) and np.ndim(plane) == 0:
+        plane = np.asarray(plane).reshape(1)  # one value (mean_var(x[0]) passes a numpy scalar)
     b, device = resolve([plane], backend=backend, streams=(stream,), what=what)
     info = address_of(plane)
     size = info.nbytes // dtype.itemsize
