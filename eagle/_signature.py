@@ -279,3 +279,18 @@ class Signature:
 def _int_range(element):
     bits = int(element[1:]) * 8
     return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if element[0] == "i" else (0, (1 << bits) - 1)
+
+
+class Unseen:
+    """The signature of a kernel whose declaration eagle could not read through the preprocessor
+    (eagle/module.py's read_declarations): every launch is refused, naming why, since checking
+    it against the wrong branch would pass arguments the kernel does not read."""
+
+    def __init__(self, name, why):
+        self.name, self.why = name, why
+        self.names = None
+
+    def refuse(self):
+        raise EagleValueError(f"eagle.run: kernel {self.name} cannot be launched: eagle could not read its "
+                              f"declaration ({self.why}) and the host's C preprocessor (cc -E) could not be run "
+                              "on the source to choose the branch; declare it once, or install a C compiler")

@@ -30,10 +30,14 @@ _THETA_RANGE = (0.25, 0.75)
 _RESTORE_SOURCE = r"""
 #include <eagle/kernel.h>
 
-/* dst[r, i] = src[r, inv[i]] for the `rows` rows of n elements of `words` words each; *done = step. */
+/* dst[r, i] = src[r, inv[i]] for the `rows` rows of n elements of `words` words each; *done = step.
+ * dst is the plane and src the buffer, as arrays of any dtype (void*: eagle checks their being
+ * arrays, the words are T's). */
 #define EAGLE_RESTORE_GATHER(name, T)                                                              \
-    EAGLE_KERNEL(name, (T*, dst), (const T*, src), (const int32_t*, inv), (int64_t, rows),         \
-                 (int64_t, words), (EAGLE_BUFFER uint32_t*, done), (uint32_t, step)) {                          \
+    EAGLE_KERNEL(name, (EAGLE_BUFFER void*, dst_), (EAGLE_BUFFER const void*, src_), (const int32_t*, inv), \
+                 (int64_t, rows), (int64_t, words), (EAGLE_BUFFER uint32_t*, done), (uint32_t, step)) { \
+        EAGLE_GLOBAL T* dst = (EAGLE_GLOBAL T*)dst_;                                               \
+        EAGLE_GLOBAL const T* src = (EAGLE_GLOBAL const T*)src_;                                   \
         const int64_t p = inv[i];                                                                  \
         for (int64_t r = 0; r < rows; ++r)                                                         \
             for (int64_t k = 0; k < words; ++k) dst[(r * n + i) * words + k] = src[(r * n + p) * words + k]; \
@@ -449,7 +453,6 @@ class ActiveSet:
         if self._restore_buf is None or _nbytes(self._restore_buf) < need:
             self._restore_buf = _alloc.zeros(need, "uint8", self.mask)
         buf = self._restore_buf
-        bptr = address_of(buf).ptr
         done = int(self._read(self._restore_done, np.uint32, 1)[0])
         for k in range(done, len(self._planes)):
             p, info = self._planes[k], infos[k]
@@ -459,7 +462,7 @@ class ActiveSet:
             word = next(w for w in (8, 4, 2, 1) if esize % w == 0)
             st.copy(buf, p, info.nbytes)
             st.run(mod[f"eagle_restore_gather{word}"],
-                   [info.ptr, bptr, self.inv, rows, esize // word, self._restore_done, np.uint32(k + 1)], n)
+                   [p, buf, self.inv, rows, esize // word, self._restore_done, np.uint32(k + 1)], n)
         st.run(mod["eagle_restore_identity"], [self.perm, self.inv, self.span, self.fire, self._restore_done], n)
 
     def _gather(self, plane, inv):

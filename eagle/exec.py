@@ -95,6 +95,8 @@ def enqueue_run(backend, kernel, args, n, *, base=0, count=None, n_samples=None,
     if len(args) > _MAX_PARAMS:
         raise EagleValueError(f"eagle: a kernel takes at most {_MAX_PARAMS} arguments, got {len(args)}")
     signature = getattr(kernel, "signature", None)
+    if signature is not None and signature.names is None:
+        signature.refuse()  # a declaration eagle could not see through (eagle/_signature.py: Unseen)
     if signature is not None:
         names = signature.names
         if len(args) != len(names):

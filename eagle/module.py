@@ -93,43 +93,143 @@ _TYPEDEF = re.compile(rb"\btypedef\s+([A-Za-z_][\w \t*]*?)\s*\b([A-Za-z_]\w*)\s*
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
-def _typedefs(text):
+def _typedefs(text, twice=False):
     """{name: type} of the simple typedefs ``text`` makes (``typedef double real;``), each
-    resolved through the earlier ones, so a parameter declared with one is checked as its type."""
-    out = {}
+    resolved through the earlier ones, so a parameter declared with one is checked as its type.
+    ``twice``: also the set of names made twice with different types (under #if, say)."""
+    out, made_twice = {}, set()
     for m in _TYPEDEF.finditer(text):
         target = m.group(1).decode(errors="replace")
-        out[m.group(2).decode()] = _WORD.sub(lambda w: out.get(w.group(), w.group()), target)
-    return out
+        name = m.group(2).decode()
+        resolved = _WORD.sub(lambda w: out.get(w.group(), w.group()), target)
+        if name in out and out[name] != resolved:
+            made_twice.add(name)
+        out[name] = resolved
+    return (out, made_twice) if twice else out
 
 
-def declared_parameters(source):
+def declared_parameters(source, *, preprocessed=False, unseen=None):
     """{entry name: ((C type, parameter name), ...)} of the kernels ``source`` declares with
     EAGLE_KERNEL, for every entry kernel.h makes of them (``name``, ``name_active``,
     ``name_drain``, with the arguments eagle appends); a type named by a simple typedef of the
-    source (``typedef float real;``) is given as what it names. A declaration this reading cannot follow
-    (a type written with parentheses, a name declared twice, say under #if) is left out: eagle
-    then can neither count nor check that kernel's arguments, as for any foreign kernel."""
-    text = _strip_comments(source)
-    aliases = _typedefs(text)
+    source (``typedef float real;``) is given as what it names. ``preprocessed``: ``source`` is
+    the preprocessor's output of a source (see :func:`read_declarations`). A declaration this
+    reading cannot follow (a type written with parentheses) is left out: eagle then can neither
+    count nor check that kernel's arguments, as for any foreign kernel. A name declared twice,
+    or declared with a typedef the source makes twice (under #if, say), is in ``unseen`` (a dict
+    given by the caller) with why, when the preprocessor could not choose the branch."""
+    text = source if preprocessed else _strip_comments(source)
+    if preprocessed:
+        aliases, twice = _typedefs(_main_file_text(text), twice=True)
+        decls = ((m.group(1), m.group(2)) for m in _MARK.finditer(text))
+    else:
+        aliases, twice = _typedefs(text, twice=True)
+        decls = ((m.group(1), m.group(2)) for m in _DECL.finditer(text))
     found, seen_twice = {}, set()
-    for m in _DECL.finditer(text):
-        name = m.group(1).decode()
+    for raw_name, raw_params in decls:
+        name = raw_name.decode()
         params = []
-        for pair in _PAIR.findall(m.group(2)):
+        for pair in _PAIR.findall(raw_params):
             parts = pair.decode(errors="replace").rsplit(",", 1)
+            if preprocessed:
+                parts[0] = parts[0].replace("eagle_buffer__", "EAGLE_BUFFER")
+            words = set(_WORD.findall(parts[0]))
+            if unseen is not None and words & twice:
+                unseen[name] = (f"its parameter {parts[-1].strip()!r} has the type {parts[0].strip()!r}, which the "
+                                f"source defines twice (typedef {sorted(words & twice)[0]})")
             ctype = _WORD.sub(lambda w: aliases.get(w.group(), w.group()), parts[0].strip())
             params.append((ctype, parts[1].strip()) if len(parts) == 2 else ("?", "?"))
-        if name in found:
+        if not params:
+            raise EagleValueError(f"eagle.compile: EAGLE_KERNEL({name}) declares no parameters; a kernel takes "
+                                  "1 to 24 (type, name) pairs (eagle/kernel.h): give it at least the array it works on")
+        if name in found and found[name] != tuple(params):
             seen_twice.add(name)
         found[name] = tuple(params)
     out = {}
     for name, params in found.items():
         if name in seen_twice:
+            if unseen is not None:
+                unseen[name] = "it is declared twice with different parameters (under #if, say)"
+            continue
+        if unseen is not None and name in unseen:
             continue
         for suffix, extras in _ENTRY_EXTRAS.items():
             out[name + suffix] = params + extras
     return out
+
+
+# A marker of eagle/kernel.h's EAGLE_READ_DECLARATIONS mode, and what makes a source need it.
+_MARK = re.compile(rb"\beagle_declared__\s+([A-Za-z_]\w*)\s*\(((?:\s*\([^()]*\)\s*,?)*)\s*\)\s*eagle_declared_end__")
+_NEEDS_PREPROCESSOR = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|define)\b", re.M)
+_EMPTY_DECL = re.compile(rb"\bEAGLE_KERNEL\s*\(\s*([A-Za-z_]\w*)\s*,?\s*\)")
+_LINE_MARKER = re.compile(rb'^# \d+ "([^"]*)"', re.M)
+# What a kind's compiler defines that a source may test: the preprocessor run here defines it too.
+_KIND_DEFINES = {"cuda": ["-D__CUDACC_RTC__"], "hip": ["-D__HIPCC_RTC__"],
+                 "opencl": ["-D__OPENCL_VERSION__=300", "-D__OPENCL_C_VERSION__=300"]}
+
+
+def _main_file_text(pre):
+    """The parts of the preprocessor's output ``pre`` that come from the source itself (stdin),
+    not from headers: the typedefs that count are the source's own."""
+    out, current, at = [], None, 0
+    for m in _LINE_MARKER.finditer(pre):
+        if current == b"<stdin>":
+            out.append(pre[at:m.start()])
+        current, at = m.group(1), m.end()
+    if current == b"<stdin>":
+        out.append(pre[at:])
+    return b"\n".join(out)
+
+
+def _preprocess(data, dirs, options, kind):
+    """The host C preprocessor's output of ``data`` in eagle/kernel.h's EAGLE_READ_DECLARATIONS
+    mode (the include directories, the -D/-U/-I of ``options``, the kind's own defines), or None
+    when there is no preprocessor or it fails (a header only the kind's compiler has, say)."""
+    import shlex
+    import shutil
+    import subprocess
+    cc = None
+    for cand in ([shlex.split(os.environ["CC"])[0]] if os.environ.get("CC", "").strip() else []) + ["cc", "gcc", "clang"]:
+        cc = shutil.which(cand)
+        if cc:
+            break
+    if not cc:
+        return None
+    args = [cc, "-E", "-x", "c", "-DEAGLE_READ_DECLARATIONS", *_KIND_DEFINES.get(kind, [])]
+    args += ["-I" + d for d in dirs]
+    it = iter(options)
+    for o in it:
+        if o in ("-D", "-U", "-I"):
+            args += [o, next(it, "")]
+        elif o.startswith(("-D", "-U", "-I")):
+            args.append(o)
+    args.append("-")
+    try:
+        done = subprocess.run(args, input=data, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def read_declarations(data, dirs=(), options=(), kind="cpu"):
+    """:func:`declared_parameters` of a source as its compile sees it: a source with #if, #ifdef,
+    #define or a -D option is read after the host's C preprocessor, so the branch the compile takes
+    and its macros and typedefs are what eagle checks launches against. Where it cannot be
+    preprocessed, kernels whose declaration depends on a branch (declared twice, or with a
+    typedef made twice) are declared *unseen*: their launches are refused, naming why, rather
+    than checked against the wrong branch. Returns ``(declared, unseen)``."""
+    text = _strip_comments(data)
+    m = _EMPTY_DECL.search(text)
+    if m:
+        raise EagleValueError(f"eagle.compile: EAGLE_KERNEL({m.group(1).decode()}) declares no parameters; a kernel "
+                              "takes 1 to 24 (type, name) pairs (eagle/kernel.h): give it at least the array it works on")
+    unseen = {}
+    if _NEEDS_PREPROCESSOR.search(text) or any(str(o).startswith(("-D", "-U")) for o in options):
+        pre = _preprocess(data, dirs, options, kind)
+        if pre is not None and b"eagle_declared__" in pre:
+            return declared_parameters(pre, preprocessed=True), {}
+    declared = declared_parameters(data, unseen=unseen)
+    return declared, unseen
 
 
 class Kernel:
@@ -152,6 +252,9 @@ class Kernel:
         self.module, self.name, self.loaded, self._handle = module, name, loaded, int(handle)
         if declared is None:
             self.params = self.types = self.signature = None
+        elif isinstance(declared, str):  # a declaration eagle could not see through: launches refused
+            self.params = self.types = None
+            self.signature = _signature.Unseen(name, declared)
         else:
             self.types = tuple(t for t, _ in declared)
             self.params = tuple(p for _, p in declared)
@@ -552,7 +655,11 @@ def compile(backend, source, *, kernels=(), name=None, include_dirs=(), options=
                 mod.kernel(k)
             mod.cached = True
             return mod
-    mod = _compile_waiting(b, desc, keep, data, name, kernels, declared_parameters(data), timeout)
+    declared, unseen = read_declarations(data, dirs, options, b.kind)
+    for k, why in unseen.items():  # launches refused, naming why (eagle/exec.py)
+        for suffix in _ENTRY_EXTRAS:
+            declared[k + suffix] = why
+    mod = _compile_waiting(b, desc, keep, data, name, kernels, declared, timeout)
     if cache:
         with _cache_lock:
             _cache[key] = mod

@@ -118,7 +118,11 @@
 #endif
 
 /* A pointer parameter of any length (eagle checks no sample count for it): see "Typed launches". */
+#ifdef EAGLE_READ_DECLARATIONS
+#define EAGLE_BUFFER eagle_buffer__
+#else
 #define EAGLE_BUFFER
+#endif
 /* A helper's pointer parameter that receives a pointer into a declared array
  * (EAGLE_FN void f(EAGLE_GLOBAL double* p), called as f(&x[i])): __global on an opencl device
  * without the generic address space (see the opencl half), nothing on every other kind. A helper
@@ -538,6 +542,15 @@ EAGLE_FN void eagle_while_decide(unsigned long long handle, const uint32_t* coun
             }                                                                                        \
     }                                                                                                \
     EAGLE_FN void eagle_body_##name(int64_t i, int64_t n EAGLE_PP_MAP(EAGLE_PP_DECL, __VA_ARGS__))
+#endif
+
+/* eagle's reading of the declarations (eagle/module.py): a source with #if, #define or -D is
+ * run through the host's C preprocessor with EAGLE_READ_DECLARATIONS defined, and each
+ * EAGLE_KERNEL becomes a marker eagle reads, with the branches the compile takes, macros expanded
+ * and EAGLE_BUFFER kept as a word. Never defined in a compile. */
+#ifdef EAGLE_READ_DECLARATIONS
+#undef EAGLE_KERNEL
+#define EAGLE_KERNEL(name, ...) eagle_declared__ name (__VA_ARGS__) eagle_declared_end__
 #endif
 
 #endif /* EAGLE_KERNEL_H */
