@@ -272,6 +272,13 @@ class Library:
 
         self.build_info = self._read_build_info()
         reported = self.build_info.get("backend_kind") or None
+        if kind and reported and reported.lower() != kind.lower():
+            # asked for one kind, found another's library (EAGLE_BACKEND_OPENCL=.../libeagle_cpu.so):
+            # its work would run on the other kind with no word said
+            raise BackendLoadError(f"eagle: the {kind} backend was looked for at {how}, but that library is a "
+                                   f"{reported} backend (its build_info says backend_kind '{reported}'); point "
+                                   f"${_env_var(kind)} at {'an' if kind[:1] in 'aeiou' else 'a'} {kind} backend, or load this one as "
+                                   f"eagle.backend('{reported}') or by its path")
         self.kind = kind or reported or os.path.basename(path)
         self.device_types = self._read_device_types()
 
