@@ -287,10 +287,10 @@ class Unseen:
     it against the wrong branch would pass arguments the kernel does not read."""
 
     def __init__(self, name, why):
-        self.name, self.why = name, why
+        self.kernel, self.why = name, why
         self.names = None
 
     def refuse(self):
-        raise EagleValueError(f"eagle.run: kernel {self.name} cannot be launched: eagle could not read its "
+        raise EagleValueError(f"eagle.run: kernel {self.kernel} cannot be launched: eagle could not read its "
                               f"declaration ({self.why}) and the host's C preprocessor (cc -E) could not be run "
                               "on the source to choose the branch; declare it once, or install a C compiler")

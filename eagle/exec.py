@@ -95,13 +95,21 @@ def enqueue_run(backend, kernel, args, n, *, base=0, count=None, n_samples=None,
     if len(args) > _MAX_PARAMS:
         raise EagleValueError(f"eagle: a kernel takes at most {_MAX_PARAMS} arguments, got {len(args)}")
     signature = getattr(kernel, "signature", None)
+    raw_code = None
+    if not hasattr(kernel, "signature"):  # a raw handle: eagle's own (checked as its Kernel), or foreign
+        known, raw_code, signature = _kernel_handles.code_of(kernel_handle(kernel))
+        if known and raw_code is None:
+            function = kernel_handle(kernel)
+            raise HandleError(f"eagle.run: kernel handle 0x{function:x} belonged to module "
+                              f"{_kernel_handles.module_name(function)}, which was closed or dropped (its code is "
+                              "unloaded or about to be); launch the Kernel of a module you keep open")
     if signature is not None and signature.names is None:
         signature.refuse()  # a declaration eagle could not see through (eagle/_signature.py: Unseen)
     if signature is not None:
         names = signature.names
         if len(args) != len(names):
             # the kernel would read arguments that are not there (or ignore some): refused here
-            raise EagleValueError(f"eagle.run: kernel {kernel.name} takes {len(names)} arguments "
+            raise EagleValueError(f"eagle.run: kernel {signature.kernel} takes {len(names)} arguments "
                                   f"({', '.join(names)}), got {len(args)}")
         # each argument checked against its declared C type, written at its declared width; the
         # planes must hold every sample the launch may index: its lanes' [base, base + count), or
@@ -127,14 +135,8 @@ def enqueue_run(backend, kernel, args, n, *, base=0, count=None, n_samples=None,
     # An eagle Kernel's loaded code, read before its handle (which raises HandleError once the
     # module is closed): the launch's references keep it, so a close or a dropped module leaves
     # the code loaded until the launch has run, or as long as a recording of it lives.
-    loaded = getattr(kernel, "loaded", None)
+    loaded = getattr(kernel, "loaded", None) or raw_code
     function = kernel_handle(kernel)
-    if loaded is None and getattr(kernel, "signature", False) is False:  # a raw handle, not a Kernel
-        known, loaded = _kernel_handles.code_of(function)
-        if known and loaded is None:
-            raise HandleError(f"eagle.run: kernel handle 0x{function:x} belonged to module "
-                              f"{_kernel_handles.module_name(function)}, which was closed or dropped (its code is "
-                              "unloaded or about to be); launch the Kernel of a module you keep open")
     raw = raw_stream(b, stream)
     desc = ffi.new(_LAUNCH, {"struct_size": _LAUNCH_SIZE, "device": device, "block": block, "function": function,
                              "params": params, "param_sizes": sizes, "nparams": len(args), "base": base,

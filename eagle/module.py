@@ -337,7 +337,7 @@ class Module:
             self.backend._check("eagle_backend_module_function",
                                 self.backend._f.module_function(loaded.handle, symbol, out))
             k = self._kernels[name] = Kernel(self, name, int(out[0]), self._declared.get(name), loaded)
-            _kernel_handles.issued(k._handle, loaded, self.name)
+            _kernel_handles.issued(k._handle, loaded, self.name, k.signature)
         return k
 
     __getitem__ = kernel
