@@ -282,7 +282,19 @@ _DL_KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
 def _read_dlpack(obj):
     capsule = obj.__dlpack__()
     # DLManagedTensor begins with its DLTensor; the capsule keeps the tensor alive while held.
-    t = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+    at = _capsule_pointer(capsule, b"dltensor")
+    # the tensor, its shape and its strides are the exporter's memory: each is checked for being
+    # mapped memory of this process before it is read (a garbage pointer would be SIGSEGV here);
+    # memory that is mapped but not what the exporter meant cannot be told apart
+    what = f"eagle: the DLPack export of a {type(obj).__name__}"
+    _validate.host_range(at or 0, ctypes.sizeof(_DLTensor), f"{what}: its DLTensor")
+    t = _DLTensor.from_address(at)
+    if not 0 <= t.ndim <= 64:
+        raise EagleTypeError(f"{what} says it has {t.ndim} dimensions (0 to 64 are read)")
+    for field in ("shape", "strides"):
+        where = ctypes.cast(getattr(t, field), ctypes.c_void_p).value
+        if t.ndim and (where or field == "shape"):
+            _validate.host_range(where or 0, 8 * t.ndim, f"{what}: its {field} pointer")
     shape = [t.shape[i] for i in range(t.ndim)]
     itemsize = (t.dtype.bits * t.dtype.lanes + 7) // 8
     strides = None if not t.strides else [t.strides[i] * itemsize for i in range(t.ndim)]

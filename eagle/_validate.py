@@ -81,3 +81,41 @@ def shape(value, what):
     if any(d < 0 for d in dims):
         raise EagleValueError(f"{what}: negative dimension in shape {dims}")
     return dims
+
+
+_PAGE = None
+_mincore = None
+
+
+def host_range(ptr, nbytes, what):
+    """A raw host address ``ptr`` given for ``nbytes`` bytes: refused when it cannot be memory of
+    this process -- in the first 64 KiB (never mapped on Linux), past the user address space, or
+    (Linux) with a page in the range that is not mapped (mincore). A mapped page that is read-only
+    (or freed and mapped again by something else) cannot be told apart here: a raw address is the
+    caller's promise, and eagle checks only what it can."""
+    global _PAGE, _mincore
+    if nbytes <= 0:
+        return
+    if ptr < (1 << 16) or ptr + nbytes > (1 << 57):
+        raise EagleValueError(f"{what}: the raw address 0x{ptr:x} (for {nbytes} bytes) cannot be memory of this "
+                              "process; pass an array, or the address of one")
+    import sys
+    if not sys.platform.startswith("linux"):
+        return
+    if _mincore is None:
+        import ctypes
+        import mmap
+        libc = ctypes.CDLL(None, use_errno=True)
+        _mincore = libc.mincore
+        _mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
+        _mincore.restype = ctypes.c_int
+        _PAGE = mmap.PAGESIZE
+    start = ptr - ptr % _PAGE
+    length = ptr + nbytes - start
+    pages = -(-length // _PAGE)
+    vec = bytes(pages)
+    if _mincore(start, length, vec) != 0:
+        import ctypes
+        if ctypes.get_errno() == 12:  # ENOMEM: part of the range is not mapped
+            raise EagleValueError(f"{what}: the raw address 0x{ptr:x} (for {nbytes} bytes) is not mapped memory of "
+                                  "this process; pass an array, or the address of a live one")

@@ -44,6 +44,13 @@ def enqueue_copy(backend, dst, src, nbytes=None, *, stream=None, direction=None)
         code = _BY_NAME.get(str(direction).lower())
         if code is None:
             raise EagleValueError(f"eagle.copy: direction must be h2d, d2h, d2d or h2h, got {direction!r}")
+    # a raw int address on the host side (every side on a kind whose device memory is the host's)
+    # is checked for being memory of this process at all (eagle/_validate.py: host_range)
+    host_kind = all(t in HOST_DEVICE_TYPES for t in b.device_types)
+    if d.device_type is None and (host_kind or code in (H2H, D2H)):
+        _validate.host_range(d.ptr, nbytes, "eagle.copy: dst")
+    if s.device_type is None and (host_kind or code in (H2H, H2D)):
+        _validate.host_range(s.ptr, nbytes, "eagle.copy: src")
     raw = raw_stream(b, stream)
     b.call.memcpy(d.ptr, s.ptr, nbytes, code, raw)
     return None, raw, (d.keepalive, s.keepalive)

@@ -14,7 +14,11 @@
 namespace eagle_opencl {
 namespace {
 std::mutex g_mu;
-std::unordered_map<Stream*, std::unique_ptr<Stream>> g_streams;
+// Never destroyed (as the default stream): at process exit a stream may still have work running
+// (an interrupted kernel that never ends, left by the exit drain) and its host thread waiting on
+// it; destroying the stream there would destroy a joinable std::thread (std::terminate, SIGABRT)
+// or free what that thread still reads. The process's end takes them.
+std::unordered_map<Stream*, std::unique_ptr<Stream>>& g_streams = *new std::unordered_map<Stream*, std::unique_ptr<Stream>>();
 
 // Released queues, drained, kept for the next stream_create (at most kSpare): creating and
 // releasing a cl_command_queue costs far more than a stream handle, and PoCL keeps a little memory
