@@ -8,6 +8,10 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#endif
 
 #include <cerrno>
 #include <cstdlib>
@@ -158,12 +162,196 @@ std::string replace_all(const std::string& text, const std::string& from, const 
 
 constexpr int kCancelled = -2;
 
-// Runs argv with stdout and stderr into log_path, in a process group of its own; returns the exit
-// status (-1: could not run; kCancelled: *cancel became nonzero, and the compiler's process group
-// was killed). The wait polls (waitpid WNOHANG, sleeps of 1 to 10 ms) so a cancel is seen within
-// 20 ms; without a cancel word it blocks in waitpid as before.
+#ifdef __linux__
+// ---- the compiler's guardian (Linux). The compiler must die with this process: killed by
+// SIGTERM or SIGKILL, or by SIGKILL to its whole process group, a compile must leave no cc/cc1
+// running and (but for SIGKILL) no temporary directory behind. So the compiler runs in this
+// process's group (a killpg reaches it), under a guardian process forked here that
+//   - gets SIGTERM when the thread that forked it dies (PR_SET_PDEATHSIG: the process's end),
+//   - is the subreaper of the compiler's process tree (PR_SET_CHILD_SUBREAPER: the driver's
+//     children, cc1, as, ld, become its own when the driver dies), and
+//   - on that SIGTERM (or a cancel: this process sends it SIGUSR1) kills the whole tree with
+//     SIGKILL and, when this process is gone, removes the temporary directory.
+// Everything the guardian and the compiler's child do between fork and exec is async-signal-safe
+// (this process has other threads): raw system calls on memory prepared before the fork.
+namespace guard {
+
+constexpr int kNoRun = 126;     // the guardian could not start the compiler
+constexpr int kNoExec = 127;    // exec of the compiler failed
+constexpr int kStopped = 125;   // the guardian stopped the compiler (cancel or this process's end)
+
+void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, nullptr);
+}
+
+// "/proc/self/task/<pid>/children" into buf (no allocation).
+void children_path(char* buf, size_t cap) {
+    const char head[] = "/proc/self/task/";
+    size_t at = 0;
+    for (const char* p = head; *p && at + 1 < cap; ++p) buf[at++] = *p;
+    char digits[24];
+    int nd = 0;
+    for (long v = static_cast<long>(getpid()); v > 0 && nd < 23; v /= 10) digits[nd++] = static_cast<char>('0' + v % 10);
+    while (nd > 0 && at + 1 < cap) buf[at++] = digits[--nd];
+    const char tail[] = "/children";
+    for (const char* p = tail; *p && at + 1 < cap; ++p) buf[at++] = *p;
+    buf[at] = '\0';
+}
+
+// SIGKILL to every process of the tree under the guardian, rounds until none is left (the
+// driver's children become the guardian's when the driver dies), each reaped.
+void kill_tree() {
+    char path[96];
+    children_path(path, sizeof path);
+    for (int round = 0; round < 200; ++round) {
+        while (waitpid(-1, nullptr, WNOHANG) > 0) {
+        }
+        const int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return;
+        char buf[4096];
+        const ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        bool any = false;
+        long v = -1;
+        for (ssize_t k = 0; k <= n; ++k) {
+            const char c = k < n ? buf[k] : ' ';
+            if (c >= '0' && c <= '9') {
+                v = (v < 0 ? 0 : v * 10) + (c - '0');
+            } else if (v > 0) {
+                kill(static_cast<pid_t>(v), SIGKILL);
+                any = true;
+                v = -1;
+            }
+        }
+        if (!any) return;
+        sleep_ms(2);
+    }
+}
+
+// Removes the files of the flat directory `dir` and then the directory (getdents64: no malloc).
+void remove_dir(const char* dir) {
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        alignas(8) char buf[4096];
+        for (;;) {
+            const long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+            if (n <= 0) break;
+            for (long at = 0; at < n;) {
+                const unsigned short reclen = *reinterpret_cast<unsigned short*>(buf + at + 16);
+                const char* name = buf + at + 19;
+                if (!(name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))))
+                    unlinkat(fd, name, 0);
+                at += reclen;
+            }
+        }
+        close(fd);
+    }
+    rmdir(dir);
+}
+
+}  // namespace guard
+#endif
+
+// Runs argv with stdout and stderr into log_path; returns the exit status (-1: could not run;
+// kCancelled: *cancel became nonzero, and the compiler was killed). On Linux the compiler runs
+// under a guardian (see guard above), with TMPDIR set to `tmp_dir`, so that it dies with this
+// process and leaves nothing behind; elsewhere it runs in a process group of its own, which a
+// cancel kills. The wait polls (waitpid WNOHANG, sleeps of 1 to 10 ms) so a cancel is seen within
+// 20 ms; without a cancel word it blocks in waitpid.
 int run_compiler(const std::vector<std::string>& argv, const std::string& log_path,
-                 const volatile uint32_t* cancel) {
+                 const volatile uint32_t* cancel, const std::string& tmp_dir) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+#ifdef __linux__
+    // the compiler's environment: this one with TMPDIR set to the compile's own directory (the
+    // driver's temporary files land there, and go with it)
+    std::vector<std::string> env_store;
+    for (char** e = environ; e && *e; ++e)
+        if (std::strncmp(*e, "TMPDIR=", 7) != 0) env_store.emplace_back(*e);
+    env_store.push_back("TMPDIR=" + tmp_dir);
+    std::vector<char*> envp;
+    for (auto& e : env_store) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const char* log_c = log_path.c_str();
+    const char* dir_c = tmp_dir.c_str();
+    const pid_t parent = getpid();
+    sigset_t waited, none;
+    sigemptyset(&waited);
+    sigaddset(&waited, SIGTERM);
+    sigaddset(&waited, SIGUSR1);
+    sigaddset(&waited, SIGCHLD);
+    sigemptyset(&none);
+    const pid_t g = fork();
+    if (g < 0) return -1;
+    if (g == 0) {  // the guardian: async-signal-safe calls only
+        sigprocmask(SIG_BLOCK, &waited, nullptr);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+        if (getppid() != parent) {  // this process ended before the prctl
+            guard::remove_dir(dir_c);
+            _exit(guard::kStopped);
+        }
+        const pid_t c = vfork();
+        if (c == 0) {
+            sigprocmask(SIG_SETMASK, &none, nullptr);
+            const int out = open(log_c, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            const int in = open("/dev/null", O_RDONLY);
+            if (out < 0 || in < 0) _exit(guard::kNoExec);
+            dup2(out, 1);
+            dup2(out, 2);
+            dup2(in, 0);
+            execve(args[0], args.data(), envp.data());
+            _exit(guard::kNoExec);
+        }
+        if (c < 0) _exit(guard::kNoRun);
+        for (;;) {
+            siginfo_t info;
+            struct timespec ts = {0, 50 * 1000000L};
+            const int sig = sigtimedwait(&waited, &info, &ts);
+            int st = 0;
+            if (waitpid(c, &st, WNOHANG) == c) {
+                guard::kill_tree();  // anything the driver left running
+                _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0));
+            }
+            // SIGUSR1: this process cancels the compile; SIGTERM: this process ended (the
+            // parent-death signal), so nobody else will remove the directory
+            const bool orphaned = sig == SIGTERM || getppid() != parent;
+            if (sig == SIGUSR1 || orphaned) {
+                kill(c, SIGKILL);
+                guard::kill_tree();
+                if (orphaned) guard::remove_dir(dir_c);
+                _exit(guard::kStopped);
+            }
+        }
+    }
+    int status = 0;
+    bool stopped = false;
+    if (!cancel) {
+        while (waitpid(g, &status, 0) < 0) {
+            if (errno != EINTR) return -1;
+        }
+    } else {
+        long nap_us = 1000;
+        for (;;) {
+            const pid_t got = waitpid(g, &status, WNOHANG);
+            if (got == g) break;
+            if (got < 0 && errno != EINTR) return -1;
+            if (*cancel && !stopped) {
+                kill(g, SIGUSR1);  // the guardian kills the compiler's whole tree and exits
+                stopped = true;
+            }
+            usleep(static_cast<useconds_t>(nap_us));
+            if (nap_us < 10000) nap_us += 1000;
+        }
+    }
+    if (stopped) return kCancelled;
+    if (!WIFEXITED(status)) return -1;
+    const int code = WEXITSTATUS(status);
+    if (code == guard::kNoRun || (code == guard::kNoExec && read_file(log_path).empty())) return -1;
+    return code;
+#else
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -175,9 +363,7 @@ int run_compiler(const std::vector<std::string>& argv, const std::string& log_pa
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
         posix_spawnattr_setpgroup(&attr, 0);
     }
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
+    (void)tmp_dir;
     pid_t pid = 0;
     int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -205,6 +391,7 @@ int run_compiler(const std::vector<std::string>& argv, const std::string& log_pa
         }
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+#endif
 }
 
 // Whether the compile should add -mfma: on x86 the baseline ISA has no fused multiply-add, so a
@@ -297,7 +484,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_module_from_source(const struct 
         for (const auto& d : in.include_dirs) argv.push_back("-I" + d);
         for (const auto& o : in.options) argv.push_back(o);
         argv.insert(argv.end(), {"-o", so, src, "-lm"});
-        const int rc = run_compiler(argv, log_path, in.cancel);
+        const int rc = run_compiler(argv, log_path, in.cancel, dir.path);
         if (rc == kCancelled) fail(EAGLE_BACKEND_ERROR, in.name + ": the compile was cancelled (the compiler was killed)");
         // The log names the source by the caller's name, not the temporary path.
         std::string text = replace_all(read_file(log_path), src, in.name);
