@@ -7,8 +7,8 @@ in eagle/README.md.
 
 Importing eagle loads nothing but this module and its exceptions; the rest is imported on
 first use."""
-from .errors import (BackendLoadError, BackendUnavailable, CompileError, CompileTimeout, EagleBufferError,
-                     EagleError, EagleIndexError, EagleKeyError, EagleMemoryError, EagleTypeError, EagleValueError,
+from .errors import (BackendLoadError, BackendUnavailable, CompileError, CompileTimeout, EagleAttributeError,
+                     EagleBufferError, EagleError, EagleIndexError, EagleKeyError, EagleMemoryError, EagleTypeError, EagleValueError,
                      HandleError, InteropError, RanOutWarning, Unsupported)
 
 __version__ = "0.1.0"
@@ -76,7 +76,8 @@ _LAZY = {
     "mean_var": ".reduce", "MeanVar": ".reduce",
 }
 
-__all__ = ["BackendLoadError", "BackendUnavailable", "CompileError", "CompileTimeout", "EagleBufferError",
+__all__ = ["BackendLoadError", "BackendUnavailable", "CompileError", "CompileTimeout", "EagleAttributeError",
+           "EagleBufferError",
            "EagleError", "EagleIndexError", "EagleKeyError", "EagleMemoryError", "EagleTypeError", "EagleValueError",
            "HandleError", "InteropError", "RanOutWarning", "Unsupported", *_LAZY]
 

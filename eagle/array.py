@@ -22,7 +22,7 @@ from ._inflight import releases as _releases
 from ._device_kind import CUDA_ARRAY_INTERFACE_DEVICE_TYPES, HOST_DEVICE_TYPES
 from ._seam_ffi import ffi
 from .errors import EagleBufferError as _BufferError
-from .errors import EagleTypeError, EagleValueError
+from .errors import EagleAttributeError, EagleTypeError, EagleValueError
 
 _ALLOC = "eagle_backend_mem_alloc"
 
@@ -102,6 +102,15 @@ def _free(free_fn, address, backend):
     free_fn(address)  # `backend` is held so its library stays loaded until here
 
 
+def _read_only(name, doc):
+    """A property that reads ``_<name>``; assigning or deleting it raises
+    :class:`eagle.EagleAttributeError` (an AttributeError) naming it."""
+    def refuse(self, value=None):
+        raise EagleAttributeError(f"eagle.DeviceArray: {name} is read-only (what an array exports must describe "
+                                  f"the memory it holds); make a new array, or a view of it through DLPack")
+    return property(lambda self: getattr(self, "_" + name), refuse, refuse, doc)
+
+
 class DeviceArray:
     """C-contiguous memory of one backend's device, from :func:`eagle.empty`, :func:`eagle.zeros`
     or :func:`eagle.asarray`.
@@ -152,13 +161,13 @@ class DeviceArray:
         if self._device_type in HOST_DEVICE_TYPES:
             _hostmem.own(self._address, self._nbytes)
 
-    backend = property(lambda self: self._backend, doc="The Backend whose memory this is.")
-    shape = property(lambda self: self._shape, doc="The shape, a tuple of ints (read-only).")
-    dtype = property(lambda self: self._dtype, doc="The numpy dtype of an item (read-only).")
-    address = property(lambda self: self._address, doc="The device address kernels take (read-only).")
-    nbytes = property(lambda self: self._nbytes, doc="Bytes of memory (read-only).")
-    device_type = property(lambda self: self._device_type, doc="DLPack device type (read-only).")
-    device_id = property(lambda self: self._device_id, doc="DLPack device id (read-only).")
+    backend = _read_only("backend", "The Backend whose memory this is.")
+    shape = _read_only("shape", "The shape, a tuple of ints (read-only).")
+    dtype = _read_only("dtype", "The numpy dtype of an item (read-only).")
+    address = _read_only("address", "The device address kernels take (read-only).")
+    nbytes = _read_only("nbytes", "Bytes of memory (read-only).")
+    device_type = _read_only("device_type", "DLPack device type (read-only).")
+    device_id = _read_only("device_id", "DLPack device id (read-only).")
 
     @property
     def size(self):

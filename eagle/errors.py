@@ -70,3 +70,9 @@ class EagleMemoryError(EagleError, MemoryError):
 
 class EagleBufferError(EagleError, BufferError):
     """An array cannot be exported as asked (DLPack to another device, or with a copy)."""
+
+
+class EagleAttributeError(EagleError, AttributeError):
+    """An attribute that eagle keeps read-only was assigned or deleted (``DeviceArray.shape``,
+    ``.dtype``, ``.nbytes``, ``.address``, ...): what an array exports must describe the memory
+    it holds. Make a new array (or a view through DLPack) instead."""
