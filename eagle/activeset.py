@@ -10,7 +10,8 @@ import warnings
 
 import numpy as np
 
-from . import _alloc, _recording, _validate
+from . import _alloc, _kernel_handles, _recording, _validate
+from . import exec as _exec
 from . import filtering as _filtering
 from . import module as _module
 from ._inflight import cancel as _cancelling, in_turn, submit
@@ -317,6 +318,10 @@ class ActiveSet:
         if not isinstance(args, (list, tuple)):
             raise EagleTypeError(f"eagle.ActiveSet.drain: args must be a list or tuple, got a {type(args).__name__}")
         params = getattr(kernel, "params", None)
+        if params is None and not hasattr(kernel, "signature"):  # a raw handle: eagle's own is known
+            signature = _kernel_handles.code_of(_exec.kernel_handle(kernel))[2]
+            params = getattr(signature, "names", None)
+            name = name or getattr(signature, "kernel", None)
         if params is not None and len(args) != len(params) - 6:
             raise EagleValueError(f"eagle.ActiveSet.drain: kernel {name} takes {len(params) - 6} arguments of its "
                                   f"own ({', '.join(params[:-6])}), got {len(args)}; eagle appends the other 6")

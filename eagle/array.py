@@ -22,7 +22,7 @@ from ._inflight import releases as _releases
 from ._device_kind import CUDA_ARRAY_INTERFACE_DEVICE_TYPES, HOST_DEVICE_TYPES
 from ._seam_ffi import ffi
 from .errors import EagleBufferError as _BufferError
-from .errors import EagleAttributeError, EagleTypeError, EagleValueError
+from .errors import EagleAttributeError, EagleMemoryError, EagleTypeError, EagleValueError
 
 _ALLOC = "eagle_backend_mem_alloc"
 
@@ -223,7 +223,12 @@ class DeviceArray:
 
     def numpy(self):
         """A host copy as a numpy array (waits for the copy)."""
-        out = np.empty(self.shape, self.dtype)
+        try:
+            out = np.empty(self.shape, self.dtype)
+        except MemoryError:
+            raise EagleMemoryError(f"eagle.DeviceArray.numpy: the host copy of shape {self.shape} of {self.dtype} "
+                                   f"needs {self.nbytes} bytes ({self.nbytes / 2**30:.2f} GiB) of host memory, which "
+                                   "could not be had; copy it in parts (eagle.copy of slices)") from None
         if self.nbytes:
             self._host_copy(out, to_device=False)
         return out
@@ -275,11 +280,15 @@ def _host_array(obj, dtype, what):
     elif hasattr(obj, "__dlpack__") and not hasattr(obj, "__array__"):
         try:
             obj = np.from_dlpack(obj)
-        except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        except Exception as e:  # noqa: BLE001 - what the exporter raises (a KeyError, say) is its defect, named
             raise EagleTypeError(f"{what}: numpy cannot read the {type(obj).__name__} through DLPack "
-                                 f"({type(e).__name__}: {e}); eagle.asarray copies host memory") from None
+                                 f"({type(e).__name__}: {e}); eagle.asarray copies host memory") from e
     try:
         host = np.asarray(obj, dtype=dtype, order="C")
+    except MemoryError:
+        raise EagleMemoryError(f"{what}: the host staging copy of the {type(obj).__name__} (shape "
+                               f"{getattr(obj, 'shape', '?')}) could not be allocated: the host is out of memory for it; "
+                               "copy it in parts") from None
     except ValueError as e:  # a ragged sequence, a value the dtype cannot hold
         raise EagleValueError(f"{what}: numpy cannot make an array of the {type(obj).__name__} ({e})") from e
     except TypeError as e:
