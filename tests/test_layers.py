@@ -11,7 +11,7 @@ PKG = Path(__file__).resolve().parent.parent / "eagle"
 
 FLOORS = {
     0: {"errors", "_seam_ffi", "_seam_meta", "_status", "_device_kind", "_arrays", "_stream_arg", "_validate", "_hostmem", "_elf_check", "_compilers", "_dlpack",
-        "_desc", "_hotcall", "_inflight", "_handle", "_loader", "_signature", "_recording", "_kernel_handles"},
+        "_desc", "_hotcall", "_inflight", "_handle", "_loader", "_signature", "_recording", "_kernel_handles", "_stdout"},
     1: {"stream", "capture", "fork", "conditional", "launcher", "memory", "filtering", "interop", "exec",
         "device", "module", "array"},
     2: {"_backend", "_resolve", "_eager_memo", "api", "kernels"},
