@@ -140,6 +140,11 @@ def open_library(name, cls, *, trace=None):
         if lib is None:
             lib = cls(path, kind, how, trace=bool(trace))
             _opened[key] = lib
+    if kind and lib.kind.lower() != kind.lower():  # opened before as another kind (see Library)
+        raise BackendLoadError(f"eagle: the {kind} backend was looked for at {how}, but that library is a "
+                               f"{lib.kind} backend (its build_info says backend_kind '{lib.kind}'); point "
+                               f"${_env_var(kind)} at {'an' if kind[:1] in 'aeiou' else 'a'} {kind} backend, or load "
+                               f"this one as eagle.backend('{lib.kind}') or by its path")
     if by_env and type(name) is str and name == kind:  # a kind by name: not 'gpu', not a path
         probe = _env_probe(_env_var(kind))
         _by_kind[name] = (cls, probe, probe(), _trace_env(), lib)
