@@ -12,6 +12,8 @@ library raises :class:`MPIUnavailable` naming what is missing.
 - :func:`chunks`, :class:`SharedCounter`, :class:`Collector`: dynamic load balance from a shared
   counter (MPI one-sided fetch-and-op).
 - :func:`fail_fast`, :func:`agree`, :class:`RankFailed`: a failing rank ends the job with its message.
+- ``liveness``: eagle's collectives never wait for ever for a rank that is gone (it ended, raised
+  or exited outside ``fail_fast``): the job is ended, naming it.
 
 See docs/distributed.md for launching on one node and on a cluster."""
 from ._mpi import MPIUnavailable, mpi
@@ -21,6 +23,9 @@ from .failure import RankFailed, agree, check, fail_fast
 from .gather import gather, save, to_host
 from .job import GlobalPlane, Job
 from .partition import Partition, counts, partition, split
+from . import liveness as _liveness
+
+_liveness.register_leaving()  # a rank's end is visible to the ranks still waiting for it
 
 __all__ = ["MPIUnavailable", "mpi", "SharedDeviceError", "select_device", "Collector", "SharedCounter",
            "chunk_table", "chunks", "RankFailed", "agree", "check", "fail_fast", "gather", "save", "to_host",

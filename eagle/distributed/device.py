@@ -18,6 +18,7 @@ import warnings
 
 from ..extend import HOST_DEVICE_TYPES, INT32_MAX, VISIBILITY_ENV, integer
 from ..errors import EagleError, EagleValueError
+from . import liveness
 
 ENV = "EAGLE_DEVICE"
 
@@ -175,7 +176,7 @@ def select_device(backend, comm=None, *, device=None, allow_shared=False):
         check(comm, err, what="choosing a device")
         host = socket.gethostname()
         mine = physical_id(b.kind, dev)
-        ids = local.allgather(mine)
+        ids = liveness.allgather(local, mine, 'Job (devices)')
         sharing = [r for r, other in enumerate(ids) if other == mine]
         clash = None
         if len(sharing) > 1:
@@ -187,7 +188,7 @@ def select_device(backend, comm=None, *, device=None, allow_shared=False):
                 warnings.warn(f"eagle.distributed: {clash}; each rank will run at a fraction of the device",
                               RuntimeWarning, stacklevel=2)
         else:
-            clashes = [c for c in comm.allgather(clash if lrank == min(sharing) else None) if c]
+            clashes = [c for c in liveness.allgather(comm, clash if lrank == min(sharing) else None, 'Job (devices)') if c]
             if clashes:
                 raise SharedDeviceError("eagle.distributed: two ranks on one device is refused (pass "
                                         "allow_shared=True to run anyway): " + "; ".join(clashes))

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..extend import INT64_MIN, integer, real
 from ..errors import EagleTypeError, EagleValueError, HandleError
+from . import liveness
 from .failure import abort_at_exit_unless_settled, check, settled
 from .gather import check_root, gatherv
 from .partition import Partition, _check_n, check_part
@@ -122,12 +123,12 @@ class SharedCounter:
         """Set the counter to ``value`` (the holder's value counts). Collective."""
         value = integer(value, "eagle.distributed.SharedCounter.reset: value", minimum=INT64_MIN)
         MPI, win = self._MPI, self._open("reset")
-        self.comm.Barrier()  # nobody still taking from the previous round
+        liveness.barrier(self.comm, "SharedCounter.reset")  # nobody still taking from the previous round
         if self.comm.Get_rank() == self.root:
             win.Lock(self.root, MPI.LOCK_EXCLUSIVE)
             win.Put(np.array([value], np.int64), self.root, 0)
             win.Unlock(self.root)
-        self.comm.Barrier()
+        liveness.barrier(self.comm, "SharedCounter.reset")
 
     def take(self, k=1):
         """Add ``k`` to the counter and return the value before (one-sided, atomic)."""
@@ -142,7 +143,7 @@ class SharedCounter:
     def close(self):
         """Stop the progress thread and free the window. Collective; idempotent."""
         if self._pcomm is not None:
-            self.comm.Barrier()  # every rank's last take has completed
+            liveness.barrier(self.comm, "SharedCounter.close")  # every rank's last take has completed
             if self._thread is not None:
                 self._stop.set()
                 self._thread.join()
@@ -323,7 +324,7 @@ class Collector:
         except Exception as e:  # noqa: BLE001 - reported on every rank by check()
             err = e
         check(comm, err, what="Collector.gather", same={"root": root, "n_samples": self.n_samples})
-        everyone = comm.allgather((kinds, self._parts))
+        everyone = liveness.allgather(comm, (kinds, self._parts), "Collector.gather")
         parts = [p for _, p in everyone]
         holders = [(r, k) for r, (k, _) in enumerate(everyone) if k]  # a rank that ran no chunk has no say
         kinds = holders[0][1] if holders else {}

@@ -70,8 +70,10 @@ def check(comm, error=None, *, what="the work", same=None):
     with an error sends none. The message names each argument that differs and every rank's
     value, as does the exception's ``failures`` (every rank: none is more at fault than another).
     One ``allgather`` in all."""
+    from . import liveness
+    liveness.abort_on_uncaught(comm)  # an exception escaping any rank from now on ends the job
     msg = None if error is None else (error if isinstance(error, str) else _describe(error))
-    everyone = comm.allgather((msg, None if msg is not None else same))
+    everyone = liveness.allgather(comm, (msg, None if msg is not None else same), what)
     size = comm.Get_size()
     failures = {r: m for r, (m, _) in enumerate(everyone) if m is not None}
     if failures:

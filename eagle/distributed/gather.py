@@ -16,6 +16,7 @@ import numpy as np
 
 from ..extend import address_of, integer, is_host, order_before, resolve
 from ..errors import EagleTypeError, EagleValueError
+from . import liveness
 from .failure import check
 from .partition import _check_n
 from .partition import counts as _counts
@@ -132,11 +133,13 @@ def gatherv(share, counts, comm, root=0):
     displs = [sum(nbytes[:r]) for r in range(len(nbytes))]
     for j in range(w):
         send = [rows_in[j].view(np.uint8), nbytes[rank], MPI.BYTE]
+        # nonblocking, waited for by liveness.wait: a rank that is gone ends the job, not a hang
         if root is None:
-            comm.Allgatherv(send, [rows_out[j].view(np.uint8), nbytes, displs, MPI.BYTE])
+            req = comm.Iallgatherv(send, [rows_out[j].view(np.uint8), nbytes, displs, MPI.BYTE])
         else:
-            comm.Gatherv(send, [rows_out[j].view(np.uint8), nbytes, displs, MPI.BYTE] if recv else None,
-                         root=root)
+            req = comm.Igatherv(send, [rows_out[j].view(np.uint8), nbytes, displs, MPI.BYTE] if recv else None,
+                                root=root)
+        liveness.wait(req, comm, "gather")
     return out
 
 
