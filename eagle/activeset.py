@@ -300,6 +300,11 @@ class ActiveSet:
         pass ``workers``. Where lanes run one at a time (warp_size 1, the cpu kind) the default is
         n: one lane a sample, balanced over the threads by the backend's chunking.
 
+        Interrupted: when a signal interrupts the wait for this drain (Ctrl-C, an alarm's
+        exception; the stream's or a graph's synchronize), every lane stops at its next round and
+        the work ends (eagle/_inflight/cancel.py); samples are left where they stopped, as when
+        ``rounds`` runs out, and draining again continues them.
+
         Lanes take samples in index order, so the last long samples to start set the end. Where
         the samples' costs are known, store them longest first. On the H200 that takes the card
         from 1.54x to 0.97x a kernel over samples sorted by step count (docs/guide.md)."""
