@@ -209,6 +209,7 @@ typedef struct {
     int64_t live, first_dynamic; /* positions [0, live); those from first_dynamic on are claimed */
     int64_t pool_next, pool_end; /* the warp's claimed positions not yet taken */
     int exhausted;               /* the queue has nothing more below live */
+    unsigned cancel;             /* lane 0: the cancel word as read one round ago (see next) */
 } eagle_drain_lane;
 
 /* Map position p's sample: index_map[p], or p itself when there is no map (every sample 0..n-1). */
@@ -223,6 +224,7 @@ EAGLE_FN eagle_drain_lane eagle_drain_begin(const uint32_t* live, int64_t n, int
     d.i = 0;
     d.r = 0;
     d.pool_next = d.pool_end = 0;
+    d.cancel = 0u;
     d.exhausted = workers >= d.live;
     if (w < workers && w < d.live) d.p = w;
     return d;
@@ -253,10 +255,12 @@ EAGLE_FN bool eagle_drain_next(eagle_drain_lane* d, const int32_t* map, const ui
     return d->p >= 0 || !d->exhausted;
 #else
     const unsigned lane = threadIdx.x & 31u;
-    /* the cancel word, read by lane 0 and shared, so the whole warp stops together */
-    unsigned stop = 0u;
-    if (lane == 0) stop = *(volatile const uint32_t*)(queue + 2);
-    if (__shfl_sync(0xffffffffu, stop, 0) != 0u) {
+    /* the cancel word, read by lane 0 and shared, so the whole warp stops together. The value
+     * used is the one read a round ago: the load is in flight while the body runs, off the
+     * loop's latency chain, and a cancel stops the warp one round later. */
+    const unsigned stop = __shfl_sync(0xffffffffu, d->cancel, 0);
+    if (lane == 0) d->cancel = *(volatile const uint32_t*)(queue + 2);
+    if (stop != 0u) {
         d->p = -1;
         d->exhausted = 1;
         d->pool_next = d->pool_end = 0;
