@@ -106,7 +106,8 @@ def _run(snippet, **globals_):
     return out, res, ended - res["end"]
 
 
-@pytest.mark.parametrize("how,sig", [("stream", "sigint"), ("graph", "sigint"), ("while", "sigint"),
+@pytest.mark.parametrize("how,sig", [("stream", "sigint"), ("while", "sigint"),
+                                     pytest.param("graph", "sigint", marks=pytest.mark.slow),
                                      pytest.param("stream", "alarm", marks=pytest.mark.slow),
                                      pytest.param("graph", "alarm", marks=pytest.mark.slow),
                                      pytest.param("while", "alarm", marks=pytest.mark.slow)])
@@ -140,7 +141,7 @@ x1, m1 = eagle.zeros(N, backend=b), eagle.zeros(N, "uint8", backend=b)
 x2, m2 = eagle.zeros(N, backend=b), eagle.zeros(N, "uint8", backend=b)
 a1, a2 = eagle.ActiveSet(m1, backend=b), eagle.ActiveSet(m2, backend=b)
 s1, s2 = b.stream(), b.stream()
-goal = 3e6   # about a second of rounds here
+goal = 1e6   # a fraction of a second of rounds here
 a2.drain(s2, mod.adv_drain, [x2, m2, goal], int(goal) + 10, compacted=False)
 a1.drain(s1, mod.adv_drain, [x1, m1, FOREVER], int(FOREVER), compacted=False)
 raised, late = interrupted(s1.synchronize)
@@ -153,7 +154,7 @@ result = {"raised": raised, "late": late, "x2": sorted(set(x2.numpy().tolist()))
 def test_work_whose_wait_was_not_interrupted_runs_to_its_end():
     out, res, exit_s = _run(OTHER, SIG="sigint")
     assert res["raised"] == "KeyboardInterrupt" and res["late"] < PROMPT, out.describe()
-    assert res["x2"] == [3e6] and res["m2"] == 64, f"the drain nobody interrupted was stopped: {res}"
+    assert res["x2"] == [1e6] and res["m2"] == 64, f"the drain nobody interrupted was stopped: {res}"
     assert exit_s < EXIT, f"the process took {exit_s:.2f} s to exit; {out.describe()}"
 
 

@@ -24,6 +24,7 @@ def test_mean_var_of_one_value_is_that_value(value):
     assert out.expect_ok() == [2.5, 1], out.describe()
 
 
+@pytest.mark.slow
 def test_mean_var_reads_a_read_only_plane_and_checks_its_launch():
     out = run_snippet(PRE + r'''
 x = np.arange(6.0).reshape(2, 3); x.setflags(write=False)
