@@ -94,7 +94,7 @@ def host_range(ptr, nbytes, what):
     (or freed and mapped again by something else) cannot be told apart here: a raw address is the
     caller's promise, and eagle checks only what it can."""
     global _PAGE, _mincore
-    if nbytes <= 0:
+    if nbytes <= 0 or ptr == 0:  # NULL: the backend refuses it itself, naming it ("dst is 0")
         return
     if ptr < (1 << 16) or ptr + nbytes > (1 << 57):
         raise EagleValueError(f"{what}: the raw address 0x{ptr:x} (for {nbytes} bytes) cannot be memory of this "
