@@ -163,7 +163,10 @@ def py_bound_call(fn, handle, owner, failed, symbol, watch, counted=False, gil=G
             try:
                 made, status = 1, poll_until_done(query, handle, done)
             except BaseException:  # a signal handler raised: noted as the compiled call notes it
-                INTERRUPTED.append((int(ffi.cast("uintptr_t", query)), int(ffi.cast("uintptr_t", handle))))
+                try:
+                    INTERRUPTED.append((int(ffi.cast("uintptr_t", query)), int(ffi.cast("uintptr_t", handle))))
+                except TypeError:  # a traced backend's query is a Python wrapper: not noted
+                    pass
                 _call_interrupt_hooks(obj)
                 raise
         else:
