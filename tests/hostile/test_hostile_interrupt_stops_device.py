@@ -98,9 +98,9 @@ result = {"raised": raised, "late": late, "next": next_s, "y": sorted(set(y.nump
 '''
 
 
-def _run(snippet, **globals_):
+def _run(snippet, env=None, **globals_):
     globals_.setdefault("KIND", "cpu")
-    out = run_snippet(snippet, globals=globals_, env={"EAGLE_EXIT_WAIT_S": "30"}, timeout=120)
+    out = run_snippet(snippet, globals=globals_, env={"EAGLE_EXIT_WAIT_S": "30", **(env or {})}, timeout=120)
     ended = time.monotonic()
     res = out.expect_ok()
     return out, res, ended - res["end"]
@@ -119,6 +119,15 @@ def test_an_interrupted_drain_stops_and_the_next_starts_at_once(how, sig):
     assert res["y"] == [1000.0], out.describe()  # the next drain ran whole: not cancelled
     assert exit_s < EXIT, f"the process took {exit_s:.2f} s to exit; {out.describe()}"
     assert "had not finished" not in out.stderr, out.describe()
+
+
+@pytest.mark.slow
+def test_an_interrupted_drain_stops_on_a_traced_backend_too():
+    # EAGLE_TRACE_CALLS=1: the waits are the cffi path's (eagle/_hotcall: py_bound_call)
+    out, res, exit_s = _run(DRAIN, env={"EAGLE_TRACE_CALLS": "1"}, HOW="stream", SIG="sigint")
+    assert res["raised"] == "KeyboardInterrupt" and res["late"] < PROMPT, out.describe()
+    assert res["next"] < NEXT and res["y"] == [1000.0], out.describe()
+    assert exit_s < EXIT, f"the process took {exit_s:.2f} s to exit; {out.describe()}"
 
 
 @pytest.mark.gpu
