@@ -20,12 +20,10 @@ Two tools, for the two kinds of failure:
   rank's exit ends the job instead of leaving the others waiting in the next collective."""
 import atexit
 import contextlib
-import os
-import sys
 import time
-import traceback
 
 from ..errors import EagleError
+from ._ending import abort as _abort
 
 
 class RankFailed(EagleError, RuntimeError):
@@ -115,9 +113,6 @@ def _by_message(failures):
     return "; ".join(f"rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))}: {m}" for m, rs in same.items())
 
 
-_FORWARD_S = 0.5
-
-
 @contextlib.contextmanager
 def fail_fast(comm=None, *, exit_code=1, exit_grace_s=10.0):
     """Abort the whole job when an exception escapes the block on any rank.
@@ -203,19 +198,3 @@ def _abort_unsettled():
     comm, message = next(iter(_unsettled.values()))
     _abort(comm, SystemExit(f"{message}; this rank is exiting with it unsettled, and the other ranks would "
                             "wait for its results for ever"), 1)
-
-
-def _abort(comm, exc, exit_code):
-    import socket
-    head = (f"eagle.distributed: rank {comm.Get_rank()} of {comm.Get_size()} "
-            f"(host {socket.gethostname()}, pid {os.getpid()}) failed: {_describe(exc)}")
-    try:
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        sys.stderr.write(f"{head}\n{tb}{head}\n")
-        sys.stderr.flush()
-        sys.stdout.flush()
-        # The launcher forwards our stderr through a pipe and tears it down at MPI_Abort: give it
-        # a moment to pass the message on (without this, MPICH's hydra lost it in ~1 of 6 runs).
-        time.sleep(_FORWARD_S)
-    finally:
-        comm.Abort(exit_code)

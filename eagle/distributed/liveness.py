@@ -171,7 +171,7 @@ def wait(req, comm, what):
         if since is None:
             since = now
         elif now - since >= GRACE_S:
-            from .failure import _abort
+            from ._ending import abort as _abort
             who = (f"rank(s) {', '.join(map(str, dead))} of {comm.Get_size()} ended" if dead else
                    "a rank of this host ended before this rank first looked for it")
             _abort(comm, RuntimeError(f"{who} while this rank waited for them in {what}: they left without "
@@ -216,7 +216,7 @@ def abort_on_uncaught(comm):
         if previous is not sys.__excepthook__:  # a hook of the program's own runs first
             previous(tp, value, tb)
         from mpi4py import MPI
-        from .failure import _abort
+        from ._ending import abort as _abort
         _abort(MPI.COMM_WORLD, value if isinstance(value, BaseException) else tp(), 1)
 
     sys.excepthook = hook
