@@ -231,24 +231,33 @@ class Run:
             raise EagleMemoryError(f"{self.what}: a solve of N = {n} samples needs about {need / 2**30:.2f} GiB on "
                                    f"{b.kind} (the state and work planes{f', {nt} t_eval points x {d} components a sample' if nt else ''}); "
                                    f"it does not fit: solve fewer samples at a time ({e})") from None
-        stream = b.stream()
-        aset = eagle.ActiveSet(r["M"], backend=b, stream=stream)
         spc = self.steps_per_call or self.scheme_steps_per_call(b)
         fixed = self.controller is None
         top = self.values["max_steps"]
         if fixed:
             top = min(top, math.ceil(float(np.max(np.asarray(self.t1) - np.asarray(self.t0))) / self.values["dt"]) + 1)
-        rounds = -(-top // spc) + 2
-        planes = [r[k] for k in ("W", "I", "M", "IN", "P", "Q", "TE", "YS", "EVT", "EVY", "DONE")]
         p = self.scheme.prefix
-        init, step = getattr(mod, f"{p}_init"), getattr(mod, f"{p}_step_drain")
-        workers = self.workers or self.default_workers(b, n)
-        r.update(stream=stream, spc=spc, aset=aset, graph=None, last=None, sent=None, view=View(self, n, self.source),
-                 init=lambda s: s.run(init, [*planes, r["Y0"]], n),
-                 drain=lambda s: aset.drain(s, step, planes, rounds, compacted=False, workers=workers),
-                 hp=np.zeros(P_ATOL + 2 * d + 2 + na, dt), hq=np.zeros(Q_SHARED + 3 + na, np.uint32))
+        r.update(spc=spc, rounds=-(-top // spc) + 2, init=getattr(mod, f"{p}_init"), step=getattr(mod, f"{p}_step_drain"),
+                 planes=[r[k] for k in ("W", "I", "M", "IN", "P", "Q", "TE", "YS", "EVT", "EVY", "DONE")],
+                 workers=self.workers or self.default_workers(b, n), threads={}, last=None, sent=None,
+                 view=View(self, n, self.source), hp=np.zeros(P_ATOL + 2 * d + 2 + na, dt),
+                 hq=np.zeros(Q_SHARED + 3 + na, np.uint32))
         self._runs[key] = r
         return r
+
+    def lane(self, r, b, n):
+        """The calling thread's stream, ActiveSet and graph over the planes ``r`` (streams are
+        thread-affine: a Solver serves any thread, one at a time under its lock)."""
+        mine = r["threads"].get(threading.get_ident())
+        if mine is None:
+            stream = b.stream()
+            aset = eagle.ActiveSet(r["M"], backend=b, stream=stream)
+            init, step, planes, rounds, workers = r["init"], r["step"], r["planes"], r["rounds"], r["workers"]
+            graph = eagle.Graph.build([lambda s: s.run(init, [*planes, r["Y0"]], n),
+                                       lambda s: aset.drain(s, step, planes, rounds, compacted=False, workers=workers)],
+                                      planes=[r["W"], r["I"], r["M"]], stream=stream, toggle=False)
+            mine = r["threads"][threading.get_ident()] = (stream, graph, aset)
+        return mine
 
     def scheme_steps_per_call(self, b):
         """Steps a sample takes per call of the drained body. Fixed steps: all of them (every sample
@@ -279,19 +288,16 @@ class Run:
             b = backend_of(self.backend_arg, y0, self.what)
             n, y0, args = self.samples(y0, args, t0, t1, n_paths)
             r = self.planes(b, n)
-            s = r["stream"]
+            s, graph, _ = self.lane(r, b, n)
             last = r["last"] and r["last"]()
             if last is not None:  # a solution still reads these planes: it gets copies of its own
                 last._detach(b, s)
             self.inputs(r, s, n, y0, args, t0, t1, seed, first)
-            if r["graph"] is None:
-                r["graph"] = eagle.Graph.build([r["init"], r["drain"]], planes=[r["W"], r["I"], r["M"]], stream=s,
-                                               toggle=False)
-            r["graph"].launch()
+            graph.launch()
             progress = self.progress if progress is None else progress
             with _progress.Progress(b, r["DONE"], n, enabled=progress is not False, label=self.what,
                                     times=(r["W"], r["view"].rows[0]["T"], float(np.max(t1)))):
-                r["graph"].synchronize()
+                graph.synchronize()
             sol = self.scheme.solution(r["view"], r["W"], r["I"], r["YS"] if self.t_eval is not None else None,
                                        r["EVT"] if self.events else None, r["EVY"] if self.events else None)
             r["last"] = weakref.ref(sol)
