@@ -156,3 +156,21 @@ def test_a_repeat_solve_reuses_planes_and_graph(cpu):
         sol = S.solve(y0, (k * 2,))
     assert [r[name] for name in ("W", "I", "M", "IN", "P", "Q", "Y0")] == planes and r["threads"] == lane
     np.testing.assert_allclose(sol.y, exact(0.0, 0.1, y0, 2.0), rtol=1e-6)
+
+
+def test_a_per_sample_vector_argument(cpu):
+    """args of shape (N, k): fun reads args[j][c] (issue 38: "'Expr' object is not subscriptable");
+    (1, k) is one vector for every sample. Closed form: y_c(1) = exp(-s k_c)."""
+    n = 5
+    K = np.linspace(1.0, 2.0, n)[:, None] * np.array([1.0, 2.0, 3.0])
+
+    def f(t, y, k, s):
+        return [-k[0] * y[0] * s, -k[1] * y[1] * s, -k[2] * y[2] * s]
+    sol = eagle.ode.solve_ivp(f, (0.0, 1.0), np.ones(3), args=(K, 0.5), rtol=1e-10, atol=1e-12, backend="cpu")
+    np.testing.assert_allclose(sol.y, np.exp(-0.5 * K), rtol=1e-8)
+    s = np.linspace(0.1, 1.0, n)
+    shared = eagle.ode.solve_ivp(f, (0.0, 1.0), np.ones((n, 3)), args=(np.array([[1.0, 2.0, 3.0]]), s), rtol=1e-10,
+                                 atol=1e-12, backend="cpu")
+    np.testing.assert_allclose(shared.y, np.exp(-s[:, None] * np.array([1.0, 2.0, 3.0])), rtol=1e-8)
+    with pytest.raises(eagle.EagleValueError, match=r"args\[0\].*\(N, 3\)"):
+        eagle.ode.Solver(f, t_span=(0.0, 1.0), n_state=3, n_args=(3, 0)).solve(np.ones(3), (np.ones((n, 2)), 0.5))

@@ -234,7 +234,7 @@ class SdeSolver:
 
     @property
     def n_args(self):
-        return self._run.na
+        return None if self._run.widths is None else len(self._run.widths)
 
     @property
     def n(self):
@@ -296,7 +296,7 @@ def solve_sde(drift, diffusion, t_span, y0, dt=None, method="EulerMaruyama", noi
     args = _check.args_of(args)
     if dtype is None:
         dtype = "float32" if y0.dtype == "float32" else "float64"
-    solver = SdeSolver(drift, diffusion, t_span=t_span, dt=dt, n_state=y0.shape[-1], n_args=len(args), method=method,
+    solver = SdeSolver(drift, diffusion, t_span=t_span, dt=dt, n_state=y0.shape[-1], n_args=_check.widths_of(args), method=method,
                        noise=noise, seed=seed, t_eval=t_eval, events=events, dtype=dtype, backend=backend,
                        exact=exact, progress=progress, return_noise=return_noise)
     return solver.solve(y0, args, n_paths=n_paths, distributed=distributed)
