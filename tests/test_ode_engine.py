@@ -174,3 +174,26 @@ def test_a_per_sample_vector_argument(cpu):
     np.testing.assert_allclose(shared.y, np.exp(-s[:, None] * np.array([1.0, 2.0, 3.0])), rtol=1e-8)
     with pytest.raises(eagle.EagleValueError, match=r"args\[0\].*\(N, 3\)"):
         eagle.ode.Solver(f, t_span=(0.0, 1.0), n_state=3, n_args=(3, 0)).solve(np.ones(3), (np.ones((n, 2)), 0.5))
+
+
+@pytest.mark.slow  # a compile of a 256-state right-hand side: about 2 s (was 28 s), plus the solve
+def test_a_256_state_method_of_lines_compiles_in_seconds(cpu):
+    """The heat equation on 256 interior points: the sine mode of the semi-discrete system decays
+    at exactly lambda = 4 (d+1)^2 sin^2(pi / (2 (d+1))) (closed form). Its right-hand side is
+    compiled out of line (ODE_OUTLINE): the compile took 24-28 s inlined at every call site."""
+    import time
+    d = 256
+
+    def heat(t, u):
+        h2 = float((d + 1) ** 2)
+        return [h2 * ((u[k - 1] if k else 0.0) - 2.0 * u[k] + (u[k + 1] if k < d - 1 else 0.0)) for k in range(d)]
+    x = np.arange(1, d + 1) / (d + 1)
+    t = time.perf_counter()
+    S = eagle.ode.Solver(heat, t_span=(0.0, 0.01), n_state=d, n_args=0, backend="cpu", rtol=1e-8, atol=1e-10)
+    S.compile("cpu")
+    took = time.perf_counter() - t
+    sol = S.solve(np.sin(np.pi * x)[None].repeat(2, 0))
+    lam = 4 * (d + 1) ** 2 * np.sin(np.pi / (2 * (d + 1))) ** 2
+    np.testing.assert_allclose(sol.y, np.exp(-lam * 0.01) * np.sin(np.pi * x)[None].repeat(2, 0), rtol=1e-6,
+                               atol=1e-9)
+    assert took < 10.0, f"trace + compile of a 256-state rhs took {took:.1f} s"

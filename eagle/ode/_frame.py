@@ -64,8 +64,8 @@ class Frame:
     """The source of one solve's kernels: ``scheme`` x ``controller`` x the problem's shape (d, the
     arguments' count, the events' (terminal, direction), whether t_eval is used, precision)."""
 
-    def __init__(self, scheme, controller, *, d, na, events, t_eval, real, exact):
-        self.s, self.c = scheme, controller
+    def __init__(self, scheme, controller, *, d, na, events, t_eval, real, exact, outline=False):
+        self.s, self.c, self.outline = scheme, controller, outline
         self.d, self.na, self.events, self.nt, self.real, self.exact = d, na, events, bool(t_eval), real, exact
         self.rows = layout(scheme, controller, d, len(events), self.nt)
         self.L = lambda x: lit(x, real)
@@ -108,6 +108,14 @@ class Frame:
                 "#define ODE_BIG 1.7976931348623157e308\n#define ODE_EPS 2.220446049250313e-16\n"
                 "#define ODE_HTINY 2.2250738585072014e-307"),
                "#define ODE_INF (ODE_BIG * 2)\n#define ODE_NAN (ODE_INF - ODE_INF)",
+               "/* a large right-hand side is compiled once, out of line, and called (the compiler's time grows",
+               " * faster than the code it inlines: a 256-state one took 28 s inlined at its ten call sites) */",
+               "#if EAGLE_KIND_GPU\n#define ODE_OUTLINE static __device__ __noinline__\n#elif EAGLE_KIND_OPENCL\n"
+               "#define ODE_OUTLINE static\n#elif defined(__GNUC__) && !defined(__clang__)\n"
+               "/* gcc's SLP vectorizer over a long straight-line body costs more than the rest together */\n"
+               "#define ODE_OUTLINE static __attribute__((noinline, optimize(\"no-tree-slp-vectorize\")))\n#else\n"
+               "#define ODE_OUTLINE static __attribute__((noinline))\n#endif",
+               f"#define ODE_FN {'ODE_OUTLINE' if self.outline else 'EAGLE_FN'}  /* the schemes' calls of the functions */",
                "/* the rtol and atol of the error norm (tol[0], tol[1 + k]) */",
                "#define ODE_RTOL tol[0]\n#define ODE_ATOL(k) tol[1 + (k)]"]
         return "\n".join(out)

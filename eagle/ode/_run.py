@@ -33,6 +33,7 @@ from ._solution import OdeSolution
 _MODULES = {}  # (backend path, source, exact, fast_math) -> module: one compile per right-hand side
 _MODULES_LOCK = threading.Lock()
 compiles = [0]  # modules compiled by this process (tests read it)
+OUTLINE_OPS = 100  # traced operations past which the functions are called out of line (ODE_OUTLINE)
 _HOST = []
 
 
@@ -151,7 +152,8 @@ class Run:
                 slot += max(w, 1)
         self.scheme = self.make_scheme(d, self.real)
         self.frame = Frame(self.scheme, self.controller, d=d, na=na, events=[(t, x) for _, t, x in self.events],
-                           t_eval=self.t_eval is not None, real=self.real, exact=self.exact)
+                           t_eval=self.t_eval is not None, real=self.real, exact=self.exact,
+                           outline=sum(r.n_ops or 0 for r in fns) > OUTLINE_OPS)
         header = (f"/* {self.what}: {self.scheme.name}{', ' + self.controller.name + ' controller' if self.controller else ', fixed steps'}, "
                   f"{self.dtype.name}, d = {d}, {na} argument(s), {len(self.events)} event(s)"
                   f"{', t_eval' if self.t_eval is not None else ''}.\n"

@@ -133,7 +133,7 @@ class SdeScheme:
                "}",
                "/* One step of the method from (t, y) over hh (sq = sqrt(hh)) with the normals z: ynew, and the",
                " * Brownian increments dw = sq z. */",
-               "EAGLE_FN void sde_step_one(const ode_real t, const ode_real hh, const ode_real sq, const ode_real* y,",
+               "ODE_FN void sde_step_one(const ode_real t, const ode_real hh, const ode_real sq, const ode_real* y,",
                "                           const ode_real* z, const ode_real* a, ode_real* ynew, ode_real* dw)",
                "{",
                "    ode_real f[D], g[D];",
