@@ -153,7 +153,9 @@ class Run:
         self.scheme = self.make_scheme(d, self.real)
         self.frame = Frame(self.scheme, self.controller, d=d, na=na, events=[(t, x) for _, t, x in self.events],
                            t_eval=self.t_eval is not None, real=self.real, exact=self.exact,
-                           outline=sum(r.n_ops or 0 for r in fns) > OUTLINE_OPS)
+                           outline=sum(r.n_ops or 0 for r in fns) > OUTLINE_OPS,
+                           atol_each=bool(np.ndim(self.values.get("atol", 0))),
+                           max_step=self.values.get("max_step", math.inf) < math.inf)
         header = (f"/* {self.what}: {self.scheme.name}{', ' + self.controller.name + ' controller' if self.controller else ', fixed steps'}, "
                   f"{self.dtype.name}, d = {d}, {na} argument(s), {len(self.events)} event(s)"
                   f"{', t_eval' if self.t_eval is not None else ''}.\n"
