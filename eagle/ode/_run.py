@@ -390,3 +390,29 @@ class Run:
     @property
     def n(self):
         return max((k[1] for k in self._runs), default=0)
+
+
+class Front:
+    """What every solver front (Solver, SdeSolver) shows of its run (``self._run``)."""
+
+    @property
+    def source(self):
+        """The generated C (the same for every backend)."""
+        return self._run.source
+
+    @property
+    def n_state(self):
+        return self._run.d
+
+    @property
+    def n_args(self):
+        return None if self._run.widths is None else len(self._run.widths)
+
+    @property
+    def n(self):
+        return self._run.n
+
+    def compile(self, backend=None):
+        """Compile for ``backend`` (a kind or eagle.Backend; default: the host's kind) now; returns
+        the module. Needs n_state and n_args (given to the constructor, or known from a solve)."""
+        return self._run.compile(backend)
