@@ -204,3 +204,25 @@ def test_a_256_state_method_of_lines_compiles_in_seconds(cpu):
     np.testing.assert_allclose(sol.y, np.exp(-lam * 0.01) * np.sin(np.pi * x)[None].repeat(2, 0), rtol=1e-6,
                                atol=1e-9)
     assert took < 10.0, f"trace + compile of a 256-state rhs took {took:.1f} s"
+
+
+def test_a_closed_over_table_at_a_traced_point(cpu):
+    """numpy arrays the right-hand side closes over, read at traced points: np.interp (and
+    eagle.ode.math.interp) integrate to scipy's quadrature of the same interpolant; a step table
+    indexed by the state (eagle.ode.math.take) gives y' = -k(s) y with k = 1, 2, 3 on s in [0, 1),
+    [1, 2), [2, 3): y(2.5) = exp(-(1 + 2 + 1.5)) in closed form."""
+    quad = pytest.importorskip("scipy.integrate", reason="scipy's quad is the reference").quad
+    xp = np.linspace(0.0, 2.0, 9)
+    fp = np.cos(xp) ** 2 + xp
+    tab = np.array([1.0, 2.0, 3.0])
+
+    def f(t, y):
+        return [np.interp(t, xp, fp), eagle.ode.math.interp(t, xp, fp), 0.0 * y[2]]
+    s = eagle.ode.solve_ivp(f, (0.0, 2.0), np.zeros((2, 3)), rtol=1e-10, atol=1e-12, backend="cpu")
+    ref = quad(lambda t: np.interp(t, xp, fp), 0.0, 2.0, points=xp, epsabs=1e-13)[0]
+    np.testing.assert_allclose(s.y[:, :2], ref, rtol=1e-8)
+
+    def g(t, y):
+        return [-eagle.ode.math.take(tab, y[1]) * y[0], 1.0]
+    s = eagle.ode.solve_ivp(g, (0.0, 2.5), np.array([[1.0, 0.0]]), rtol=1e-10, atol=1e-12, backend="cpu")
+    np.testing.assert_allclose(s.y[0, 0], np.exp(-4.5), rtol=1e-7)
