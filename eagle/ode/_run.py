@@ -313,7 +313,8 @@ class Run:
         if distributed is not None and distributed is not False:
             from ._distributed import solve_over_ranks
             return solve_over_ranks(self, y0, _check.args_of(args), distributed,
-                                    backend_of(self.backend_arg, _check.y0_of(y0), self.what), seed=seed)
+                                    backend_of(self.backend_arg, _check.y0_of(y0), self.what), seed=seed,
+                                    n_paths=n_paths)
         t0, t1 = span if span is not None else (self.t0, self.t1)
         seed = self.seed if seed is None else _check.seed_of(seed)
         with self._lock:
