@@ -107,6 +107,11 @@ def test_solve_sde_takes_per_path_ends(cpu):
     np.testing.assert_array_equal(sol.t, t1)
     np.testing.assert_allclose(sol.y[:, 0], t1, rtol=1e-12)
     np.testing.assert_array_equal(sol.n_steps, np.ceil(t1 / 0.1 - 1e-9).astype(int))
+    # t_eval at step ends; a point at t1 itself waits for the (here very short) last step
+    end = 1.0000001
+    s = eagle.ode.solve_sde(lambda t, y: (1.0,), lambda t, y: (0.0,), (0.0, end), np.zeros((2, 1)), dt=0.1,
+                            t_eval=[0.5, 1.0, end], backend="cpu")
+    np.testing.assert_allclose(s.ys[:, 0], [[0.5, 1.0, end]] * 2, rtol=1e-12)
 
 
 def test_a_solution_keeps_its_own_shape_after_a_later_solve(cpu):
