@@ -64,8 +64,8 @@ class Frame:
     """The source of one solve's kernels: ``scheme`` x ``controller`` x the problem's shape (d, the
     arguments' count, the events' (terminal, direction), whether t_eval is used, precision)."""
 
-    def __init__(self, scheme, controller, *, d, na, events, t_eval, real, exact, outline=False, atol_each=False,
-                 max_step=False):
+    def __init__(self, scheme, controller, *, d, na, events, t_eval, real, exact, outline=(False, False),
+                 atol_each=False, max_step=False):
         # what changes the code besides the shape: an atol per component (else one, fewer registers)
         # and a finite max_step (else no clamp): their values are still run-time values
         self.s, self.c, self.outline, self.atol_each, self.max_step = scheme, controller, outline, atol_each, max_step
@@ -118,7 +118,10 @@ class Frame:
                "/* gcc's SLP vectorizer over a long straight-line body costs more than the rest together */\n"
                "#define ODE_OUTLINE static __attribute__((noinline, optimize(\"no-tree-slp-vectorize\")))\n#else\n"
                "#define ODE_OUTLINE static __attribute__((noinline))\n#endif",
-               f"#define ODE_FN {'ODE_OUTLINE' if self.outline else 'EAGLE_FN'}  /* the schemes' calls of the functions */",
+               "/* the schemes' calls of the functions: out of line past 100 traced ops (1000 on a GPU, where the",
+               " * arrays a call takes by pointer leave the registers) */",
+               f"#if EAGLE_KIND_GPU\n#define ODE_FN {'ODE_OUTLINE' if self.outline[1] else 'EAGLE_FN'}\n#else\n"
+               f"#define ODE_FN {'ODE_OUTLINE' if self.outline[0] else 'EAGLE_FN'}\n#endif",
                "/* the rtol and atol of the error norm (tol[0], tol[1 + k]) */",
                f"#define ODE_NATOL {'D' if self.atol_each else 1}",
                f"#define ODE_RTOL tol[0]\n#define ODE_ATOL(k) tol[{'1 + (k)' if self.atol_each else '1'}]"]

@@ -34,6 +34,7 @@ _MODULES = {}  # (backend path, source, exact, fast_math) -> module: one compile
 _MODULES_LOCK = threading.Lock()
 compiles = [0]  # modules compiled by this process (tests read it)
 OUTLINE_OPS = 100  # traced operations past which the functions are called out of line (ODE_OUTLINE)
+OUTLINE_OPS_GPU = 1000  # the same on a GPU
 _HOST = []
 
 
@@ -151,9 +152,10 @@ class Run:
                                           f"one number a sample")
                 slot += max(w, 1)
         self.scheme = self.make_scheme(d, self.real)
+        ops = sum(r.n_ops or 0 for r in fns)
         self.frame = Frame(self.scheme, self.controller, d=d, na=na, events=[(t, x) for _, t, x in self.events],
                            t_eval=self.t_eval is not None, real=self.real, exact=self.exact,
-                           outline=sum(r.n_ops or 0 for r in fns) > OUTLINE_OPS,
+                           outline=(ops > OUTLINE_OPS, ops > OUTLINE_OPS_GPU),
                            atol_each=bool(np.ndim(self.values.get("atol", 0))),
                            max_step=self.values.get("max_step", math.inf) < math.inf)
         header = (f"/* {self.what}: {self.scheme.name}{', ' + self.controller.name + ' controller' if self.controller else ', fixed steps'}, "
