@@ -118,7 +118,7 @@ class Run:
         """Fix the state's components and the arguments (``widths``: their count, or per argument
         0 for a number and k for a per-sample vector of k) and trace the functions (once: at
         construction when both are given, else at the first solve, from y0 and args)."""
-        if d is None or widths is None:
+        if d is None or widths is None or (d == self.d and widths == self.widths):
             return
         d = _check.count(d, "n_state (the state's components)", 1, 1 << 20)
         if not isinstance(widths, tuple):
@@ -379,10 +379,11 @@ class Run:
         else:
             shared[0] = 0
             self.copy_in(s, r["Y0"].address, y0, n * d)
-        if r["sent"] is None or not (np.array_equal(hp, r["sent"][0]) and np.array_equal(hq, r["sent"][1])):
+        sent = hp.tobytes() + hq.tobytes()
+        if sent != r["sent"]:
             s.copy(r["P"], hp)  # the values changed (or never went): P and Q are only read by the kernels
             s.copy(r["Q"], hq)
-            r["sent"] = (hp.copy(), hq.copy())
+            r["sent"] = sent
 
     def copy_in(self, s, dst, x, count):
         """Host values ``x`` (count of them, any real dtype and layout) to the device address dst."""
