@@ -8,13 +8,14 @@ pieces (eagle/ode/_codegen.py), compiled with ``eagle.compile`` for the arrays' 
 one recorded graph whose live samples are drained on the device (eagle/ode/_solver.py).
 
 This floor uses eagle's public API and ``eagle.compile`` only."""
+from ._acts import at, event
 from ._methods import METHODS
 from ._rhs import C
 from ._sde import SdeSolution, SdeSolver, solve_sde
 from ._solution import OdeSolution
 from ._solver import Solver, solve_ivp
 
-__all__ = ["C", "METHODS", "OdeSolution", "Solver", "solve_ivp", "math", "SdeSolution", "SdeSolver", "solve_sde"]
+__all__ = ["C", "METHODS", "at", "event", "OdeSolution", "Solver", "solve_ivp", "math", "SdeSolution", "SdeSolver", "solve_sde"]
 
 
 def __getattr__(name):

@@ -27,11 +27,15 @@ from ..errors import EagleValueError
 
 # status codes of the I_STATUS row (the host maps them to sol.status / sol.failure)
 RUNNING, DONE, EVENT, FAIL_STEP, FAIL_MAX_STEPS, FAIL_NONFINITE = 0, 1, 2, 3, 4, 5
+FAIL_AFFECT, FAIL_MAX_EVENTS = 7, 8
 FAILURES = {
     FAIL_STEP: "the step size fell below the floor (10 eps |t|): the problem may be stiff or singular",
     FAIL_MAX_STEPS: "max_steps steps were taken before t1",
     FAIL_NONFINITE: "the state or its derivative is not finite (inf or nan)",
     6: "the solve ran out of rounds before the sample finished",
+    FAIL_AFFECT: "an event's or callback's affect returned a state that is not finite (inf or nan)",
+    FAIL_MAX_EVENTS: "an event with an affect fired more than max_events times (it re-triggers itself, or "
+                     "its crossings accumulate, as a ball bouncing to rest)",
 }
 
 
@@ -53,7 +57,8 @@ class Options:
     """What the generated code bakes in: method, dimensions, tolerances, limits."""
 
     def __init__(self, method, n_state, n_args, real, *, adaptive, rtol, atol, dt, first_step, max_step,
-                 max_steps, steps_per_call, t_eval_count, events, controller, t0, t1, per_sample, exact):
+                 max_steps, steps_per_call, t_eval_count, events, controller, t0, t1, per_sample, exact,
+                 max_events=None, callbacks=(), cb_base=0, summary=None):
         self.method = method
         self.d = n_state
         self.na = n_args
@@ -67,26 +72,31 @@ class Options:
         self.max_steps = max_steps
         self.steps_per_call = steps_per_call
         self.nt = t_eval_count
-        self.events = events  # list of (terminal: bool, direction: int)
+        self.events = events  # list of (terminal count (0: none), direction, has an affect)
+        self.max_events = max_events   # crossing times kept per event (None: the first)
+        self.callbacks = list(callbacks)  # each callback's count of times (read from a[cb_base + ...])
+        self.cb_base = cb_base
+        self.summary = summary         # a _summary.Plan or None
         self.controller = controller
         self.t0, self.t1 = t0, t1      # t1: the shared end (the largest one when per_sample)
         self.per_sample = per_sample   # each sample's t1 in W's T1 row
         self.exact = exact             # exact mode: eagle's own log/exp for the step-size factors
 
 
-def rows(d, ne, *, adaptive, pi, per_sample, nt):
+def rows(d, ne, *, adaptive, pi, per_sample, nt, summary=None, ncb=0):
     """The row layout of the W and I planes: (W rows, I rows, NW, NI), each a dict name -> first
     row. Only what a solve needs is stored (it is read and written once per call of the step
     body): W holds t, [h, the PI controller's log error], [t1 when per sample], y, [events' g];
     I holds status (| flags << 8), nfev, accepted, rejected, [next t_eval index], [events' counts]."""
     w, r = {}, 0
     for name, size in (("T", 1), ("H", adaptive), ("LERR", adaptive and pi), ("T1", per_sample), ("Y", d),
-                       ("G", ne)):
+                       ("G", ne), *(summary.w_rows() if summary else ())):
         if size:
             w[name] = r
             r += int(size)
     i, q = {}, 0
-    for name, size in (("STATUS", 1), ("NFEV", 1), ("NACC", 1), ("NREJ", 1), ("NEXT", 1 if nt else 0), ("NEV", ne)):
+    for name, size in (("STATUS", 1), ("NFEV", 1), ("NACC", 1), ("NREJ", 1), ("NEXT", 1 if nt else 0), ("NEV", ne),
+                       ("NCB", ncb)):
         if size:
             i[name] = q
             q += int(size)
@@ -94,7 +104,8 @@ def rows(d, ne, *, adaptive, pi, per_sample, nt):
 
 
 def _rows_of(o):
-    return rows(o.d, len(o.events), adaptive=o.adaptive, pi=o.controller == "PI", per_sample=o.per_sample, nt=o.nt)
+    return rows(o.d, len(o.events), adaptive=o.adaptive, pi=o.controller == "PI", per_sample=o.per_sample, nt=o.nt,
+                summary=o.summary, ncb=len(o.callbacks))
 
 
 def _sum(terms):
@@ -109,6 +120,12 @@ class _Gen:
         self.o = o
         self.m = o.method
         self.L = lambda x: lit(x, o.real)
+        self.sm = None
+        if o.summary is not None:
+            from . import _summary
+            w = _rows_of(o)[0]
+            self.sm = _summary.Gen(o.summary, o.method, o.real, self.L,
+                                   lambda name, k="": f"W[(int64_t)({w[name]}{' + ' + k if k else ''}) * n + i]")
 
     def combine(self, dst, coefs, tag):
         """C lines for dst[k] = y[k] + h sum_j coefs[j] K[j][k], in the form with the fewest
@@ -322,12 +339,12 @@ class _Gen:
                 "}",
                 "/* The crossing of event e in [t, t + h] (g(t) = g0, g(t + h) = g1 of opposite signs or zero),",
                 " * found on the dense output by the Illinois variant of regula falsi to 4 ulp of t. */",
-                "EAGLE_FN ode_real ode_locate(const int e, const ode_real t, const ode_real h, const ode_real g0,",
+                "EAGLE_FN ode_real ode_locate(const int e, const ode_real t, const ode_real h, const ode_real lo0, const ode_real g0,",
                 "                             const ode_real g1, ode_real F[ODE_NF][D], const ode_real* y,",
                 "                             const ode_real* ynew, const ode_real* a)",
                 "{",
-                f"    ode_real lo = {L(0)}, hi = {L(1)}, glo = g0, ghi = g1, yt[D], g[ODE_NE];",
-                "    if (g0 == 0) return t;",
+                f"    ode_real lo = lo0, hi = {L(1)}, glo = g0, ghi = g1, yt[D], g[ODE_NE];",
+                "    if (g0 == 0) return t + lo0 * h;",
                 "    int side = 0;",
                 "    for (int it = 0; it < 200; ++it) {",
                 f"        const ode_real tol = {L(4)} * ODE_EPS * (ODE_FABS(t) + ODE_FABS(h)) / ODE_FABS(h);",
@@ -358,6 +375,13 @@ class _Gen:
         if o.adaptive:
             add("    for (int ode_s = 0; ode_s < ODE_STEPS_PER_CALL && status == ODE_RUNNING; ++ode_s) {")
             add("        if (nacc + nrej >= ODE_MAX_STEPS) { status = ODE_FAIL_MAX_STEPS; break; }")
+            if o.callbacks:
+                lines.extend(self.next_callback())
+                add("        if (tcb <= t) {")
+                lines.extend(self.apply_callbacks("            "))
+                add("            if (status != ODE_RUNNING) break;")
+                lines.extend(self.next_callback())
+                add("        }")
         else:
             # fixed steps: this call's count is known before it starts, so the loop checks nothing
             # per step but whether it is the last step (which lands on t1 exactly)
@@ -378,6 +402,8 @@ class _Gen:
             add("        }")
             add("        ode_real tn = t + h;")
             add("        if (tn > t1) tn = t1;")
+            if o.callbacks:
+                add("        if (tn > tcb) tn = tcb;  /* a callback's time: stepped onto exactly */")
             add("        const ode_real hh = tn - t;")
         else:
             add("        const int last = nacc + 1 == nstep;")
@@ -414,63 +440,8 @@ class _Gen:
                 # log(max(err, 1e-4)), rounded as W stores it: a sample takes the same steps however
                 # its steps are split between calls of the body
                 add("        lerrp = (ode_acc)(ode_real)(lerr > (ode_acc)-9.210340371976182 ? lerr : (ode_acc)-9.210340371976182);")
-        # the step is accepted: events, outputs, advance
-        add("        int prepared = 0;")
-        add("        ode_real tstop = tn;")
-        if ev:
-            add("        ode_real gnew[ODE_NE];")
-            add("        ode_g_all(tn, ynew, a, gnew);")
-            add("        int stop = 0;")
-            add("        ode_real troot[ODE_NE];")
-            add("        int hit[ODE_NE];")
-            add("        for (int e = 0; e < ODE_NE; ++e) {")
-            add("            hit[e] = ode_crosses(gold[e], gnew[e], ode_dir[e]);")
-            add("            if (!hit[e]) continue;")
-            add("            if (!prepared) { ode_dense_prepare(t, hh, y, ynew, K, a, Fd, &nfev); prepared = 1; }")
-            add("            troot[e] = ode_locate(e, t, hh, gold[e], gnew[e], Fd, y, ynew, a);")
-            add("            if (ode_terminal[e] && (!stop || troot[e] < tstop)) { stop = 1; tstop = troot[e]; }")
-            add("        }")
-            add("        for (int e = 0; e < ODE_NE; ++e) {")
-            add("            if (!hit[e] || troot[e] > tstop) continue;")
-            add("            if (nev[e] == 0) {")
-            add("                ode_real ye[D];")
-            add("                ode_dense_eval(Fd, y, ynew, hh, (troot[e] - t) / hh, ye);")
-            add("                EVT[(int64_t)e * n + i] = troot[e];")
-            add("                for (int k = 0; k < D; ++k) EVY[((int64_t)e * D + k) * n + i] = ye[k];")
-            add("            }")
-            add("            nev[e] += 1;")
-            add("        }")
-        if o.nt:
-            add("        while (next < ODE_NT && TE[next] <= tstop) {")
-            add("            if (!prepared) { ode_dense_prepare(t, hh, y, ynew, K, a, Fd, &nfev); prepared = 1; }")
-            add("            ode_real yo[D];")
-            add("            if (TE[next] == tn) { for (int k = 0; k < D; ++k) yo[k] = ynew[k]; }")
-            add("            else ode_dense_eval(Fd, y, ynew, hh, (TE[next] - t) / hh, yo);")
-            add("            for (int k = 0; k < D; ++k) YS[((int64_t)i * D + k) * ODE_NT + next] = yo[k];")
-            add("            next += 1;")
-            add("        }")
-        add("        (void)prepared;")
-        if ev:
-            add("        if (stop) {")
-            add("            ode_real ye[D];")
-            add("            ode_dense_eval(Fd, y, ynew, hh, (tstop - t) / hh, ye);")
-            add("            for (int k = 0; k < D; ++k) y[k] = ye[k];")
-            add("            t = tstop;")
-            add("            nacc += 1;")
-            add("            status = ODE_EVENT;")
-            add("            break;")
-            add("        }")
-            add("        for (int e = 0; e < ODE_NE; ++e) gold[e] = gnew[e];")
-        add("        t = tn;")
-        add("        for (int k = 0; k < D; ++k) y[k] = ynew[k];")
-        if m.fsal:
-            add(f"        for (int k = 0; k < D; ++k) K[0][k] = K[{S}][k];")
-        add("        nacc += 1;")
-        if o.adaptive:
-            add("        h = hh * (ode_real)fac;")
-        if o.adaptive:
-            add("        if (t >= t1) status = ODE_DONE;")
-        add("    }")
+        # the step is accepted: events, outputs, summaries, affects, advance
+        lines += self.accepted_part()
         if not o.adaptive:
             # fixed steps: counted, and checked for a non-finite state, once a call
             add(f"    nfev += {S} * (nacc - nacc0);")
@@ -482,6 +453,154 @@ class _Gen:
             add("        else if (nacc >= ODE_MAX_STEPS) status = ODE_FAIL_MAX_STEPS;")
             add("    }")
         return "\n".join(lines)
+
+    # ---- events that act, callbacks, summaries (eagle/ode/_acts.py states the contract)
+    def restart(self, ind):
+        """The integration restarts at (t, y) after an affect: the first stage again (FSAL), every
+        event's last value at the new state, and the restart flag (roots located at the restart
+        point itself are not counted again)."""
+        o, m = self.o, self.m
+        out = []
+        if m.fsal:
+            out.append(f"{ind}ode_f(t, y, a, K[0]); nfev += 1;")
+        if o.events:
+            out.append(f"{ind}ode_g_all(t, y, a, gold);")
+        out.append(f"{ind}restarted = 1;")
+        return out
+
+    def after_affect(self, ind):
+        """After an affect replaced y: a state that is not finite fails the sample; the new state
+        is a candidate for the extrema."""
+        out = [f"{ind}{{ int ok = 1; for (int k = 0; k < D; ++k) ok = ok && ode_finite(y[k]);",
+               f"{ind}  if (!ok) status = ODE_FAIL_AFFECT; }}"]
+        if self.sm is not None:
+            out += self.sm.point("y", "t", ind)
+        return out
+
+    def next_callback(self):
+        """tcb: the earliest callback time not yet applied (ODE_INF: none)."""
+        o = self.o
+        out = ["        tcb = ODE_INF;"]
+        base = o.cb_base
+        for c, mc in enumerate(o.callbacks):
+            out.append(f"        if (ncb[{c}] < {mc} && a[{base} + ncb[{c}]] < tcb) tcb = a[{base} + ncb[{c}]];")
+            base += mc
+        return out
+
+    def apply_callbacks(self, ind):
+        """Every callback whose next time is <= t acts (in the order given), then the restart."""
+        o = self.o
+        out = [f"{ind}int any = 0;"]
+        base = o.cb_base
+        for c, mc in enumerate(o.callbacks):
+            out += [f"{ind}while (ncb[{c}] < {mc} && a[{base} + ncb[{c}]] <= t) {{",
+                    f"{ind}    ode_real yaff[D];",
+                    f"{ind}    ode_cb{c}(t, y, a, yaff);",
+                    f"{ind}    for (int k = 0; k < D; ++k) y[k] = yaff[k];",
+                    f"{ind}    ncb[{c}] += 1; any = 1;",
+                    f"{ind}}}"]
+            base += mc
+        out += [f"{ind}if (any) {{"] + self.after_affect(ind + "    ") + \
+               [f"{ind}    if (status == ODE_RUNNING) {{"] + self.restart(ind + "        ") + [f"{ind}    }}", f"{ind}}}"]
+        return out
+
+    def accepted_part(self):
+        o, m = self.o, self.m
+        S = m.stages
+        ev = bool(o.events)
+        acting = any(a for _, _, a in o.events)
+        out = ["        int prepared = 0;", "        ode_real tstop = tn;"]
+        prep = "if (!prepared) { ode_dense_prepare(t, hh, y, ynew, K, a, Fd, &nfev); prepared = 1; }"
+        if ev:
+            out += ["        int act = -1;  /* the event whose crossing acts at tstop (-1: none) */",
+                    "        ode_real gnew[ODE_NE], troot[ODE_NE];",
+                    "        int hit[ODE_NE];",
+                    "        ode_g_all(tn, ynew, a, gnew);",
+                    "        /* after a restart the events' values at the restart point sit on a root: the search",
+                    "         * starts a little later, at theta = ODE_THS (the dense output there gives the side the",
+                    "         * state left to), and a root found before it is the crossing just handled */",
+                    "        ode_real gfrom[ODE_NE];",
+                    f"        const ode_real lo0 = restarted ? ODE_THS : {self.L(0)};",
+                    "        if (restarted) {",
+                    "            ode_real ys[D];",
+                    f"            {prep}",
+                    "            ode_dense_eval(Fd, y, ynew, hh, ODE_THS, ys);",
+                    "            ode_g_all(t + ODE_THS * hh, ys, a, gfrom);",
+                    "        } else {",
+                    "            for (int e = 0; e < ODE_NE; ++e) gfrom[e] = gold[e];",
+                    "        }",
+                    "        for (int e = 0; e < ODE_NE; ++e) {",
+                    "            hit[e] = ode_crosses(gfrom[e], gnew[e], ode_dir[e]);",
+                    "            if (!hit[e]) continue;",
+                    f"            {prep}",
+                    "            troot[e] = ode_locate(e, t, hh, lo0, gfrom[e], gnew[e], Fd, y, ynew, a);",
+                    "            if (restarted && troot[e] <= t + lo0 * hh) { hit[e] = 0; continue; }",
+                    "            const int acts = ode_acts[e] || (ode_terminal[e] && nev[e] + 1 >= ode_terminal[e]);",
+                    "            if (acts && (act < 0 || troot[e] < tstop)) { act = e; tstop = troot[e]; }",
+                    "        }",
+                    "        for (int e = 0; e < ODE_NE; ++e) {",
+                    "            if (!hit[e] || troot[e] > tstop) continue;",
+                    "            if (nev[e] < ODE_KEV) EVT[((int64_t)e * ODE_KEV + nev[e]) * n + i] = troot[e];",
+                    "            if (nev[e] == 0) {",
+                    "                ode_real ye[D];",
+                    "                ode_dense_eval(Fd, y, ynew, hh, (troot[e] - t) / hh, ye);",
+                    "                for (int k = 0; k < D; ++k) EVY[((int64_t)e * D + k) * n + i] = ye[k];",
+                    "            }",
+                    "            nev[e] += 1;",
+                    "        }"]
+        if o.nt:
+            out += ["        while (next < ODE_NT && TE[next] <= tstop) {",
+                    f"            {prep}",
+                    "            ode_real yo[D];",
+                    "            if (TE[next] == tn) { for (int k = 0; k < D; ++k) yo[k] = ynew[k]; }",
+                    "            else ode_dense_eval(Fd, y, ynew, hh, (TE[next] - t) / hh, yo);",
+                    "            for (int k = 0; k < D; ++k) YS[((int64_t)i * D + k) * ODE_NT + next] = yo[k];",
+                    "            next += 1;",
+                    "        }"]
+        if self.sm is not None:
+            out += self.sm.step(S if m.fsal else None, prep)
+        out.append("        (void)prepared;")
+        if ev:
+            out += ["        if (act >= 0) {  /* the sample goes to the crossing; affects act there; it restarts */",
+                    "            ode_real ye[D];",
+                    "            ode_dense_eval(Fd, y, ynew, hh, (tstop - t) / hh, ye);",
+                    "            for (int k = 0; k < D; ++k) y[k] = ye[k];",
+                    "            t = tstop;",
+                    "            nacc += 1;"]
+            if o.adaptive:
+                out.append("            h = hh * (ode_real)fac;")
+            out.append("            int stop = 0;")
+            for e, (term, _, has) in enumerate(o.events):
+                cond = f"hit[{e}] && troot[{e}] == tstop"
+                if has:
+                    out += [f"            if ({cond}) {{",
+                            "                ode_real yaff[D];",
+                            f"                ode_aff{e}(t, y, a, yaff);",
+                            "                for (int k = 0; k < D; ++k) y[k] = yaff[k];"]
+                    if o.max_events:
+                        out.append(f"                if (nev[{e}] > ODE_KEV) status = ODE_FAIL_MAX_EVENTS;")
+                    out.append("            }")
+                if term:
+                    out.append(f"            if ({cond} && nev[{e}] >= {term}) stop = 1;")
+            if acting:
+                out += self.after_affect("            ")
+            out += ["            if (status == ODE_RUNNING && stop) status = ODE_EVENT;",
+                    "            if (status != ODE_RUNNING) break;"]
+            out += self.restart("            ")
+            out += ["            continue;", "        }",
+                    "        for (int e = 0; e < ODE_NE; ++e) gold[e] = gnew[e];"]
+        out += ["        t = tn;", "        for (int k = 0; k < D; ++k) y[k] = ynew[k];"]
+        if m.fsal:
+            out.append(f"        for (int k = 0; k < D; ++k) K[0][k] = K[{S}][k];")
+        out += ["        nacc += 1;", "        restarted = 0;"]
+        if o.adaptive:
+            out.append("        h = hh * (ode_real)fac;")
+            if o.callbacks:
+                out += ["        if (t >= tcb) {"] + self.apply_callbacks("            ") + \
+                       ["            if (status != ODE_RUNNING) break;", "        }"]
+            out.append("        if (t >= t1) status = ODE_DONE;")
+        out.append("    }")
+        return out
 
     def source(self, funcs, header):
         o, m, L = self.o, self.m, self.L
@@ -497,6 +616,8 @@ class _Gen:
             f"#define D {d}                 /* state components */",
             f"#define ODE_NA {o.na}            /* per-sample arguments */",
             f"#define ODE_NE {ne}            /* events */",
+            f"#define ODE_KEV {o.max_events or 1}            /* crossing times kept per event */",
+            f"#define ODE_THS {L(2.0 ** -20 if real == 'double' else 2.0 ** -10)}  /* after a restart: where the events' search starts */",
             f"#define ODE_NT {o.nt}            /* t_eval points */",
             f"#define ODE_NK {nk}            /* stage slots */",
             f"#define ODE_NW {nw}",
@@ -505,6 +626,7 @@ class _Gen:
             *(f"#define I_{k} {v}" for k, v in irow.items()),
             f"#define ODE_RUNNING {RUNNING}\n#define ODE_DONE {DONE}\n#define ODE_EVENT {EVENT}",
             f"#define ODE_FAIL_STEP {FAIL_STEP}\n#define ODE_FAIL_MAX_STEPS {FAIL_MAX_STEPS}\n#define ODE_FAIL_NONFINITE {FAIL_NONFINITE}",
+            f"#define ODE_FAIL_AFFECT {FAIL_AFFECT}\n#define ODE_FAIL_MAX_EVENTS {FAIL_MAX_EVENTS}",
             "#define ODE_REJECTED 1   /* flags (stored above the status: I_STATUS = status | flags << 8): */",
             "#define ODE_NONFINITE 2  /* the last attempt was rejected / ... and its error was not finite */",
             f"#define ODE_STEPS_PER_CALL {o.steps_per_call}",
@@ -543,6 +665,8 @@ class _Gen:
         parts.append(self.dense())
         if ne:
             parts.append(self.events())
+        if self.sm is not None:
+            parts.append(self.sm.helpers())
         parts.append(self.kernels())
         return "\n\n".join(p for p in parts if p) + "\n"
 
@@ -555,9 +679,10 @@ class _Gen:
                "(EAGLE_BUFFER ode_real*, YS), (ode_real*, EVT), (ode_real*, EVY), (uint32_t*, DONE)")
         ev_consts = ""
         if ne:
-            ev_consts = ("    const int ode_terminal[ODE_NE] = {" + ", ".join(str(int(t)) for t, _ in o.events) + "};\n"
-                         "    const int ode_dir[ODE_NE] = {" + ", ".join(str(int(dd)) for _, dd in o.events) + "};\n"
-                         "    (void)ode_terminal; (void)ode_dir;\n")
+            ev_consts = ("    const int ode_terminal[ODE_NE] = {" + ", ".join(str(int(t)) for t, _, _ in o.events) + "};\n"
+                         "    const int ode_dir[ODE_NE] = {" + ", ".join(str(int(dd)) for _, dd, _ in o.events) + "};\n"
+                         "    const int ode_acts[ODE_NE] = {" + ", ".join(str(int(x)) for _, _, x in o.events) + "};\n"
+                         "    (void)ode_terminal; (void)ode_dir; (void)ode_acts;\n")
         load = ("    ode_real a[ODE_NA > 0 ? ODE_NA : 1];\n"
                 "    for (int k = 0; k < ODE_NA; ++k) a[k] = A[(int64_t)k * n + i];\n"
                 "    (void)TE; (void)YS; (void)EVT; (void)EVY; (void)A;\n")
@@ -627,9 +752,13 @@ class _Gen:
                      "    for (int e = 0; e < ODE_NE; ++e) {",
                      f"        {W_('G', 'e')} = g[e];",
                      f"        {I_('NEV', 'e')} = 0;",
-                     "        EVT[(int64_t)e * n + i] = ODE_NAN;",
+                     "        for (int q = 0; q < ODE_KEV; ++q) EVT[((int64_t)e * ODE_KEV + q) * n + i] = ODE_NAN;",
                      "        for (int k = 0; k < D; ++k) EVY[((int64_t)e * D + k) * n + i] = ODE_NAN;",
                      "    }"]
+        if self.sm is not None:
+            init += self.sm.init()
+        if o.callbacks:
+            init.append(f"    for (int c = 0; c < {len(o.callbacks)}; ++c) {I_('NCB', 'c')} = 0;")
         init += ["    if (!(t1 > t0) && status == ODE_RUNNING) status = ODE_DONE;",
                  f"    {I_('STATUS')} = status;",
                  f"    {I_('NFEV')} = nfev;",
@@ -648,10 +777,16 @@ class _Gen:
                 "    (void)Fd;",
                 f"    for (int k = 0; k < D; ++k) y[k] = {W_('Y', 'k')};",
                 f"    const int32_t st = {I_('STATUS')};",
-                "    int32_t status = st & 255, flags = st >> 8;",
+                "    int32_t status = st & 255, flags = (st >> 8) & 3, restarted = (st >> 10) & 1;",
                 f"    int32_t nfev = {I_('NFEV')}, nacc = {I_('NACC')}, nrej = {I_('NREJ')};",
                 (f"    int32_t next = {I_('NEXT')};" if o.nt else ""),
-                "    (void)flags;"]
+                "    (void)flags; (void)restarted;"]
+        if self.sm is not None:
+            step += self.sm.load()
+        if o.callbacks:
+            nc = len(o.callbacks)
+            step += [f"    int32_t ncb[{nc}];", "    ode_real tcb = ODE_INF;", "    (void)tcb;",
+                     f"    for (int c = 0; c < {nc}; ++c) ncb[c] = {I_('NCB', 'c')};"]
         if m.fsal:  # the first stage again rather than a stored copy: d fewer words read and written a call
             step += ["    ode_f(t, y, a, K[0]);", "    nfev += 1;"]
         if ne:
@@ -666,11 +801,15 @@ class _Gen:
                  (f"    {W_('H')} = h;" if o.adaptive else ""),
                  (f"    {W_('LERR')} = (ode_real)lerrp;" if o.adaptive and o.controller == "PI" else ""),
                  f"    for (int k = 0; k < D; ++k) {W_('Y', 'k')} = y[k];",
-                 f"    {I_('STATUS')} = status | (flags << 8);",
+                 f"    {I_('STATUS')} = status | (flags << 8) | (restarted << 10);",
                  f"    {I_('NFEV')} = nfev;",
                  f"    {I_('NACC')} = nacc;",
                  f"    {I_('NREJ')} = nrej;",
                  (f"    {I_('NEXT')} = next;" if o.nt else "")]
+        if self.sm is not None:
+            step += self.sm.store()
+        if o.callbacks:
+            step.append(f"    for (int c = 0; c < {len(o.callbacks)}; ++c) {I_('NCB', 'c')} = ncb[c];")
         if ne:
             step += ["    for (int e = 0; e < ODE_NE; ++e) {",
                      f"        {W_('G', 'e')} = gold[e];",

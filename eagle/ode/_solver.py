@@ -16,7 +16,7 @@ import numpy as np
 
 import eagle
 from ..errors import EagleMemoryError, EagleTypeError, EagleValueError
-from . import _codegen, _progress, _rhs
+from . import _acts, _codegen, _progress, _rhs, _summary
 from ._methods import method as _method
 from ._solution import OdeSolution
 
@@ -41,26 +41,13 @@ def _positive(x, what, *, allow_zero=False, allow_inf=False):
 
 
 def _events(events):
-    """[(callable, terminal, direction)] from scipy's forms: one callable or a sequence, each with
-    optional ``terminal`` (bool) and ``direction`` (-1, 0, 1) attributes."""
-    if events is None:
-        return []
-    if callable(events) or isinstance(events, _rhs.C):
-        events = [events]
-    if not isinstance(events, (list, tuple)):
-        raise EagleTypeError(f"eagle.ode: events must be a callable or a list of them, got a {type(events).__name__}")
+    """[(callable, terminal, direction)] for the SDE solver, which has no affects or counts."""
     out = []
-    for k, g in enumerate(events):
-        if not (callable(g) or isinstance(g, _rhs.C)):
-            raise EagleTypeError(f"eagle.ode: events[{k}] must be a callable g(t, y, *args), got a {type(g).__name__}")
-        terminal = getattr(g, "terminal", False)
-        if isinstance(terminal, numbers.Integral) and not isinstance(terminal, bool) and terminal not in (0, 1):
-            raise EagleValueError(f"eagle.ode: events[{k}].terminal = {terminal}: a count of occurrences is not "
-                                  f"supported; use True (stop at the first) or False")
-        direction = getattr(g, "direction", 0)
-        if not isinstance(direction, numbers.Real) or isinstance(direction, bool) or direction != direction:
-            raise EagleTypeError(f"eagle.ode: events[{k}].direction must be a number, got {direction!r}")
-        out.append((g, bool(terminal), int(np.sign(direction))))
+    for k, e in enumerate(_acts.events_of(events)):
+        if e.acts or e.terminal > 1:
+            raise EagleValueError(f"eagle.ode: events[{k}]: an affect or a terminal count is not supported by "
+                                  f"solve_sde; use True/False")
+        out.append((e.fun, bool(e.terminal), e.direction))
     return out
 
 
@@ -75,7 +62,7 @@ class Solver:
     def __init__(self, fun, *, t_span, n_state=None, n_args=None, method="Tsit5", t_eval=None, events=None, rtol=1e-6,
                  atol=1e-8, dt=None, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf,
                  dtype="float64", backend=None, exact=False, fast_math=False, controller="PI",
-                 steps_per_call=None, workers=None, progress=None):
+                 steps_per_call=None, workers=None, progress=None, save=None, callbacks=None, max_events=None):
         self.method = _method(method)
         m = self.method
         self._fun = fun
@@ -124,7 +111,16 @@ class Solver:
         self.exact, self.fast_math = bool(exact), bool(fast_math)
         self.t0, self.t1 = self._span(t_span)
         self.t_eval = self._t_eval(t_eval)
-        self.events = _events(events)
+        self.events = _acts.events_of(events)
+        self.max_events = _acts.max_events_of(max_events)
+        self.callbacks = _acts.callbacks_of(callbacks)
+        _acts.check_times(self.callbacks, self.t0, self.t1, None)
+        if not self.adaptive and (self.callbacks or any(e.acts for e in self.events)):
+            raise EagleValueError(f"eagle.ode: events with an affect and callbacks restart the integration at "
+                                  f"their times, which a fixed-step solve ({m.name}, dt={dt}) cannot: use an adaptive "
+                                  f"method")
+        self._save = save
+        self.summary = None
         self.steps_per_call = steps_per_call
         self.workers = workers  # lanes of the drained step (None: see _workers)
         self.progress = progress
@@ -149,10 +145,18 @@ class Solver:
                                       f"{self.n_args} argument(s); got y0 of {n_state} and {n_args} argument(s)")
             return
         self.n_state, self.n_args = int(n_state), int(n_args)
-        self._rhs = _rhs.build(self._fun, "ode_user_f", self.n_state, self.n_args, self.real, n_out=self.n_state,
-                               what="fun")
-        self._ev_rhs = [_rhs.build(g, f"ode_g{k}", self.n_state, self.n_args, self.real, n_out=1,
-                                   what=f"events[{k}]") for k, (g, _, _) in enumerate(self.events)]
+        d, na, real = self.n_state, self.n_args, self.real
+        self.summary = _summary.plan_of(self._save, d)
+        self._rhs = _rhs.build(self._fun, "ode_user_f", d, na, real, n_out=d, what="fun")
+        self._ev_rhs = [_rhs.build(e.fun, f"ode_g{k}", d, na, real, n_out=1, what=f"events[{k}]")
+                        for k, e in enumerate(self.events)]
+        # affects return the whole new state: traced with n_out = d (a wrong length is refused here)
+        self._ev_rhs += [_rhs.build(e.affect, f"ode_aff{k}", d, na, real, n_out=d, what=f"events[{k}].affect")
+                         for k, e in enumerate(self.events) if e.acts]
+        self._ev_rhs += [_rhs.build(c.affect, f"ode_cb{k}", d, na, real, n_out=d, what=f"callbacks[{k}].affect")
+                         for k, c in enumerate(self.callbacks)]
+        if self.summary is not None:
+            self.summary.trace(d, na, real)
         self.source = self._source(self._default_steps_per_call(None))
 
     # -- inputs -----------------------------------------------------------------------------------
@@ -211,13 +215,15 @@ class Solver:
         return 16 if props.warp_size > 1 else 256
 
     def _source(self, steps_per_call):
-        o = _codegen.Options(self.method, self.n_state, self.n_args, self.real, adaptive=self.adaptive,
+        o = _codegen.Options(self.method, self.n_state, self._na_total, self.real, adaptive=self.adaptive,
                              rtol=self.rtol, atol=self.atol, dt=self.dt,
                              first_step=self.first_step, max_step=self.max_step, max_steps=self.max_steps,
                              steps_per_call=steps_per_call, t_eval_count=0 if self.t_eval is None else self.t_eval.size,
-                             events=[(t, d) for _, t, d in self.events], controller=self.controller,
+                             events=[(e.terminal, e.direction, e.acts) for e in self.events],
+                             controller=self.controller,
                              t0=self.t0, t1=float(np.max(self.t1)), per_sample=bool(np.ndim(self.t1)),
-                             exact=self.exact)
+                             exact=self.exact, max_events=self.max_events,
+                             callbacks=[c.m for c in self.callbacks], cb_base=self.n_args, summary=self.summary)
         funcs = "\n\n".join([self._rhs.text] + [r.text for r in self._ev_rhs])
         label = self._rhs.label
         header = (f"/* eagle.ode: {self.method.name} ({self.method.description}), "
@@ -226,6 +232,11 @@ class Solver:
                   f"{0 if self.t_eval is None else self.t_eval.size} t_eval point(s).\n"
                   f" * fun: {label}. Generated by eagle/ode/_codegen.py; compiled for every kind. */")
         return _codegen._Gen(o).source(funcs, header)
+
+    @property
+    def _na_total(self):
+        """The arguments' rows: the user's, then every callback's times."""
+        return self.n_args + sum(c.m for c in self.callbacks)
 
     def _backend(self, y0):
         b = self._backend_arg
@@ -289,10 +300,16 @@ class Solver:
         ns = {}
         if len(shape) == 2:
             ns["y0"] = shape[0]
+        for k, c in enumerate(self.callbacks):
+            if c.times.ndim == 2:
+                ns[f"callbacks[{k}].times"] = c.times.shape[0]
+        args = tuple(args) + tuple(_acts.callback_args(self.callbacks))
         host_args = sample_args(args, self.dtype, ns, "eagle.ode")
         if np.ndim(self.t1):
             ns["t_span's t1"] = self.t1.shape[0]
         n = agreed_n(ns, "eagle.ode", "samples")
+        if self.callbacks:
+            _acts.check_times(self.callbacks, self.t0, self.t1, n)
         return n, y0, host_args
 
     def _run(self, b, n):
@@ -309,11 +326,11 @@ class Solver:
             W = b.empty((nw, n), dt)
             I = b.zeros((ni, n), "int32")
             M = b.zeros(n, "uint8")
-            A = b.zeros((max(self.n_args, 1), n), dt)
+            A = b.zeros((max(self._na_total, 1), n), dt)
             Y0 = b.empty((n, d), dt)
             TE = b.asarray(self.t_eval.astype(dt)) if nt else b.zeros(n, dt)
             YS = b.empty((n, d, nt), dt) if nt else b.zeros(n, dt)
-            EVT = b.empty((ne, n), dt) if ne else b.zeros(n, dt)
+            EVT = b.empty((ne * (self.max_events or 1), n), dt) if ne else b.zeros(n, dt)
             EVY = b.empty((ne, d, n), dt) if ne else b.zeros(n, dt)
             DONE = b.zeros(max(n, 1), "uint32")
         except EagleMemoryError as e:
@@ -344,7 +361,8 @@ class Solver:
     @property
     def _rows(self):
         return _codegen.rows(self.n_state, len(self.events), adaptive=self.adaptive, pi=self.controller == "PI",
-                             per_sample=bool(np.ndim(self.t1)), nt=0 if self.t_eval is None else self.t_eval.size)
+                             per_sample=bool(np.ndim(self.t1)), nt=0 if self.t_eval is None else self.t_eval.size,
+                             summary=self.summary, ncb=len(self.callbacks))
 
     def _with_t1(self, t1):
         """A copy of this solver over per-sample ends ``t1`` (a rank's share of them)."""
@@ -499,7 +517,8 @@ def initial_states(y0, dtype, args, what):
 
 def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e-6, atol=1e-8, dt=None, args=(),
               backend=None, *, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf, dtype=None,
-              exact=False, fast_math=False, controller="PI", progress=None, distributed=None):
+              exact=False, fast_math=False, controller="PI", progress=None, distributed=None, save=None,
+              callbacks=None, max_events=None):
     """Integrate N independent initial-value problems y' = fun(t, y, *args) at once, one per lane
     of the arrays' device, in scipy.integrate.solve_ivp's vocabulary.
 
@@ -520,8 +539,22 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
         Shared times at which to store every sample's state (dense output), as ``sol.ys``
         (N, d, T) on the device.
     events : callable or list of callables ``g(t, y, *args)``, optional
-        Traced like fun, with scipy's ``terminal`` and ``direction`` attributes. A crossing is
-        located on the dense output; ``sol.t_events``/``y_events`` hold the first one per sample.
+        Traced like fun, with scipy's ``terminal`` (True, or a count: stop at that crossing) and
+        ``direction`` attributes, and ``affect(t, y, *args) -> new y`` (traced like fun): the state
+        is replaced at the located crossing and the integration restarts there (see
+        ``eagle.ode.event`` for a lambda). A crossing is located on the dense output;
+        ``sol.t_events``/``y_events`` hold the first one per sample (``max_events=k``: the first k
+        times, (N, k)); ``sol.n_events`` counts them.
+    callbacks : ``eagle.ode.at(times, affect)`` or a list of them, optional
+        The state is changed at given times (shared (m,) or per sample (N, m)); the integrator
+        steps onto each exactly.
+    save : list of reductions or dict reduction -> components, optional
+        Summaries computed during the solve, O(N) memory: "max", "min", "argmax", "argmin",
+        "integral", "mean", "final", and "g": a callable g(t, y, *args) integrated over time.
+        ``sol.saved[name]`` is (N, len(components)).
+    max_events : int, optional
+        Crossing times kept per event and sample; an event with an affect that fires more often
+        fails its sample (its own failure code).
     rtol, atol : tolerances of the adaptive methods (atol: a number or d numbers).
     dt : step of a fixed-step solve (Euler, RK4, or an adaptive tableau with adaptive=False).
     args : numbers or (N,) arrays, passed to fun after (t, y).
@@ -545,5 +578,6 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
     solver = Solver(fun, t_span=t_span, n_state=shape[-1], n_args=len(args), method=method, t_eval=t_eval,
                     events=events, rtol=rtol, atol=atol, dt=dt, adaptive=adaptive, max_steps=max_steps,
                     first_step=first_step, max_step=max_step, dtype=dtype, backend=backend, exact=exact,
-                    fast_math=fast_math, controller=controller, progress=progress)
+                    fast_math=fast_math, controller=controller, progress=progress, save=save, callbacks=callbacks,
+                    max_events=max_events)
     return solver.solve(y0, args, distributed=distributed)
