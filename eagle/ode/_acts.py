@@ -166,8 +166,8 @@ def check_times(callbacks, t0, t1, n):
         hi = hi[:, None] if hi.ndim and tt.ndim == 2 else (hi.min() if hi.ndim else hi)
         bad = (tt < t0) | (tt > hi)
         if np.any(bad):
-            j = np.unravel_index(int(np.argmax(bad)), tt.shape)
-            raise EagleValueError(f"eagle.ode: callbacks[{k}].times{list(j)} = {tt[j]} lies outside the span "
+            j = [int(x) for x in np.unravel_index(int(np.argmax(bad)), tt.shape)]
+            raise EagleValueError(f"eagle.ode: callbacks[{k}].times{j} = {tt[tuple(j)]} lies outside the span "
                                   f"[{t0}, {float(np.max(hi)) if np.ndim(hi) else float(hi)}]: a callback time must "
                                   f"be within [t0, t1]")
 
