@@ -141,7 +141,9 @@ def osc(t, y):
     return (y[1], -y[0])
 
 
-@pytest.mark.parametrize("method", ["Tsit5", "DOP853", "Vern9"])
+# DOP853 and Vern9 (their dense outputs' own forms) in CI's slow step: ~4 s and ~12 s of compiling
+@pytest.mark.parametrize("method", ["Tsit5", pytest.param("DOP853", marks=pytest.mark.slow),
+                                    pytest.param("Vern9", marks=pytest.mark.slow)])
 def test_summaries_match_the_oscillators_closed_forms_and_a_dense_t_eval(method):
     """y = (sin(t + p), cos(t + p)) over [0, 10]: max 1 at pi/2 - p + 2 pi k, min -1, integral of
     sin(t + p) = cos(p) - cos(10 + p); g = (sin^2, t) integrates to 5 - (sin(2 (10 + p)) - sin(2p))/4 and 50."""

@@ -63,6 +63,7 @@ def arenstorf(t, y):
 
 # ---------------------------------------------------------------------------------- accuracy
 
+@pytest.mark.slow  # 3-6 s a method (compiling with t_eval); the order and Lorenz tests run by default
 @pytest.mark.parametrize("method", ["Vern7", "Vern9"])
 def test_kepler_at_rtol_1e13_matches_the_closed_form_at_t1_and_at_t_eval(method):
     """Eight orbits, e in [0, 0.6], one period and a half; t_eval (33 points) through the dense output.
