@@ -17,7 +17,9 @@ Semantics (the contract the generated step keeps):
 - ``max_events=k``: ``sol.t_events[e]`` holds each sample's first k crossing times, (N, k), nan
   padded. An event with an affect that fires more than k times fails its sample with its own code
   (an affect that re-triggers its own event, or a Zeno accumulation such as a ball bouncing to
-  rest); without max_events such a sample ends at max_steps (each restart is a step).
+  rest); without max_events such a sample ends at max_steps (each restart is a step). A crossing
+  closer to the restart point than the root finder's resolution (8 eps (|t| + |h|)) is taken for
+  the one just handled: a ball whose flights have shrunk below that drops through its floor.
 - A callback ``at(times, affect)``: the integrator steps onto every time exactly (a step is cut
   short to end there), applies the affect, and restarts as above. Times equal to t0 act before
   the first step; times equal to t1 act at the end. Shared times are an (m,) array, per-sample ones
