@@ -127,7 +127,7 @@ class OdeSolution:
             return []
         ev = self._host("EVT", self._EVT)
         cnt = self.n_events
-        k = self._solver.max_events
+        k = getattr(self._solver, "max_events", None)
         if k is None:
             return [np.where(cnt[:, e] > 0, ev[e], np.nan) for e in range(ne)]
         slot = np.arange(k)[None, :]
@@ -136,7 +136,7 @@ class OdeSolution:
     @property
     def saved(self):
         """The summaries asked for with ``save=``: name -> (N, len(components)) (``g``: (N, m))."""
-        plan = self._solver.summary
+        plan = getattr(self._solver, "summary", None)
         if plan is None:
             return {}
         got = self._cache.get("saved")
