@@ -3,8 +3,7 @@ t_eval and the events' first crossings. The device planes are read back when a f
 asked for (``sol.y`` ...), so a solve that only feeds another device computation copies nothing."""
 import numpy as np
 
-from . import _summary
-from ._codegen import DONE, EVENT, FAILURES, RUNNING
+from ._frame import DONE, EVENT, FAILURES, RUNNING
 
 # keys: the values of sol.status (0, 1, -1) and of sol.failure (the codes 3.. of _codegen.FAILURES)
 MESSAGES = {0: "reached t1", 1: "a terminal event stopped the sample", -1: "failed: sol.failure says why",
@@ -25,19 +24,17 @@ class OdeSolution:
     nfev, n_accepted, n_rejected : (N,) int counters
     t_eval, ys : (T,) and (N, d, T) when t_eval was given (nan where a sample ended earlier)
     t_events, y_events : lists, one per event: (N,) the first crossing's time (nan: none) and
-        (N, d) the state there; n_events (N, n_events) the crossings counted; with
-        ``max_events=k``, t_events[e] is (N, k): the first k crossings' times (nan padded)
-    saved : dict of the ``save=`` summaries, name -> (N, len(components))
+        (N, d) the state there; n_events (N, n_events) the crossings counted
     source : the generated C (also ``Solver.source``)
     """
 
-    def __init__(self, solver, W, I, YS, EVT, EVY):
-        self._solver = solver
+    def __init__(self, view, W, I, YS, EVT, EVY):
+        self._view = view  # what the solve was: never the solver's later state
         self._W, self._I, self._YS, self._EVT, self._EVY = W, I, YS, EVT, EVY
         self._cache = {}
-        self.source = solver.source
-        self.method = solver.method.name
-        self.t_eval = solver.t_eval
+        self.source = view.source
+        self.method = view.method
+        self.t_eval = view.t_eval
         self.message = dict(MESSAGES)
 
     def _detach(self, backend, stream):
@@ -59,7 +56,7 @@ class OdeSolution:
         return v
 
     def _rows(self):
-        return self._solver._rows
+        return self._view.rows
 
     @property
     def t(self):
@@ -69,7 +66,7 @@ class OdeSolution:
     @property
     def y(self):
         w, _, _, _ = self._rows()
-        d = self._solver.n_state
+        d = self._view.n_state
         return np.ascontiguousarray(self._host("W", self._W)[w["Y"]:w["Y"] + d].T)
 
     def _irow(self, name):
@@ -114,41 +111,24 @@ class OdeSolution:
 
     @property
     def n_events(self):
-        ne = len(self._solver.events)
+        ne = len(self._view.events)
         _, i, _, _ = self._rows()
         if not ne:
-            return np.zeros((self._solver.n, 0), np.int32)
+            return np.zeros((self._view.n, 0), np.int32)
         return np.ascontiguousarray(self._host("I", self._I)[i["NEV"]:i["NEV"] + ne].T)
 
     @property
     def t_events(self):
-        ne = len(self._solver.events)
+        ne = len(self._view.events)
         if not ne:
             return []
         ev = self._host("EVT", self._EVT)
         cnt = self.n_events
-        k = getattr(self._solver, "max_events", None)
-        if k is None:
-            return [np.where(cnt[:, e] > 0, ev[e], np.nan) for e in range(ne)]
-        slot = np.arange(k)[None, :]
-        return [np.where(slot < cnt[:, e:e + 1], ev[e * k:(e + 1) * k].T, np.nan) for e in range(ne)]
-
-    @property
-    def saved(self):
-        """The summaries asked for with ``save=``: name -> (N, len(components)) (``g``: (N, m))."""
-        plan = getattr(self._solver, "summary", None)
-        if plan is None:
-            return {}
-        got = self._cache.get("saved")
-        if got is None:
-            w = self._rows()[0]
-            got = self._cache["saved"] = _summary.results(plan, self._host("W", self._W), w, self._solver.t0,
-                                                          self.t, self.y)
-        return got
+        return [np.where(cnt[:, e] > 0, ev[e], np.nan) for e in range(ne)]
 
     @property
     def y_events(self):
-        ne = len(self._solver.events)
+        ne = len(self._view.events)
         if not ne:
             return []
         ev = self._host("EVY", self._EVY)
