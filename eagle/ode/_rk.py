@@ -102,6 +102,16 @@ class RungeKutta:
     def call_end(self, fr):
         return []
 
+    def restart(self, fr):
+        """C lines after an affect replaced (t, y): the first stage again (FSAL: K[0] is otherwise
+        the last step's K[S]; without FSAL every step evaluates it)."""
+        return ["ode_f(t, y, a, K[0]); nfev += 1;"] if self.m.fsal else []
+
+    @property
+    def fsal_stage(self):
+        """The K slot holding f(tn, ynew) after an attempt (None: not evaluated by the step)."""
+        return self.m.stages if self.m.fsal else None
+
     solution = OdeSolution
 
 
@@ -185,6 +195,23 @@ class RungeKutta:
                     "}"]
         return "\n".join(out)
 
+    def extra_stages(self):
+        """C lines of the interpolant's extra stages (a method's C_extra/A_extra: DOP853's, Verner's),
+        evaluated lazily -- only for a step whose dense output is needed -- into the stage slots after
+        the step's own (and its FSAL stage), where A_extra's columns number them; counted in *nfev."""
+        m, L = self.m, self.L
+        if not m.C_extra:
+            return []
+        first = m.stages + (1 if m.fsal else 0)
+        out = ["    ode_real yt[D];"]
+        for e, (c, row) in enumerate(zip(m.C_extra, m.A_extra)):
+            s = first + e
+            terms = [(L(x), f"K[{j}][k]") for j, x in enumerate(row[:s]) if x != 0.0]
+            out.append(f"    for (int k = 0; k < D; ++k) yt[k] = y[k] + ({_sum(terms)}) * h;")
+            out.append(f"    ode_f(t + {L(c)} * h, yt, a, K[{s}]);")
+        out.append(f"    *nfev += {len(m.C_extra)};")
+        return out
+
     # ---- dense output over the last step [t, t + h]
     def dense_output(self):
         m, L = self.m, self.L
@@ -198,6 +225,7 @@ class RungeKutta:
                     "                                ode_real F[ODE_NF][D], int32_t* nfev)",
                     "{",
                     "    (void)t; (void)h; (void)y; (void)ynew; (void)a; (void)nfev;"]
+            out += self.extra_stages()
             for j in range(nf):
                 terms = [(L(m.P[s][j]), f"K[{s}][k]") for s in range(len(m.P)) if m.P[s][j] != 0.0]
                 out.append(f"    for (int k = 0; k < D; ++k) F[{j}][k] = {_sum(terms)};")
@@ -252,14 +280,8 @@ class RungeKutta:
                     "EAGLE_FN void ode_dense_prepare(const ode_real t, const ode_real h, const ode_real* y,",
                     "                                const ode_real* ynew, ode_real K[ODE_NK][D], const ode_real* a,",
                     "                                ode_real F[ODE_NF][D], int32_t* nfev)",
-                    "{",
-                    "    ode_real yt[D];"]
-            for e, (c, row) in enumerate(zip(m.C_extra, m.A_extra)):
-                s = S + e
-                terms = [(L(x), f"K[{j}][k]") for j, x in enumerate(row[:s]) if x != 0.0]
-                out.append(f"    for (int k = 0; k < D; ++k) yt[k] = y[k] + ({_sum(terms)}) * h;")
-                out.append(f"    ode_f(t + {L(c)} * h, yt, a, K[{s}]);")
-            out.append(f"    *nfev += {len(m.C_extra)};")
+                    "{"]
+            out += self.extra_stages()
             out += ["    for (int k = 0; k < D; ++k) {",
                     "        const ode_real dy = ynew[k] - y[k];",
                     "        F[0][k] = dy;",

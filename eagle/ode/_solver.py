@@ -115,7 +115,7 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
         Initial states. Where it lives picks the backend (numpy: the host's kind; a CUDA array:
         cuda), unless ``backend=`` names one. Its dtype picks the precision (float32 stays float32,
         everything else is float64) unless ``dtype=`` is given.
-    method : "Tsit5" (default), "RK45", "RK23", "DOP853" (adaptive) or "RK4", "Euler" (fixed).
+    method : "Tsit5" (default), "RK45", "RK23", "DOP853", "Vern7", "Vern9" (adaptive) or "RK4", "Euler" (fixed).
     t_eval : 1-d increasing array, optional
         Shared times at which to store every sample's state (dense output), as ``sol.ys``
         (N, d, T) on the device.
