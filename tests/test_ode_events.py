@@ -10,7 +10,7 @@ import pytest
 import eagle
 import eagle.ode
 from eagle.errors import EagleError, EagleTypeError, EagleValueError
-from eagle.ode._codegen import FAIL_AFFECT, FAIL_MAX_EVENTS, FAIL_MAX_STEPS
+from eagle.ode._frame import FAIL_AFFECT, FAIL_MAX_EVENTS, FAIL_MAX_STEPS
 
 G = 9.81
 

@@ -54,7 +54,7 @@ class Plan:
     def w_rows(self):
         return (("SMAX", 2 * len(self.mx)), ("SMIN", 2 * len(self.mn)), ("SINT", len(self.it)), ("SG", self.ng))
 
-    def trace(self, d, na, real):
+    def trace(self, d, na, real, arg_widths=None):
         """Trace ``g`` (its output count is what it returns)."""
         if self.g is None:
             return
@@ -63,13 +63,15 @@ class Plan:
                                  "is what it returns); a C reduction is not supported")
         from ._trace import TraceError
         try:
-            self.g_rhs = _rhs.build(self.g, "ode_sum_g", d, na, real, n_out=1, what="save['g']")
+            self.g_rhs = _rhs.build(self.g, "ode_sum_g", d, na, real, n_out=1, what="save['g']",
+                                    arg_widths=arg_widths)
         except TraceError as e:
             import re
             m = re.search(r"returned (\d+) values", str(e))
             if not m:
                 raise
-            self.g_rhs = _rhs.build(self.g, "ode_sum_g", d, na, real, n_out=int(m.group(1)), what="save['g']")
+            self.g_rhs = _rhs.build(self.g, "ode_sum_g", d, na, real, n_out=int(m.group(1)), what="save['g']",
+                                    arg_widths=arg_widths)
 
 
 def plan_of(save, d):
@@ -136,8 +138,6 @@ class Gen:
     def helpers(self):
         p, L = self.p, self.L
         out = []
-        if p.g_rhs is not None:
-            out.append(p.g_rhs.text)
         if p.mx or p.mn:
             delta = 2.0 ** -8 if self.real == "float" else 2.0 ** -17
             out.append("\n".join([
@@ -283,9 +283,9 @@ class Gen:
 
 
 def results(plan, W, rows, t0, t_end, y):
-    """The host's dict of summaries from the W plane's rows (host numpy (NW, N)), each sample's
-    end time ``t_end`` (N,) and final state ``y`` (N, d): kind -> (N, len(components)), and 'g'
-    -> (N, m)."""
+    """The host's dict of summaries from the W plane's rows (host numpy (NW, N)), the start time(s)
+    ``t0`` (a number or (N,)), each sample's end time ``t_end`` (N,) and final state ``y`` (N, d):
+    kind -> (N, len(components)), and 'g' -> (N, m)."""
     out = {}
     c = plan.comps
     mx = W[rows["SMAX"]:rows["SMAX"] + 2 * len(plan.mx)] if plan.mx else None
@@ -305,7 +305,7 @@ def results(plan, W, rows, t0, t_end, y):
     if "integral" in c:
         out["integral"] = pick(it, plan.it, c["integral"])
     if "mean" in c:
-        span = (np.asarray(t_end) - t0)[:, None]
+        span = (np.asarray(t_end) - np.asarray(t0, np.float64))[:, None]
         with np.errstate(invalid="ignore", divide="ignore"):
             out["mean"] = pick(it, plan.it, c["mean"]) / span
     if "final" in c:
