@@ -117,6 +117,9 @@ def events_of(events):
             count = 1 if terminal else 0
         elif isinstance(terminal, numbers.Integral) and terminal >= 1 and terminal < 2**31 - 1:
             count = int(terminal)
+        elif not isinstance(terminal, numbers.Integral):
+            raise EagleTypeError(f"eagle.ode: events[{k}].terminal must be a bool or an int count >= 1, got "
+                                 f"{terminal!r}")
         else:
             raise EagleValueError(f"eagle.ode: events[{k}].terminal must be True/False or a count >= 1 (stop at "
                                   f"that crossing), got {terminal!r}")
