@@ -141,7 +141,7 @@ def osc(t, y):
     return (y[1], -y[0])
 
 
-# DOP853 and Vern9 (their dense outputs' own forms) in CI's slow step: ~4 s and ~12 s of compiling
+# DOP853 and Vern9 (their dense outputs' own forms) in CI's slow step: ~3 s each, mostly compiling
 @pytest.mark.parametrize("method", ["Tsit5", pytest.param("DOP853", marks=pytest.mark.slow),
                                     pytest.param("Vern9", marks=pytest.mark.slow)])
 def test_summaries_match_the_oscillators_closed_forms_and_a_dense_t_eval(method):

@@ -195,6 +195,16 @@ class RungeKutta:
                     "}"]
         return "\n".join(out)
 
+    def prepare_decl(self):
+        """How the dense output's prepare is declared: with extra stages, a function called out of
+        line on the cpu kind (gcc's time grows with each site it would inline the stages at: a Vern9
+        solve with t_eval, events and summaries has five); inlined on the GPU kinds, where a call
+        would put the stages K in local memory."""
+        if not self.m.C_extra:
+            return "EAGLE_FN"
+        return ("\n#if !EAGLE_KIND_GPU && !EAGLE_KIND_OPENCL && defined(__GNUC__)\n"
+                "static __attribute__((noinline))\n#else\nEAGLE_FN\n#endif\n")
+
     def extra_stages(self):
         """C lines of the interpolant's extra stages (a method's C_extra/A_extra: DOP853's, Verner's),
         evaluated lazily -- only for a step whose dense output is needed -- into the stage slots after
@@ -220,7 +230,7 @@ class RungeKutta:
         if m.dense == "P":
             nf = len(m.P[0])
             out.append(f"#define ODE_NF {nf}")
-            out += ["EAGLE_FN void ode_dense_prepare(const ode_real t, const ode_real h, const ode_real* y,",
+            out += [self.prepare_decl() + " void ode_dense_prepare(const ode_real t, const ode_real h, const ode_real* y,",
                     "                                const ode_real* ynew, ode_real K[ODE_NK][D], const ode_real* a,",
                     "                                ode_real F[ODE_NF][D], int32_t* nfev)",
                     "{",
@@ -277,7 +287,7 @@ class RungeKutta:
         elif m.dense == "dop853":
             S = m.stages + 1  # K[0..12]
             out += ["#define ODE_NF 7",
-                    "EAGLE_FN void ode_dense_prepare(const ode_real t, const ode_real h, const ode_real* y,",
+                    self.prepare_decl() + " void ode_dense_prepare(const ode_real t, const ode_real h, const ode_real* y,",
                     "                                const ode_real* ynew, ode_real K[ODE_NK][D], const ode_real* a,",
                     "                                ode_real F[ODE_NF][D], int32_t* nfev)",
                     "{"]
