@@ -208,8 +208,10 @@ class Run:
         return self.module(backend_of(backend, None, self.what))
 
     # -- inputs -----------------------------------------------------------------------------------
-    def samples(self, y0, args, t0, t1, n_paths):
-        """N and the inputs normalised: y0 (an array), args (tuple), t0 and t1."""
+    def samples(self, y0, args, t0, t1, n_paths, rows=None):
+        """N and the inputs normalised: y0 (an array), args (tuple), t0 and t1. ``rows`` (first,
+        count): this solve is that share of the samples (a rank's, distributed): per-sample
+        callback times are sliced to it."""
         y0 = _check.y0_of(y0)
         args = _check.args_of(args)
         shape = tuple(y0.shape)
@@ -263,11 +265,13 @@ class Run:
             if np.ndim(t):
                 ns[name] = len(t)
         for k, c in enumerate(self.callbacks):  # the times: a vector argument, (N, m) or (m,) shared
-            if c.times.ndim == 2:
-                ns[f"callbacks[{k}].times"] = c.times.shape[0]
-            out.append(c.times)
+            tt = c.times
+            if tt.ndim == 2:
+                tt = tt if rows is None else tt[rows[0]:rows[0] + rows[1]]
+                ns[f"callbacks[{k}].times"] = tt.shape[0]
+            out.append(tt)
         n = _check.agreed_n(ns, self.what, "paths" if n_paths is not None or self.scheme.random else "samples")
-        if self.callbacks:
+        if self.callbacks and rows is None:
             _acts.check_times(self.callbacks, t0, t1, n)
         return n, y0, out
 
@@ -339,7 +343,8 @@ class Run:
             return max(1, min(n, int(props.sm_count) * 2048))
         return max(1, n)
 
-    def solve(self, y0, args=(), *, progress=None, seed=None, n_paths=None, span=None, distributed=None, first=0):
+    def solve(self, y0, args=(), *, progress=None, seed=None, n_paths=None, span=None, distributed=None, first=0,
+              rows=None):
         """Integrate every sample; returns the scheme's solution (see Solver.solve)."""
         if distributed is not None and distributed is not False:
             from ._distributed import solve_over_ranks
@@ -349,7 +354,7 @@ class Run:
         seed = self.seed if seed is None else _check.seed_of(seed)
         with self._lock:
             b = backend_of(self.backend_arg, y0, self.what)
-            n, y0, args = self.samples(y0, args, t0, t1, n_paths)
+            n, y0, args = self.samples(y0, args, t0, t1, n_paths, rows)
             r = self.planes(b, n)
             s, graph, _ = self.lane(r, b, n)
             last = r["last"] and r["last"]()
