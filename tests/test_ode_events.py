@@ -268,3 +268,27 @@ def test_a_device_kind_agrees_with_cpu_bit_for_bit_with_affects_callbacks_and_su
     np.testing.assert_array_equal(c.t_events[0], g.t_events[0])
     for k in c.saved:
         np.testing.assert_array_equal(c.saved[k], g.saved[k], err_msg=k)
+
+
+def test_new_dose_times_and_spans_compile_nothing_and_mean_is_over_each_samples_span():
+    """Callback times are run-time values (a vector argument; their count is compiled in): a new
+    schedule of as many times, a new span or per-sample t0 reuse the module. The mean is the
+    integral over each sample's own [t0, t_end]."""
+    from eagle.ode import _run
+    elim = lambda t, y, k: (-k * y[0],)  # noqa: E731
+    dose = lambda t, y, k: (y[0] + 10.0,)  # noqa: E731
+    kw = dict(args=(0.5,), rtol=1e-10, atol=1e-12, save={"integral": 0, "mean": 0})
+    a = eagle.ode.solve_ivp(elim, (0.0, 4.0), np.array([[0.0], [0.0]]), callbacks=eagle.ode.at([1.0, 2.0, 3.5], dose),
+                            **kw)
+    before = _run.compiles[0]
+    t0 = np.array([0.0, 1.5])
+    b = eagle.ode.solve_ivp(elim, (t0, 6.0), np.array([[0.0], [0.0]]), callbacks=eagle.ode.at([2.0, 3.0, 5.0], dose),
+                            **kw)
+    assert _run.compiles[0] == before, "new callback times or a new span compiled the module again"
+    k = 0.5
+    for i in range(2):
+        ref = sum(10.0 / k * (1 - math.exp(-k * (6.0 - d))) for d in (2.0, 3.0, 5.0))
+        np.testing.assert_allclose(b.saved["integral"][i, 0], ref, rtol=1e-9)
+        np.testing.assert_allclose(b.saved["mean"][i, 0], ref / (6.0 - t0[i]), rtol=1e-9)
+    np.testing.assert_allclose(a.saved["integral"][:, 0], sum(10.0 / k * (1 - math.exp(-k * (4.0 - d)))
+                                                              for d in (1.0, 2.0, 3.5)), rtol=1e-9)

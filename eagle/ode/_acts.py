@@ -25,6 +25,8 @@ Semantics (the contract the generated step keeps):
   the first step; times equal to t1 act at the end. Shared times are an (m,) array, per-sample ones
   (N, m); each row non-decreasing within [t0, t1].
 - An affect's result that is not finite fails the sample (its own code), with the state it made.
+- Callback times are run-time values (a vector argument after the user's): a new schedule of as
+  many times, or a new span, reuses the compiled module; the count of times is compiled in.
 """
 import numbers
 
@@ -161,20 +163,24 @@ def callbacks_of(callbacks):
 
 
 def check_times(callbacks, t0, t1, n):
-    """Every callback's times within [t0, t1] (t1 a number or each sample's (N,)), and per-sample
-    rows matching N samples (n None: not known yet)."""
+    """Every callback's times within [t0, t1] (t0, t1 numbers or each sample's (N,); shared times
+    within every sample's span), and per-sample rows matching N samples (n None: not known yet)."""
     for k, c in enumerate(callbacks):
         tt = c.times
         if tt.ndim == 2 and n is not None and tt.shape[0] != n:
             raise EagleValueError(f"eagle.ode: callbacks[{k}].times has {tt.shape[0]} rows for {n} samples")
-        hi = np.asarray(t1, np.float64)
+        lo, hi = np.asarray(t0, np.float64), np.asarray(t1, np.float64)
+        if tt.ndim == 2 and (lo.ndim or hi.ndim) and tt.shape[0] != max(lo.size, hi.size):
+            continue  # the rows are checked against N at the solve (n given)
+        lo = lo[:, None] if lo.ndim and tt.ndim == 2 else (lo.max() if lo.ndim else lo)
         hi = hi[:, None] if hi.ndim and tt.ndim == 2 else (hi.min() if hi.ndim else hi)
-        bad = (tt < t0) | (tt > hi)
+        bad = (tt < lo) | (tt > hi)
         if np.any(bad):
             j = [int(x) for x in np.unravel_index(int(np.argmax(bad)), tt.shape)]
+            span = [float(np.max(lo)), float(np.min(hi))]
             raise EagleValueError(f"eagle.ode: callbacks[{k}].times{j} = {tt[tuple(j)]} lies outside the span "
-                                  f"[{t0}, {float(np.max(hi)) if np.ndim(hi) else float(hi)}]: a callback time must "
-                                  f"be within [t0, t1]")
+                                  f"[{span[0]}, {span[1]}]: a callback time must be within [t0, t1] (shared times: "
+                                  f"within every sample's)")
 
 
 def callback_args(callbacks):
