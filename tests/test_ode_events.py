@@ -95,6 +95,14 @@ def test_a_ball_bouncing_to_rest_is_stopped_by_max_events_with_its_own_code():
     sol = eagle.ode.solve_ivp(fall, (0.0, 1.5), np.array([1.0, 0.0]), args=(0.5,), events=ground, rtol=1e-10,
                               atol=1e-12, max_steps=30)
     assert sol.failure[0] == FAIL_MAX_STEPS
+    # e = 0.05: its flights shrink 20x an impact; once two impacts come within the root finder's
+    # resolution of each other (~1e-12 s) it fails with the same code rather than fall through
+    sol = eagle.ode.solve_ivp(fall, (0.0, 1.5), np.array([1.0, 0.0]), args=(0.05,), events=ground, rtol=1e-10,
+                              atol=1e-12, max_events=64)
+    k = int(sol.n_events[0, 0])
+    assert sol.failure[0] == FAIL_MAX_EVENTS and 8 <= k <= 12, (sol.failure, k)
+    np.testing.assert_allclose(sol.t_events[0][0, :k - 1], impacts(0.05, k - 1), rtol=0, atol=1e-9)
+    assert sol.y[0, 0] > -1e-9  # at the floor, not below it
 
 
 # ---------------------------------------------------------------------------------- dosing
@@ -225,6 +233,14 @@ def test_an_event_that_refires_at_once_is_stopped_by_max_events_or_max_steps():
     assert sol.failure[0] == FAIL_MAX_EVENTS and sol.n_events[0, 0] == 6
     sol = eagle.ode.solve_ivp(lambda t, y: (1.0,), (0.0, 2.0), np.array([-1.0]), events=up, max_steps=300)
     assert sol.failure[0] == FAIL_MAX_STEPS
+    # e = 0.05: its flights shrink 20x an impact; once two impacts come within the root finder's
+    # resolution of each other (~1e-12 s) it fails with the same code rather than fall through
+    sol = eagle.ode.solve_ivp(fall, (0.0, 1.5), np.array([1.0, 0.0]), args=(0.05,), events=ground, rtol=1e-10,
+                              atol=1e-12, max_events=64)
+    k = int(sol.n_events[0, 0])
+    assert sol.failure[0] == FAIL_MAX_EVENTS and 8 <= k <= 12, (sol.failure, k)
+    np.testing.assert_allclose(sol.t_events[0][0, :k - 1], impacts(0.05, k - 1), rtol=0, atol=1e-9)
+    assert sol.y[0, 0] > -1e-9  # at the floor, not below it
 
 
 def test_bad_callbacks_events_and_saves_are_refused_naming_the_problem():

@@ -29,8 +29,9 @@ FAILURES = {
     FAIL_NONFINITE: "the state or its derivative is not finite (inf or nan)",
     6: "the solve ran out of rounds before the sample finished",
     FAIL_AFFECT: "an event's or callback's affect returned a state that is not finite (inf or nan)",
-    FAIL_MAX_EVENTS: "an event with an affect fired more than max_events times (it re-triggers itself, or "
-                     "its crossings accumulate, as a ball bouncing to rest)",
+    FAIL_MAX_EVENTS: "an event with an affect fired more than max_events times, or again within the root "
+                     "finder's resolution of the last (it re-triggers itself, or its crossings accumulate, as "
+                     "a ball bouncing to rest)",
 }
 # P's fixed words, then atol; Q's fixed words, then the shared flags
 P_RTOL, P_DT, P_FIRST, P_MAX_STEP, P_ATOL = range(5)
@@ -50,11 +51,11 @@ def lit(x, real):
     return f"((float){r})" if real == "float" else r
 
 
-def layout(scheme, controller, d, ne, nt, summary=None, ncb=0):
+def layout(scheme, controller, d, ne, nt, summary=None, ncb=0, acting=False):
     """(W rows, I rows, NW, NI): dicts name -> first row, of the frame, the controller and the scheme."""
     w, r = {}, 0
     for name, size in (("T", 1), ("H", controller is not None), *(controller.rows if controller else ()),
-                       ("Y", d), ("G", ne), *scheme.w_rows(d), *(summary.w_rows() if summary else ())):
+                       ("Y", d), ("G", ne), ("TRS", acting), *scheme.w_rows(d), *(summary.w_rows() if summary else ())):
         if size:
             w[name], r = r, r + int(size)
     i, q = {}, 0
@@ -79,7 +80,8 @@ class Frame:
         self.callbacks = list(callbacks)  # each callback's count of times, read from a[cb_base + ...]
         self.cb_base = cb_base
         self.summary = summary          # an eagle/ode/_summary.Plan or None
-        self.rows = layout(scheme, controller, d, len(events), self.nt, summary, len(self.callbacks))
+        self.acting = any(x for _, _, x in events)  # an event with an affect: W's TRS row, its last restart
+        self.rows = layout(scheme, controller, d, len(events), self.nt, summary, len(self.callbacks), self.acting)
         self.L = lambda x: lit(x, real)
         self.sm = None
         if summary is not None:
@@ -105,11 +107,10 @@ class Frame:
                f"#define ODE_FAIL_NONFINITE {FAIL_NONFINITE}",
                f"#define ODE_FAIL_AFFECT {FAIL_AFFECT}\n#define ODE_FAIL_MAX_EVENTS {FAIL_MAX_EVENTS}",
                f"#define ODE_KEV {self.max_events or 1}  /* crossing times kept per event */",
-               ("#define ODE_NSPLIT 4  /* after a restart, the events' search splits [0, 1] at: */\n"
-                "#define ODE_SPLITS {(ode_real)9.094947017729282e-13, (ode_real)9.313225746154785e-10, "
-                "(ode_real)9.5367431640625e-07, (ode_real)0.0009765625}" if real == "double" else
-                "#define ODE_NSPLIT 2  /* after a restart, the events' search splits [0, 1] at: */\n"
-                "#define ODE_SPLITS {(ode_real)0.0009765625f, (ode_real)0.03125f}"),
+               ("#define ODE_NSPLIT 6  /* after a restart, the events' search splits [0, 1] at 2^-44 ... 2^-6 */\n"
+                "#define ODE_SPLITS {(ode_real)5.684341886080802e-14, (ode_real)1.4551915228366852e-11, (ode_real)3.725290298461914e-09, (ode_real)9.5367431640625e-07, (ode_real)0.000244140625, (ode_real)0.015625}" if real == "double" else
+                "#define ODE_NSPLIT 3  /* after a restart, the events' search splits [0, 1] at 2^-18, 2^-12, 2^-6 */\n"
+                "#define ODE_SPLITS {(ode_real)3.814697265625e-06, (ode_real)0.000244140625, (ode_real)0.015625}"),
                "#define ODE_REJECTED 1   /* flags above the status: the last attempt was rejected, */",
                "#define ODE_NONFINITE 2  /* ... and its error was not finite */",
                f"#define P_RTOL {P_RTOL}\n#define P_DT {P_DT}\n#define P_FIRST {P_FIRST}\n#define P_MAX_STEP {P_MAX_STEP}",
@@ -247,6 +248,8 @@ class Frame:
                      "    }"]
         if self.sm is not None:
             init += self.sm.init()
+        if self.acting:
+            init.append(f"    {W('TRS')} = -ODE_INF;")
         if self.callbacks:
             init.append(f"    for (int c = 0; c < {len(self.callbacks)}; ++c) {I('NCB', 'c')} = 0;")
         init += ["    if (!(t1 > t0) && status == ODE_RUNNING) status = ODE_DONE;",
@@ -264,6 +267,8 @@ class Frame:
                 "    (void)flags; (void)nrej; (void)restarted;"]
         if self.sm is not None:
             step += self.sm.load()
+        if self.acting:
+            step += [f"    ode_real trs = {W('TRS')};  /* the last restart's time */"]
         if self.callbacks:
             nc = len(self.callbacks)
             step += [f"    int32_t ncb[{nc}];", "    ode_real tcb = ODE_INF;", "    (void)tcb;",
@@ -327,6 +332,8 @@ class Frame:
             step += [f"    {W('H')} = h;", *c.store(self)]
         if self.sm is not None:
             step += self.sm.store()
+        if self.acting:
+            step.append(f"    {W('TRS')} = trs;")
         if self.callbacks:
             step.append(f"    for (int c = 0; c < {len(self.callbacks)}; ++c) {I('NCB', 'c')} = ncb[c];")
         step += [*s.call_end(self), f"    {I('STATUS')} = status | (flags << 8) | (restarted << 10);",
@@ -341,13 +348,18 @@ class Frame:
 
     # ---- events that act, callbacks, summaries (eagle/ode/_acts.py states the contract)
     def restart(self, ind):
-        """The integration restarts at (t, y) after an affect: the scheme's first stage again (FSAL),
-        every event's last value at the new state, and the restart flag (the events' search splits
+        """The integration restarts at (t, y) after an affect: the scheme's first stage again (FSAL)
+        and a fresh first step, the controller's memory reset, every event's last value at the new
+        state, and the restart flag (the events' search splits
         the next step near the restart point, and a root at the point itself is not counted again)."""
         out = [f"{ind}{x}" for x in getattr(self.s, "restart", lambda fr: [])(self)]
+        if self.c is not None:
+            out += [f"{ind}{x}" for x in getattr(self.c, "reset", lambda: [])()]
         if self.events:
             out.append(f"{ind}ode_g_all(t, y, a, gold);")
         out.append(f"{ind}restarted = 1;")
+        if self.acting:
+            out.append(f"{ind}trs = t;")
         return out
 
     def after_affect(self, ind):
@@ -464,6 +476,11 @@ class Frame:
             out += self.sm.step(self.s.fsal_stage, prep)
         if ne:
             out += ["        if (act >= 0) {  /* the sample goes to the crossing; affects act there; it restarts */",
+                    # crossings of an event with an affect within 1024 x the root finder's tolerance of the
+                    # last restart have accumulated (a ball bouncing to rest, at the resolution of t):
+                    # the sample fails there rather than pass through the crossings it can no longer resolve
+                    *(["            const int accum = ode_acts[act] && tstop - trs <= (ode_real)1024 * near;"]
+                      if dense else ["            const int accum = 0;"]),
                     *(["            ode_real ye[D];",
                        "            ode_dense_eval(Fd, y, ynew, hh, (tstop - t) / hh, ye);",
                        "            for (int k = 0; k < D; ++k) y[k] = ye[k];"] if dense else
@@ -485,7 +502,8 @@ class Frame:
                     out.append(f"            if ({cond} && nev[{e}] >= {term}) stop = 1;")
             if acting:
                 out += self.after_affect("            ")
-            out += ["            if (status == ODE_RUNNING && stop) status = ODE_EVENT;",
+            out += ["            if (status == ODE_RUNNING && accum) status = ODE_FAIL_MAX_EVENTS;",
+                    "            if (status == ODE_RUNNING && stop) status = ODE_EVENT;",
                     "            if (status != ODE_RUNNING) break;",
                     *self.restart("            "),
                     "            continue;",

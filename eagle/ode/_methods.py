@@ -1,5 +1,5 @@
 """The integration methods of eagle.ode, as data: each is a Butcher tableau with its error
-weights and its dense output. Nothing here knows about devices or C; eagle/ode/_codegen.py turns
+weights and its dense output. Nothing here knows about devices or C; eagle/ode/_rk.py turns
 a method into the stepper that runs on the device.
 
 Conventions (those of scipy.integrate's RungeKutta, so the numbers read the same):

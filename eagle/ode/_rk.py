@@ -39,7 +39,7 @@ class RungeKutta:
                              "ODE_FN void ode_f(const ode_real t, const ode_real* y, const ode_real* a, ode_real* dy)\n"
                              "{\n    ode_user_f(t, y, a, dy);\n}",
                              f"#define ODE_NK {self.m.stages + 1 + len(self.m.C_extra or ())}  /* stage slots */",
-                             self.attempt(), self.dense_output()])
+                             self.attempt(), self.dense_output(), self.initial_step() if fr.c is not None else ""])
 
     def init(self, fr):
         """f(t0, y0) and, adaptive, the first step where first_step is not given."""
@@ -47,35 +47,42 @@ class RungeKutta:
                "    for (int k = 0; k < D; ++k) ok = ok && ode_finite(f0[k]);"]
         if fr.c is None:
             return out
-        return out + [
-            "    if (h == 0 && ok) {  /* Hairer's rule, as scipy's select_initial_step */",
-            "        double d0 = 0.0, d1 = 0.0, d2 = 0.0;",
-            "        for (int k = 0; k < D; ++k) {",
-            "            const double sc = (double)(ODE_ATOL(k) + ODE_FABS(y[k]) * ODE_RTOL);",
-            "            d0 += ((double)y[k] / sc) * ((double)y[k] / sc);",
-            "            d1 += ((double)f0[k] / sc) * ((double)f0[k] / sc);",
-            "        }",
-            "        d0 = sqrt(d0 / D); d1 = sqrt(d1 / D);",
-            "        double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;",
-            "        const double span = (double)(t1 - t0);",
-            "        if (h0 > span) h0 = span;",
-            "        ode_real y1[D], f1[D];",
-            "        for (int k = 0; k < D; ++k) y1[k] = y[k] + (ode_real)h0 * f0[k];",
-            "        ode_f(t0 + (ode_real)h0, y1, a, f1);",
-            "        nfev += 1;",
-            "        for (int k = 0; k < D; ++k) {",
-            "            const double sc = (double)(ODE_ATOL(k) + ODE_FABS(y[k]) * ODE_RTOL);",
-            "            const double q = (double)(f1[k] - f0[k]) / sc;",
-            "            d2 += q * q;",
-            "        }",
-            "        d2 = sqrt(d2 / D) / h0;",
-            "        const double dm = d1 > d2 ? d1 : d2;",
-            f"        double h1 = (d1 <= 1e-15 && d2 <= 1e-15) ? (h0 * 1e-3 > 1e-6 ? h0 * 1e-3 : 1e-6) : "
+        return out + ["    if (h == 0 && ok) h = ode_initial_step(t0, t1, y, f0, a, tol, &nfev);"]
+
+    def initial_step(self):
+        """The first step from (t, y) with f(t, y) = f0 towards t1: Hairer's rule, as scipy's
+        select_initial_step (also the fresh step after an affect restarts the integration)."""
+        return "\n".join([
+            "EAGLE_FN ode_real ode_initial_step(const ode_real t, const ode_real t1, const ode_real* y, const ode_real* f0,",
+            "                                   const ode_real* a, const ode_real* tol, int32_t* nfev)",
+            "{",
+            "    double d0 = 0.0, d1 = 0.0, d2 = 0.0;",
+            "    for (int k = 0; k < D; ++k) {",
+            "        const double sc = (double)(ODE_ATOL(k) + ODE_FABS(y[k]) * ODE_RTOL);",
+            "        d0 += ((double)y[k] / sc) * ((double)y[k] / sc);",
+            "        d1 += ((double)f0[k] / sc) * ((double)f0[k] / sc);",
+            "    }",
+            "    d0 = sqrt(d0 / D); d1 = sqrt(d1 / D);",
+            "    double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;",
+            "    const double span = (double)(t1 - t);",
+            "    if (h0 > span) h0 = span;",
+            "    ode_real y1[D], f1[D];",
+            "    for (int k = 0; k < D; ++k) y1[k] = y[k] + (ode_real)h0 * f0[k];",
+            "    ode_f(t + (ode_real)h0, y1, a, f1);",
+            "    *nfev += 1;",
+            "    for (int k = 0; k < D; ++k) {",
+            "        const double sc = (double)(ODE_ATOL(k) + ODE_FABS(y[k]) * ODE_RTOL);",
+            "        const double q = (double)(f1[k] - f0[k]) / sc;",
+            "        d2 += q * q;",
+            "    }",
+            "    d2 = sqrt(d2 / D) / h0;",
+            "    const double dm = d1 > d2 ? d1 : d2;",
+            f"    double h1 = (d1 <= 1e-15 && d2 <= 1e-15) ? (h0 * 1e-3 > 1e-6 ? h0 * 1e-3 : 1e-6) : "
             f"ODE_EXP({1.0 / (self.error_order + 1)!r} * ODE_LOG(0.01 / dm));",
-            "        if (h1 > 100 * h0) h1 = 100 * h0;",
-            "        if (h1 > span) h1 = span;",
-            "        h = (ode_real)h1;",
-            "    }"]
+            "    if (h1 > 100 * h0) h1 = 100 * h0;",
+            "    if (h1 > span) h1 = span;",
+            "    return (ode_real)h1;",
+            "}"])
 
     def init_rows(self, fr):
         return []
@@ -104,8 +111,11 @@ class RungeKutta:
 
     def restart(self, fr):
         """C lines after an affect replaced (t, y): the first stage again (FSAL: K[0] is otherwise
-        the last step's K[S]; without FSAL every step evaluates it)."""
-        return ["ode_f(t, y, a, K[0]); nfev += 1;"] if self.m.fsal else []
+        the last step's K[S]; without FSAL the next step evaluates it too) and, adaptive, a fresh
+        first step from there (Hairer's rule: sized by the new state, as a solve's first step)."""
+        if fr.c is None:
+            return ["ode_f(t, y, a, K[0]); nfev += 1;"] if self.m.fsal else []
+        return ["ode_f(t, y, a, K[0]); nfev += 1;", "h = ode_initial_step(t, t1, y, K[0], a, tol, &nfev);"]
 
     @property
     def fsal_stage(self):

@@ -1,7 +1,7 @@
 """Summaries of each sample's trajectory computed during the solve (issue 41: ``save=``), so that a
 solve keeps O(N) numbers instead of (N, d, T) states: the plan (which reductions of which
 components, and a user reduction ``g`` integrated) and the C that updates them after every
-accepted step. Nothing here knows about devices; the step (eagle/ode/_codegen.py) calls the C.
+accepted step. Nothing here knows about devices; the step (eagle/ode/_frame.py) calls the C.
 
 The reductions, over each sample's trajectory from t0 to where it ended (t1, a terminal event, or
 where it failed), on the method's dense output:
