@@ -480,7 +480,7 @@ class Frame:
                     # last restart have accumulated (a ball bouncing to rest, at the resolution of t):
                     # the sample fails there rather than pass through the crossings it can no longer resolve
                     *(["            const int accum = ode_acts[act] && tstop - trs <= (ode_real)1024 * near;"]
-                      if dense else ["            const int accum = 0;"]),
+                      if dense and self.acting else ["            const int accum = 0;"]),
                     *(["            ode_real ye[D];",
                        "            ode_dense_eval(Fd, y, ynew, hh, (tstop - t) / hh, ye);",
                        "            for (int k = 0; k < D; ++k) y[k] = ye[k];"] if dense else
