@@ -42,11 +42,12 @@ def _gather(v, n, comm):
     return np.ascontiguousarray(got.T).reshape((n,) + rest) if rest else got
 
 
-def solve_over_ranks(run, y0, args, distributed, backend, seed=None):
+def solve_over_ranks(run, y0, args, distributed, backend, seed=None, n_paths=None):
     """The gathered :class:`GatheredSolution` of every rank's share (``run``: eagle/ode/_run.py)."""
     y0h = np.asarray(y0)
-    n = y0h.shape[0] if y0h.ndim == 2 else max([np.shape(a)[0] for a in (run.t0, run.t1, *args)
-                                               if np.ndim(a) == 1] or [1])
+    n = y0h.shape[0] if y0h.ndim == 2 else n_paths if n_paths is not None else max(
+        [np.shape(a)[0] for a in (run.t0, run.t1, *args) if np.ndim(a) >= 1 and not (np.ndim(a) == 2 and
+                                                                                      np.shape(a)[0] == 1)] or [1])
     job = _job(distributed, n, backend)
     mine = None
     if job.count:
@@ -56,7 +57,8 @@ def solve_over_ranks(run, y0, args, distributed, backend, seed=None):
             from ._acts import check_times
             check_times(run.callbacks, run.t0, run.t1, n)  # every sample's times, before the shares
         mine = run.solve(np.ascontiguousarray(y0s), tuple(_share(np.asarray(a), job, n) for a in args), seed=seed,
-                         span=span, first=job.base, rows=(job.base, job.count))
+                         span=span, first=job.base, n_paths=None if n_paths is None else job.count,
+                         rows=(job.base, job.count))
     fields = {}
     d = run.d
     empty = {"t": np.zeros(0), "y": np.zeros((0, d)), "status": np.zeros(0, np.int32),
