@@ -64,13 +64,8 @@ def median_time(fn, reps):
 
 
 def have_diffrax():
-    try:
-        import diffrax  # noqa: F401
-        import jax  # noqa: F401
-        import optimistix  # noqa: F401
-        return True
-    except ImportError:
-        return False
+    import importlib.util
+    return all(importlib.util.find_spec(m) is not None for m in ("diffrax", "jax", "optimistix"))
 
 
 def jax_x64():

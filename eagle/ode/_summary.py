@@ -161,7 +161,7 @@ class Gen:
                 "                             const ode_real s, const ode_real d0, const ode_real d1,",
                 "                             ode_real* v, ode_real* tv)",
                 "{",
-                f"    ode_real lo = 0, hi = te, flo = s * d0, fhi = s * d1, yt[D];",
+                "    ode_real lo = 0, hi = te, flo = s * d0, fhi = s * d1, yt[D];",
                 "    int side = 0;",
                 "    for (int it = 0; it < 80; ++it) {",
                 f"        if (hi - lo <= {L(8.0)} * ODE_EPS) break;",
@@ -247,7 +247,7 @@ class Gen:
                 out.append(f"            if (whole) {{ for (int k = 0; k < D; ++k) fend[k] = K[{fsal_stage}][k]; }}")
             else:
                 out.append("            if (whole) { ode_f(tn, ynew, a, fend); nfev += 1; }")
-            out += [f"            else {{ for (int k = 0; k < D; ++k) fend[k] = ode_sum_dy(Fd, y, ynew, hh, te, te, k) / hh; }}"]
+            out += ["            else { for (int k = 0; k < D; ++k) fend[k] = ode_sum_dy(Fd, y, ynew, hh, te, te, k) / hh; }"]
             for j, k in enumerate(p.mx):
                 out += [f"            if (K[0][{k}] > 0 && fend[{k}] < 0) {{",
                         f"                {prep}",
