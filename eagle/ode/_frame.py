@@ -263,7 +263,7 @@ class Frame:
                  f"    {I('STATUS')} = status;", f"    {I('NFEV')} = nfev;", f"    {I('NACC')} = 0;", f"    {I('NREJ')} = 0;",
                  "    M[i] = status != ODE_RUNNING;",
                  "    if (i == 0) *DONE = 0u;", "}"]
-        step = [f"/* Up to Q[Q_SPC] steps of sample i; M[i] = 1 once it has ended (see I_STATUS). */",
+        step = ["/* Up to Q[Q_SPC] steps of sample i; M[i] = 1 once it has ended (see I_STATUS). */",
                 f"EAGLE_KERNEL({s.prefix}_step, {sig})", "{", *load,
                 f"    ode_real t = {W('T')};",
                 "    ode_real y[D], ynew[D];",

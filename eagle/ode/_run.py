@@ -28,7 +28,6 @@ from ..errors import EagleMemoryError, EagleTypeError, EagleValueError
 from . import _acts, _check, _progress, _rhs
 from ._frame import (P_ATOL, P_DT, P_FIRST, P_MAX_STEP, P_RTOL, Q_FIRST, Q_MAX_STEPS, Q_NT, Q_SEED_HI,
                      Q_SEED_LO, Q_SHARED, Q_SPC, Frame)
-from ._solution import OdeSolution
 
 _MODULES = {}  # (backend path, source, exact, fast_math) -> module: one compile per right-hand side
 _MODULES_LOCK = threading.Lock()
