@@ -11,15 +11,17 @@ where it failed), on the method's dense output:
   inside is found on the dense output (the Illinois method on its central difference, to about
   1e-9 of the step in double). Around an event or callback that changes the state, the states
   before and after are both candidates.
-- ``integral`` (of y_k dt): each step's dense output integrated by Gauss-Legendre with enough nodes
-  to be exact for the interpolating polynomial (the interpolant's own quadrature); ``mean`` is the
-  integral over the time the sample ran.
+- ``integral`` (of y_k dt): each step's dense output integrated exactly (the interpolant's own
+  quadrature): for RK23, RK45 and Tsit5 by its weights on the step's stages (no extra work but a
+  sum), else by Gauss-Legendre with enough nodes to be exact for the interpolating polynomial (and
+  so for a step cut short by an event); ``mean`` is the integral over the time the sample ran.
 - ``final``: the state where the sample ended (sol.y's columns).
 - ``g``: a user reduction g(t, y, *args) -> m values (traced like ``fun``), integrated over time
   by the same Gauss-Legendre rule (at least 3 nodes: exact for g polynomial of degree 5 along the
   step; local error O(h^7) otherwise).
 Methods whose dense output needs extra stages (DOP853, Vern7, Vern9) evaluate them at every step
-when an integral or g is asked for (3, 6, 10 more evaluations of f a step).
+when an integral or g is asked for (3, 6, 10 more evaluations of f a step); g always needs the
+dense output.
 """
 import math
 import numbers
@@ -261,19 +263,33 @@ class Gen:
                         f"&smin[{j}], &tmin[{j}]);",
                         "            }"]
             out += ["    " + x for x in self.point("yend", "tstop")]
+        m = self.m
+        # the interpolant's exact integral over a whole step from the stages alone, where the dense
+        # output needs no stage beyond the step's ("P" without extra stages: RK23, RK45, Tsit5):
+        # int_0^1 y(t + th h) dth = y + h sum_s K_s sum_j P[s][j] / (j + 2); no prepare, no nodes
+        direct = p.it and m.dense == "P" and not m.C_extra
+        if direct:
+            wts = [sum(c / (j + 2) for j, c in enumerate(row)) for row in m.P]
+            out.append("            if (whole) {")
+            for j, k in enumerate(p.it):
+                terms = " + ".join(f"{L(wv)} * K[{sidx}][{k}]" for sidx, wv in enumerate(wts) if wv != 0.0) or "0"
+                out.append(f"                sint[{j}] += hh * (y[{k}] + hh * ({terms}));")
+            out.append("            }")
         if p.it or p.ng:
-            out += [f"            {prep}", "            ode_real yq[D];"]
+            gl_int = "!whole" if direct else "1"
+            out += ["            ode_real yq[D];", "            (void)yq;"]
             if p.ng:
                 out.append(f"            ode_real gq[{p.ng}];")
-            xs, ws = self.nodes_int
-            for x, w in zip(xs, ws):
-                out.append(f"            ode_dense_eval(Fd, y, ynew, hh, te * {L(x)}, yq);")
-                for j, k in enumerate(p.it):
-                    out.append(f"            sint[{j}] += {L(w)} * te * hh * yq[{k}];")
-                if p.ng and self.nodes_g[0] == xs:
-                    out.append(f"            ode_sum_g(t + te * {L(x)} * hh, yq, a, gq);")
-                    out.append(f"            for (int j = 0; j < {p.ng}; ++j) sg[j] += {L(w)} * te * hh * gq[j];")
-            if p.ng and self.nodes_g[0] != xs:
+            if p.it:
+                out.append(f"            if ({gl_int}) {{")
+                out.append(f"                {prep}")
+                for x, w in zip(*self.nodes_int):
+                    out.append(f"                ode_dense_eval(Fd, y, ynew, hh, te * {L(x)}, yq);")
+                    for j, k in enumerate(p.it):
+                        out.append(f"                sint[{j}] += {L(w)} * te * hh * yq[{k}];")
+                out.append("            }")
+            if p.ng:
+                out.append(f"            {prep}")
                 for x, w in zip(*self.nodes_g):
                     out.append(f"            ode_dense_eval(Fd, y, ynew, hh, te * {L(x)}, yq);")
                     out.append(f"            ode_sum_g(t + te * {L(x)} * hh, yq, a, gq);")
