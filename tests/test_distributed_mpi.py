@@ -504,3 +504,28 @@ def test_an_sde_solve_over_the_ranks_equals_the_one_process_solve_bit_for_bit(n)
     alone = eo.solve_sde(drift, diffusion, (0.0, 1.0), np.ones(1), n_paths=n, dt=1 / 16, seed=3, args=(0.1,),
                          backend="cpu")
     np.testing.assert_array_equal(shared.y, alone.y)
+
+
+@pytest.mark.parametrize("n", [1, 7])
+def test_affects_callbacks_and_summaries_over_the_ranks_equal_the_one_process_solve(n):
+    """Issue 41's parts over the ranks: an event with an affect (max_events times), per-sample
+    callback times (each rank its rows) and save= summaries, gathered; bit for bit the one-process
+    solve."""
+    import eagle.ode as eo
+
+    def fall(t, y, e):
+        return [y[1], -9.81]
+
+    floor = eo.event(lambda t, y, e: y[0], direction=-1, affect=lambda t, y, e: [y[0], -e * y[1]])
+    e = np.linspace(0.5, 0.95, n)
+    kicks = eo.at(np.stack([np.linspace(0.2, 0.4, n), np.linspace(0.9, 1.3, n)], axis=1),
+                  lambda t, y, e: [y[0], y[1] + 1.0])
+    kw = dict(method="Tsit5", rtol=1e-8, atol=1e-10, events=floor, max_events=5, callbacks=kicks,
+              save={"max": [0], "argmax": [0], "integral": [1]}, backend="cpu")
+    one = eo.solve_ivp(fall, (0.0, 2.0), np.array([1.0, 0.0]), args=(e,), **kw)
+    many = eo.solve_ivp(fall, (0.0, 2.0), np.tile([1.0, 0.0], (n, 1)), args=(e,), distributed=True, **kw)
+    for name in ("t", "y", "status", "failure", "n_events"):
+        np.testing.assert_array_equal(getattr(many, name), getattr(one, name), err_msg=name)
+    np.testing.assert_array_equal(many.t_events[0], one.t_events[0])
+    for k in one.saved:
+        np.testing.assert_array_equal(many.saved[k], one.saved[k], err_msg=k)

@@ -172,6 +172,32 @@ def test_lorenz_bifurcation_runs_as_a_script_and_writes_its_picture(cpu, tmp_pat
         assert data["rho"].shape == (200,) and len(data["max_z"]) > 0
 
 
+def test_bouncing_balls_count_the_closed_form_impacts_and_stop_the_zeno_ones(cpu, tmp_path):
+    """eagle.ode's events with an affect (issue 41): every ball short of its Zeno limit counts the
+    closed form's impacts in [0, 3] s; every ball past it fails with the max_events code; the
+    script writes its picture (or the counts without matplotlib)."""
+    bb = _load(os.path.join(EXAMPLES, "ode", "bouncing_balls.py"), "example_bouncing_balls")
+    e, sol = bb.run("cpu", 200)
+    want = np.array([bb.closed_form_count(x) for x in e])
+    finite = np.isfinite(want)
+    assert finite.sum() >= 20 and (~finite).sum() >= 20
+    np.testing.assert_array_equal(sol.n_events[finite, 0], want[finite].astype(int))
+    np.testing.assert_array_equal(sol.status[finite], 0)
+    np.testing.assert_array_equal(sol.failure[~finite], 8)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), MPLBACKEND="Agg")
+    out = tmp_path / "bounces.png"
+    proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, "ode", "bouncing_balls.py"), "--backend", "cpu",
+                           "--n", "50", "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "50 balls on cpu" in proc.stdout and "0 counts differ from the closed form" in proc.stdout
+    try:
+        import matplotlib  # noqa: F401
+        assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    except ImportError:
+        assert "matplotlib is not installed" in proc.stdout
+        assert np.load(tmp_path / "bounces.npz")["count"].shape == (50,)
+
+
 # Command lines no run can take: argparse refuses each (status 2, "argument --X: ..."), before
 # anything runs: zero samples (barrier's error bar needs two paths), zero or negative K, a blank
 # backend name.
@@ -188,6 +214,7 @@ BAD_COMMAND_LINES = [
     ("card_mpi.py", ["--backend", "", "--n", "10"], "argument --backend"),
     ("ode/lorenz_bifurcation.py", ["--backend", "cpu", "--n", "1"], "argument --n: must be >= 2"),
     ("ode/lorenz_bifurcation.py", ["--backend", "", "--n", "10"], "argument --backend"),
+    ("ode/bouncing_balls.py", ["--backend", "cpu", "--n", "1"], "argument --n: must be >= 2"),
 ]
 
 

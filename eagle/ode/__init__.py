@@ -10,13 +10,14 @@ compiles them once per right-hand side for the arrays' kind and runs them as one
 whose live samples are drained on the device. How a scheme plugs in: eagle/ode/SCHEMES.md.
 
 This floor uses eagle's public API and ``eagle.compile`` only."""
+from ._acts import at, event
 from ._methods import METHODS
 from ._rhs import C
 from ._sde import SdeSolution, SdeSolver, solve_sde
 from ._solution import OdeSolution
 from ._solver import Solver, solve_ivp
 
-__all__ = ["C", "METHODS", "OdeSolution", "Solver", "solve_ivp", "math", "SdeSolution", "SdeSolver", "solve_sde"]
+__all__ = ["C", "METHODS", "at", "event", "OdeSolution", "Solver", "solve_ivp", "math", "SdeSolution", "SdeSolver", "solve_sde"]
 
 
 def __getattr__(name):

@@ -37,6 +37,10 @@ class I:
     def remember(self):
         return []
 
+    def reset(self):
+        """C lines forgetting the controller's memory (after an affect restarts the integration)."""
+        return []
+
     def decide(self, fr, error_order):
         k = error_order + 1
         return ["        const ode_acc lerr = err > 0 ? ODE_LOG(err) : (ode_acc)-87.0;  /* log of the error norm */",
@@ -73,6 +77,9 @@ class PI(I):
 
     def accept_factor(self, k):
         return f"ODE_SAFETY * ODE_EXP((ode_acc){-0.7 / k!r} * lerr + (ode_acc){0.4 / k!r} * lerrp)"
+
+    def reset(self):
+        return [f"lerrp = (ode_acc){LOG_1E4!r};"]
 
     def remember(self):
         # log(max(err, 1e-4)), rounded as W stores it: a sample takes the same steps however its

@@ -53,8 +53,12 @@ def solve_over_ranks(run, y0, args, distributed, backend, seed=None, n_paths=Non
     if job.count:
         y0s = y0h if y0h.ndim == 1 else y0h[job.base:job.base + job.count]
         span = tuple(_share(np.asarray(t), job, n) if np.ndim(t) else t for t in (run.t0, run.t1))
+        if getattr(run, "callbacks", None):
+            from ._acts import check_times
+            check_times(run.callbacks, run.t0, run.t1, n)  # every sample's times, before the shares
         mine = run.solve(np.ascontiguousarray(y0s), tuple(_share(np.asarray(a), job, n) for a in args), seed=seed,
-                         span=span, first=job.base, n_paths=None if n_paths is None else job.count)
+                         span=span, first=job.base, n_paths=None if n_paths is None else job.count,
+                         rows=(job.base, job.count))
     fields = {}
     d = run.d
     empty = {"t": np.zeros(0), "y": np.zeros((0, d)), "status": np.zeros(0, np.int32),
@@ -69,10 +73,19 @@ def solve_over_ranks(run, y0, args, distributed, backend, seed=None, n_paths=Non
     ne = len(run.events)
     if ne:
         fields["n_events"] = _gather(mine.n_events if mine is not None else np.zeros((0, ne), np.int32), n, job.comm)
-        fields["t_events"] = [_gather(mine.t_events[e] if mine is not None else np.zeros(0), n, job.comm)
+        k = getattr(run, "max_events", None)
+        none = np.zeros(0) if k is None else np.zeros((0, k))
+        fields["t_events"] = [_gather(mine.t_events[e] if mine is not None else none, n, job.comm)
                               for e in range(ne)]
         fields["y_events"] = [_gather(mine.y_events[e] if mine is not None else np.zeros((0, d)), n, job.comm)
                               for e in range(ne)]
+    plan = getattr(run, "summary", None)
+    if plan is not None:  # the save= summaries: kind -> (N, its components)
+        widths = {k: len(v) for k, v in plan.comps.items()}
+        if plan.ng:
+            widths["g"] = plan.ng
+        fields["saved"] = {k: _gather(mine.saved[k] if mine is not None else np.zeros((0, w)), n, job.comm)
+                           for k, w in widths.items()}
     fields["n_steps"] = fields["n_accepted"]
     return GatheredSolution(run, fields)
 
@@ -88,7 +101,7 @@ class GatheredSolution:
         self.method = run.method
         self.t_eval = run.t_eval
         self.message = dict(MESSAGES)
-        self.ys, self.t_events, self.y_events = None, [], []
+        self.ys, self.t_events, self.y_events, self.saved = None, [], [], {}
         self.n_events = np.zeros((len(fields["t"]), 0), np.int32)
         self.__dict__.update(fields)
 

@@ -22,11 +22,16 @@ Buffers, written by the host before each solve (the run-time values: nothing of 
 Dense schemes locate events on their interpolant (the Illinois method) and interpolate t_eval;
 the others see events and t_eval at step ends only (t_eval on their grid)."""
 RUNNING, DONE, EVENT, FAIL_STEP, FAIL_MAX_STEPS, FAIL_NONFINITE = 0, 1, 2, 3, 4, 5
+FAIL_AFFECT, FAIL_MAX_EVENTS = 7, 8
 FAILURES = {
     FAIL_STEP: "the step size fell below the floor (10 eps |t|): the problem may be stiff or singular",
     FAIL_MAX_STEPS: "max_steps steps were taken before t1",
     FAIL_NONFINITE: "the state or its derivative is not finite (inf or nan)",
     6: "the solve ran out of rounds before the sample finished",
+    FAIL_AFFECT: "an event's or callback's affect returned a state that is not finite (inf or nan)",
+    FAIL_MAX_EVENTS: "an event with an affect fired more than max_events times, or again within the root "
+                     "finder's resolution of the last (it re-triggers itself, or its crossings accumulate, as "
+                     "a ball bouncing to rest)",
 }
 # P's fixed words, then atol; Q's fixed words, then the shared flags
 P_RTOL, P_DT, P_FIRST, P_MAX_STEP, P_ATOL = range(5)
@@ -46,15 +51,16 @@ def lit(x, real):
     return f"((float){r})" if real == "float" else r
 
 
-def layout(scheme, controller, d, ne, nt):
+def layout(scheme, controller, d, ne, nt, summary=None, ncb=0, acting=False):
     """(W rows, I rows, NW, NI): dicts name -> first row, of the frame, the controller and the scheme."""
     w, r = {}, 0
     for name, size in (("T", 1), ("H", controller is not None), *(controller.rows if controller else ()),
-                       ("Y", d), ("G", ne), *scheme.w_rows(d)):
+                       ("Y", d), ("G", ne), ("TRS", acting), *scheme.w_rows(d), *(summary.w_rows() if summary else ())):
         if size:
             w[name], r = r, r + int(size)
     i, q = {}, 0
-    for name, size in (("STATUS", 1), ("NFEV", 1), ("NACC", 1), ("NREJ", 1), ("NEXT", bool(nt)), ("NEV", ne)):
+    for name, size in (("STATUS", 1), ("NFEV", 1), ("NACC", 1), ("NREJ", 1), ("NEXT", bool(nt)), ("NEV", ne),
+                       ("NCB", ncb)):
         if size:
             i[name], q = q, q + int(size)
     return w, i, r, q
@@ -65,13 +71,24 @@ class Frame:
     arguments' count, the events' (terminal, direction), whether t_eval is used, precision)."""
 
     def __init__(self, scheme, controller, *, d, na, events, t_eval, real, exact, outline=(False, False),
-                 atol_each=False, max_step=False):
+                 atol_each=False, max_step=False, max_events=None, callbacks=(), cb_base=0, summary=None):
         # what changes the code besides the shape: an atol per component (else one, fewer registers)
         # and a finite max_step (else no clamp): their values are still run-time values
         self.s, self.c, self.outline, self.atol_each, self.max_step = scheme, controller, outline, atol_each, max_step
+        # events: (terminal count (0: none), direction, has an affect) -- eagle/ode/_acts.py's contract
+        events = [(int(e[0]), e[1], bool(e[2]) if len(e) > 2 else False) for e in events]
         self.d, self.na, self.events, self.nt, self.real, self.exact = d, na, events, bool(t_eval), real, exact
-        self.rows = layout(scheme, controller, d, len(events), self.nt)
+        self.max_events = max_events    # crossing times kept per event (None: the first)
+        self.callbacks = list(callbacks)  # each callback's count of times, read from a[cb_base + ...]
+        self.cb_base = cb_base
+        self.summary = summary          # an eagle/ode/_summary.Plan or None
+        self.acting = any(x for _, _, x in events)  # an event with an affect: W's TRS row, its last restart
+        self.rows = layout(scheme, controller, d, len(events), self.nt, summary, len(self.callbacks), self.acting)
         self.L = lambda x: lit(x, real)
+        self.sm = None
+        if summary is not None:
+            from . import _summary
+            self.sm = _summary.Gen(summary, scheme.m, real, self.L, self.W)
 
     def W(self, name, k=""):
         return f"W[(int64_t)({self.rows[0][name]}{' + ' + k if k else ''}) * n + i]"
@@ -90,6 +107,12 @@ class Frame:
                f"#define ODE_RUNNING {RUNNING}\n#define ODE_DONE {DONE}\n#define ODE_EVENT {EVENT}",
                f"#define ODE_FAIL_STEP {FAIL_STEP}\n#define ODE_FAIL_MAX_STEPS {FAIL_MAX_STEPS}",
                f"#define ODE_FAIL_NONFINITE {FAIL_NONFINITE}",
+               f"#define ODE_FAIL_AFFECT {FAIL_AFFECT}\n#define ODE_FAIL_MAX_EVENTS {FAIL_MAX_EVENTS}",
+               f"#define ODE_KEV {self.max_events or 1}  /* crossing times kept per event */",
+               ("#define ODE_NSPLIT 6  /* after a restart, the events' search splits [0, 1] at 2^-44 ... 2^-6 */\n"
+                "#define ODE_SPLITS {(ode_real)5.684341886080802e-14, (ode_real)1.4551915228366852e-11, (ode_real)3.725290298461914e-09, (ode_real)9.5367431640625e-07, (ode_real)0.000244140625, (ode_real)0.015625}" if real == "double" else
+                "#define ODE_NSPLIT 3  /* after a restart, the events' search splits [0, 1] at 2^-18, 2^-12, 2^-6 */\n"
+                "#define ODE_SPLITS {(ode_real)3.814697265625e-06, (ode_real)0.000244140625, (ode_real)0.015625}"),
                "#define ODE_REJECTED 1   /* flags above the status: the last attempt was rejected, */",
                "#define ODE_NONFINITE 2  /* ... and its error was not finite */",
                f"#define P_RTOL {P_RTOL}\n#define P_DT {P_DT}\n#define P_FIRST {P_FIRST}\n#define P_MAX_STEP {P_MAX_STEP}",
@@ -129,7 +152,8 @@ class Frame:
 
     def source(self, funcs, header):
         parts = [header, "#include <eagle/kernel.h>" + ("\n#include <eagle/random.h>" if self.s.random else ""),
-                 self.constants(), RUNTIME, funcs, self.s.helpers(self), self.event_helpers(), self.kernels()]
+                 self.constants(), RUNTIME, funcs, self.s.helpers(self), self.event_helpers(),
+                 self.sm.helpers() if self.sm is not None else "", self.kernels()]
         return "\n\n".join(p for p in parts if p) + "\n"
 
     # ---------------------------------------------------------------------------------- events
@@ -147,11 +171,12 @@ class Frame:
         if self.s.dense:
             out += ["/* The crossing of event e in [t, t + h] (g0, g1 of opposite signs or zero), found on the",
                     " * scheme's dense output by the Illinois variant of regula falsi to 4 ulp of t. */",
-                    "EAGLE_FN ode_real ode_locate(const int e, const ode_real t, const ode_real h, const ode_real g0,",
+                    "EAGLE_FN ode_real ode_locate(const int e, const ode_real t, const ode_real h, const ode_real lo0,",
+                    "                             const ode_real hi0, const ode_real g0,",
                     "                             const ode_real g1, ode_real F[ODE_NF][D], const ode_real* y,",
                     "                             const ode_real* ynew, const ode_real* a)", "{",
-                    f"    ode_real lo = {L(0)}, hi = {L(1)}, glo = g0, ghi = g1, yt[D], g[ODE_NE];",
-                    "    if (g0 == 0) return t;",
+                    "    ode_real lo = lo0, hi = hi0, glo = g0, ghi = g1, yt[D], g[ODE_NE];",
+                    "    if (g0 == 0) return t + lo0 * h;",
                     "    int side = 0;",
                     "    for (int it = 0; it < 200; ++it) {",
                     f"        const ode_real tol = {L(4)} * ODE_EPS * (ODE_FABS(t) + ODE_FABS(h)) / ODE_FABS(h);",
@@ -190,9 +215,11 @@ class Frame:
                 "    (void)a; (void)t0; (void)t1; (void)tol; (void)dt; (void)nt; (void)max_steps;",
                 "    (void)TE; (void)YS; (void)EVT; (void)EVY;"]
         if ne:
-            load += ["    const int ode_terminal[ODE_NE] = {" + ", ".join(str(int(t)) for t, _ in self.events) + "};",
-                     "    const int ode_dir[ODE_NE] = {" + ", ".join(str(int(x)) for _, x in self.events) + "};",
-                     "    (void)ode_terminal; (void)ode_dir;"]
+            load += ["    const int ode_terminal[ODE_NE] = {" + ", ".join(str(int(t)) for t, _, _ in self.events) + "};",
+                     "    const int ode_dir[ODE_NE] = {" + ", ".join(str(int(x)) for _, x, _ in self.events) + "};",
+                     "    const int ode_acts[ODE_NE] = {" + ", ".join(str(int(x)) for _, _, x in self.events) + "};",
+                     "    const ode_real ode_split[ODE_NSPLIT] = ODE_SPLITS;",
+                     "    (void)ode_terminal; (void)ode_dir; (void)ode_acts; (void)ode_split;"]
         init = ["/* Every sample: y0, the scheme's start, the outputs at t0, the events' first values. */",
                 f"EAGLE_KERNEL({s.prefix}_init, {sig}, (EAGLE_BUFFER const ode_real*, Y0))", "{", *load,
                 "    ode_real y[D];",
@@ -223,9 +250,15 @@ class Frame:
                      "    for (int e = 0; e < ODE_NE; ++e) {",
                      f"        {W('G', 'e')} = g[e];",
                      f"        {I('NEV', 'e')} = 0;",
-                     "        EVT[(int64_t)e * n + i] = ODE_NAN;",
+                     "        for (int q = 0; q < ODE_KEV; ++q) EVT[((int64_t)e * ODE_KEV + q) * n + i] = ODE_NAN;",
                      "        for (int k = 0; k < D; ++k) EVY[((int64_t)e * D + k) * n + i] = ODE_NAN;",
                      "    }"]
+        if self.sm is not None:
+            init += self.sm.init()
+        if self.acting:
+            init.append(f"    {W('TRS')} = -ODE_INF;")
+        if self.callbacks:
+            init.append(f"    for (int c = 0; c < {len(self.callbacks)}; ++c) {I('NCB', 'c')} = 0;")
         init += ["    if (!(t1 > t0) && status == ODE_RUNNING) status = ODE_DONE;",
                  f"    {I('STATUS')} = status;", f"    {I('NFEV')} = nfev;", f"    {I('NACC')} = 0;", f"    {I('NREJ')} = 0;",
                  "    M[i] = status != ODE_RUNNING;",
@@ -236,9 +269,17 @@ class Frame:
                 "    ode_real y[D], ynew[D];",
                 f"    for (int k = 0; k < D; ++k) y[k] = {W('Y', 'k')};",
                 f"    const int32_t st = {I('STATUS')};",
-                "    int32_t status = st & 255, flags = st >> 8;",
+                "    int32_t status = st & 255, flags = (st >> 8) & 3, restarted = (st >> 10) & 1;",
                 f"    int32_t nfev = {I('NFEV')}, nacc = {I('NACC')}, nrej = {I('NREJ')};",
-                "    (void)flags; (void)nrej;"]
+                "    (void)flags; (void)nrej; (void)restarted;"]
+        if self.sm is not None:
+            step += self.sm.load()
+        if self.acting:
+            step += [f"    ode_real trs = {W('TRS')};  /* the last restart's time */"]
+        if self.callbacks:
+            nc = len(self.callbacks)
+            step += [f"    int32_t ncb[{nc}];", "    ode_real tcb = ODE_INF;", "    (void)tcb;",
+                     f"    for (int c = 0; c < {nc}; ++c) ncb[c] = {I('NCB', 'c')};"]
         if nt:
             step.append(f"    int32_t next = {I('NEXT')};")
         if c is not None:
@@ -267,8 +308,11 @@ class Frame:
             # the step floor: 10 eps |t| (10 to 20 ulp of t; scipy's is 10 ulp), and 10 of the smallest
             # normal step near t = 0 -- one multiply-add where nextafter costs a dozen instructions
             step += ["    for (int32_t ode_s = 0; ode_s < spc && status == ODE_RUNNING; ++ode_s) {",
-                     "        if (nacc + nrej >= max_steps) { status = ODE_FAIL_MAX_STEPS; break; }",
-                     "        const ode_real hmin = 10 * ODE_EPS * ODE_FABS(t) + ODE_HTINY;",
+                     "        if (nacc + nrej >= max_steps) { status = ODE_FAIL_MAX_STEPS; break; }"]
+            if self.callbacks:
+                step += [*self.next_callback(), "        if (tcb <= t) {", *self.apply_callbacks("            "),
+                         "            if (status != ODE_RUNNING) break;", *self.next_callback(), "        }"]
+            step += ["        const ode_real hmin = 10 * ODE_EPS * ODE_FABS(t) + ODE_HTINY;",
                      *(["        if (h > max_step) h = max_step;"] if self.max_step else []),
                      "        if (!(h >= hmin)) {",
                      "            if (flags & ODE_REJECTED) { status = (flags & ODE_NONFINITE) ? ODE_FAIL_NONFINITE : ODE_FAIL_STEP; break; }",
@@ -276,19 +320,32 @@ class Frame:
                      "        }",
                      "        ode_real tn = t + h;",
                      "        if (tn > t1) tn = t1;",
+                     *(["        if (tn > tcb) tn = tcb;  /* a callback's time: stepped onto exactly */"]
+                       if self.callbacks else []),
                      "        const ode_real hh = tn - t;",
                      *s.attempt(self), *c.decide(self, s.error_order)]
         step += self.accepted()
         step += ["        t = tn;", "        for (int k = 0; k < D; ++k) y[k] = ynew[k];", *s.accepted(self),
-                 "        nacc += 1;"]
+                 "        nacc += 1;", "        restarted = 0;"]
         if c is not None:
-            step += ["        h = hh * (ode_real)fac;", "        if (t >= t1) status = ODE_DONE;"]
+            step += ["        h = hh * (ode_real)fac;"]
+            if self.callbacks:
+                step += ["        if (t >= tcb) {", *self.apply_callbacks("            "),
+                         "            if (status != ODE_RUNNING) break;", "        }"]
+            step += ["        if (t >= t1) status = ODE_DONE;"]
         else:
             step += ["        if (nacc >= nstep) status = ODE_DONE;"]
         step += ["    }", f"    {W('T')} = t;", f"    for (int k = 0; k < D; ++k) {W('Y', 'k')} = y[k];"]
         if c is not None:
             step += [f"    {W('H')} = h;", *c.store(self)]
-        step += [*s.call_end(self), f"    {I('STATUS')} = status | (flags << 8);", f"    {I('NFEV')} = nfev;",
+        if self.sm is not None:
+            step += self.sm.store()
+        if self.acting:
+            step.append(f"    {W('TRS')} = trs;")
+        if self.callbacks:
+            step.append(f"    for (int c = 0; c < {len(self.callbacks)}; ++c) {I('NCB', 'c')} = ncb[c];")
+        step += [*s.call_end(self), f"    {I('STATUS')} = status | (flags << 8) | (restarted << 10);",
+                 f"    {I('NFEV')} = nfev;",
                  f"    {I('NACC')} = nacc;", f"    {I('NREJ')} = nrej;"]
         if nt:
             step.append(f"    {I('NEXT')} = next;")
@@ -297,31 +354,117 @@ class Frame:
         step += ["    M[i] = status != ODE_RUNNING;", "    if (status != ODE_RUNNING) ode_count_done(DONE);", "}"]
         return "\n".join(init) + "\n\n" + "\n".join(step)
 
+    # ---- events that act, callbacks, summaries (eagle/ode/_acts.py states the contract)
+    def restart(self, ind):
+        """The integration restarts at (t, y) after an affect: the scheme's first stage again (FSAL)
+        and a fresh first step, the controller's memory reset, every event's last value at the new
+        state, and the restart flag (the events' search splits
+        the next step near the restart point, and a root at the point itself is not counted again)."""
+        out = [f"{ind}{x}" for x in getattr(self.s, "restart", lambda fr: [])(self)]
+        if self.c is not None:
+            out += [f"{ind}{x}" for x in getattr(self.c, "reset", lambda: [])()]
+        if self.events:
+            out.append(f"{ind}ode_g_all(t, y, a, gold);")
+        out.append(f"{ind}restarted = 1;")
+        if self.acting:
+            out.append(f"{ind}trs = t;")
+        return out
+
+    def after_affect(self, ind):
+        """After an affect replaced y: a state that is not finite fails the sample; the new state
+        is a candidate for the extrema."""
+        out = [f"{ind}{{ int ok = 1; for (int k = 0; k < D; ++k) ok = ok && ode_finite(y[k]);",
+               f"{ind}  if (!ok) status = ODE_FAIL_AFFECT; }}"]
+        if self.sm is not None:
+            out += self.sm.point("y", "t", ind)
+        return out
+
+    def next_callback(self):
+        """tcb: the earliest callback time not yet applied (ODE_INF: none)."""
+        out, base = ["        tcb = ODE_INF;"], self.cb_base
+        for c, mc in enumerate(self.callbacks):
+            out.append(f"        if (ncb[{c}] < {mc} && a[{base} + ncb[{c}]] < tcb) tcb = a[{base} + ncb[{c}]];")
+            base += mc
+        return out
+
+    def apply_callbacks(self, ind):
+        """Every callback whose next time is <= t acts (in the order given), then the restart."""
+        out, base = [f"{ind}int any = 0;"], self.cb_base
+        for c, mc in enumerate(self.callbacks):
+            out += [f"{ind}while (ncb[{c}] < {mc} && a[{base} + ncb[{c}]] <= t) {{",
+                    f"{ind}    ode_real yaff[D];",
+                    f"{ind}    ode_cb{c}(t, y, a, yaff);",
+                    f"{ind}    for (int k = 0; k < D; ++k) y[k] = yaff[k];",
+                    f"{ind}    ncb[{c}] += 1; any = 1;",
+                    f"{ind}}}"]
+            base += mc
+        return out + [f"{ind}if (any) {{", *self.after_affect(ind + "    "),
+                      f"{ind}    if (status == ODE_RUNNING) {{", *self.restart(ind + "        "), f"{ind}    }}",
+                      f"{ind}}}"]
+
     def accepted(self):
         """The accepted step (t, y) -> (tn, ynew) of size hh: events and t_eval, located on the dense
-        output of a dense scheme, at the step's end otherwise; a terminal event ends the sample."""
+        output of a dense scheme, at the step's end otherwise; summaries over the step; an event
+        crossing that acts (an affect, or a terminal count reached) ends the step at its time,
+        applies the affects and restarts there, or ends the sample."""
         dense, ne, nt = self.s.dense, len(self.events), self.nt
+        acting = any(x for _, _, x in self.events)
         out = ["        int prepared = 0;", "        ode_real tstop = tn;", "        (void)prepared;"]
         prep = f"if (!prepared) {{ {self.s.prepare} prepared = 1; }}" if dense else ""
         if ne:
-            out += ["        ode_real gnew[ODE_NE], troot[ODE_NE];",
+            out += ["        int act = -1;  /* the event whose crossing acts at tstop (-1: none) */",
+                    "        ode_real gnew[ODE_NE], troot[ODE_NE];",
                     "        ode_g_all(tn, ynew, a, gnew);",
-                    "        int stop = 0, hit[ODE_NE];",
-                    "        for (int e = 0; e < ODE_NE; ++e) {",
-                    "            hit[e] = ode_crosses(gold[e], gnew[e], ode_dir[e]);",
+                    "        int hit[ODE_NE];",
+                    "        for (int e = 0; e < ODE_NE; ++e) hit[e] = 0;"]
+            if dense:
+                out += ["        /* after a restart the events' values at the restart point sit on the root just handled:",
+                        "         * [0, 1] is searched in parts split at theta = ode_split[q] (geometrically closer to",
+                        "         * the restart point: the dense output there tells the side the state left to, even",
+                        "         * when it comes back within the step), and a root within the root finder's tolerance",
+                        "         * of the restart point is the crossing just handled, not a new one */",
+                        f"        const ode_real near = {self.L(8)} * ODE_EPS * (ODE_FABS(t) + ODE_FABS(hh));",
+                        "        (void)near;",
+                        "        if (restarted) {",
+                        f"            {prep}",
+                        "            ode_real gl[ODE_NE], gh[ODE_NE], ys[D], lo = 0;",
+                        "            for (int e = 0; e < ODE_NE; ++e) gl[e] = gold[e];",
+                        "            for (int q = 0; q <= ODE_NSPLIT; ++q) {",
+                        f"                const ode_real hi = q < ODE_NSPLIT ? ode_split[q] : {self.L(1)};",
+                        "                if (q < ODE_NSPLIT) {",
+                        "                    ode_dense_eval(Fd, y, ynew, hh, hi, ys);",
+                        "                    ode_g_all(t + hi * hh, ys, a, gh);",
+                        "                } else {",
+                        "                    for (int e = 0; e < ODE_NE; ++e) gh[e] = gnew[e];",
+                        "                }",
+                        "                for (int e = 0; e < ODE_NE; ++e) {",
+                        "                    if (hit[e] || !ode_crosses(gl[e], gh[e], ode_dir[e])) continue;",
+                        "                    const ode_real r = ode_locate(e, t, hh, lo, hi, gl[e], gh[e], Fd, y, ynew, a);",
+                        "                    if (r > t + near) { hit[e] = 1; troot[e] = r; }",
+                        "                }",
+                        "                for (int e = 0; e < ODE_NE; ++e) gl[e] = gh[e];",
+                        "                lo = hi;",
+                        "            }",
+                        "        }"]
+            out += ["        for (int e = 0; e < ODE_NE; ++e) {",
+                    ("            if (!restarted && ode_crosses(gold[e], gnew[e], ode_dir[e])) {" if dense else
+                     "            if (ode_crosses(gold[e], gnew[e], ode_dir[e])) {"),
+                    *([f"                {prep}",
+                       "                troot[e] = ode_locate(e, t, hh, 0, 1, gold[e], gnew[e], Fd, y, ynew, a);"] if dense else
+                      ["                troot[e] = tn;  /* at this step's end: no interpolation */"]),
+                    "                hit[e] = 1;",
+                    "            }",
                     "            if (!hit[e]) continue;",
-                    *([f"            {prep}",
-                       "            troot[e] = ode_locate(e, t, hh, gold[e], gnew[e], Fd, y, ynew, a);"] if dense else
-                      ["            troot[e] = tn;  /* at this step's end: no interpolation */"]),
-                    "            if (ode_terminal[e] && (!stop || troot[e] < tstop)) { stop = 1; tstop = troot[e]; }",
+                    "            const int acts = ode_acts[e] || (ode_terminal[e] && nev[e] + 1 >= ode_terminal[e]);",
+                    "            if (acts && (act < 0 || troot[e] < tstop)) { act = e; tstop = troot[e]; }",
                     "        }",
                     "        for (int e = 0; e < ODE_NE; ++e) {",
                     "            if (!hit[e] || troot[e] > tstop) continue;",
+                    "            if (nev[e] < ODE_KEV) EVT[((int64_t)e * ODE_KEV + nev[e]) * n + i] = troot[e];",
                     "            if (nev[e] == 0) {",
                     "                ode_real ye[D];",
                     ("                ode_dense_eval(Fd, y, ynew, hh, (troot[e] - t) / hh, ye);" if dense else
                      "                for (int k = 0; k < D; ++k) ye[k] = ynew[k];"),
-                    "                EVT[(int64_t)e * n + i] = troot[e];",
                     "                for (int k = 0; k < D; ++k) EVY[((int64_t)e * D + k) * n + i] = ye[k];",
                     "            }",
                     "            nev[e] += 1;",
@@ -338,11 +481,41 @@ class Frame:
                     "            for (int k = 0; k < D; ++k) YS[((int64_t)i * D + k) * nt + next] = yo[k];",
                     "            next += 1;",
                     "        }"]
+        if self.sm is not None:
+            out += self.sm.step(self.s.fsal_stage, prep)
         if ne:
-            out += ["        if (stop) {",
-                    *(["            ode_dense_eval(Fd, y, ynew, hh, (tstop - t) / hh, y);"] if dense else
+            out += ["        if (act >= 0) {  /* the sample goes to the crossing; affects act there; it restarts */",
+                    # crossings of an event with an affect within 1024 x the root finder's tolerance of the
+                    # last restart have accumulated (a ball bouncing to rest, at the resolution of t):
+                    # the sample fails there rather than pass through the crossings it can no longer resolve
+                    *(["            const int accum = ode_acts[act] && tstop - trs <= (ode_real)1024 * near;"]
+                      if dense and self.acting else ["            const int accum = 0;"]),
+                    *(["            ode_real ye[D];",
+                       "            ode_dense_eval(Fd, y, ynew, hh, (tstop - t) / hh, ye);",
+                       "            for (int k = 0; k < D; ++k) y[k] = ye[k];"] if dense else
                       ["            for (int k = 0; k < D; ++k) y[k] = ynew[k];"]),
-                    "            t = tstop;", "            nacc += 1;", "            status = ODE_EVENT;", "            break;",
+                    "            t = tstop;",
+                    "            nacc += 1;",
+                    *(["            h = hh * (ode_real)fac;"] if self.c is not None else []),
+                    "            int stop = 0;"]
+            for e, (term, _, has) in enumerate(self.events):
+                cond = f"hit[{e}] && troot[{e}] == tstop"
+                if has:
+                    out += [f"            if ({cond}) {{",
+                            "                ode_real yaff[D];",
+                            f"                ode_aff{e}(t, y, a, yaff);",
+                            "                for (int k = 0; k < D; ++k) y[k] = yaff[k];",
+                            *([f"                if (nev[{e}] > ODE_KEV) status = ODE_FAIL_MAX_EVENTS;"] if self.max_events else []),
+                            "            }"]
+                if term:
+                    out.append(f"            if ({cond} && nev[{e}] >= {term}) stop = 1;")
+            if acting:
+                out += self.after_affect("            ")
+            out += ["            if (status == ODE_RUNNING && accum) status = ODE_FAIL_MAX_EVENTS;",
+                    "            if (status == ODE_RUNNING && stop) status = ODE_EVENT;",
+                    "            if (status != ODE_RUNNING) break;",
+                    *self.restart("            "),
+                    "            continue;",
                     "        }",
                     "        for (int e = 0; e < ODE_NE; ++e) gold[e] = gnew[e];"]
         return out

@@ -1,5 +1,5 @@
 """The integration methods of eagle.ode, as data: each is a Butcher tableau with its error
-weights and its dense output. Nothing here knows about devices or C; eagle/ode/_codegen.py turns
+weights and its dense output. Nothing here knows about devices or C; eagle/ode/_rk.py turns
 a method into the stepper that runs on the device.
 
 Conventions (those of scipy.integrate's RungeKutta, so the numbers read the same):
@@ -11,6 +11,9 @@ Conventions (those of scipy.integrate's RungeKutta, so the numbers read the same
 - ``dense``: "P" (y(t + theta h) = y + h sum_s K_s sum_j P[s][j] theta^(j+1)), "dop853" (Hairer's
   7th-order interpolant, three more stages), "hermite" (cubic Hermite from y, f at both ends) or
   "linear".
+- ``C_extra``, ``A_extra``: stages the dense output needs beyond the step's (DOP853's three, Verner's
+  6 and 10), evaluated only for a step whose dense output is asked for. They take the stage slots
+  after the step's stages and its FSAL stage; A_extra's columns and P's rows number every slot.
 - ``order`` is the order of the solution, ``error_order`` the order of the embedded estimate that
   sets the step-size exponent (None for a fixed-step-only method).
 """
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from ..errors import EagleValueError
+from . import _verner as _v
 
 
 @dataclass(frozen=True)
@@ -33,10 +37,11 @@ class Method:
     dense: str
     E: Optional[Tuple[float, ...]] = None
     P: Optional[Tuple[Tuple[float, ...], ...]] = None
-    # DOP853 only: the second error estimate, the extra stages and the interpolant's matrix
-    E3: Optional[Tuple[float, ...]] = None
+    # the dense output's extra stages (DOP853, Vern7, Vern9)
     C_extra: Optional[Tuple[float, ...]] = None
     A_extra: Optional[Tuple[Tuple[float, ...], ...]] = None
+    # DOP853 only: the second error estimate and the interpolant's matrix
+    E3: Optional[Tuple[float, ...]] = None
     D: Optional[Tuple[Tuple[float, ...], ...]] = None
 
     @property
@@ -150,7 +155,14 @@ DOP853 = Method("DOP853", "Dormand-Prince 8(5,3)", 8, 7,
                 dense="dop853", E=DOP853_E5, E3=DOP853_E3,
                 C_extra=DOP853_C[13:16], A_extra=tuple(row[:16] for row in DOP853_A[13:16]), D=DOP853_D)
 
-METHODS = {m.name: m for m in (EULER, RK4, RK23, RK45, TSIT5, DOP853)}
+# Verner's 7(6) and 9(8) pairs (eagle/ode/_verner.py: the numbers and their source): not FSAL, 10 and
+# 16 stages a step, interpolants of orders 7 and 9 from 6 and 10 more stages.
+VERN7 = Method("Vern7", "Verner 7(6)", 7, 6, C=_v.VERN7_C[:10], A=_v.VERN7_A[:10], B=_v.VERN7_B, fsal=False,
+               dense="P", E=_v.VERN7_E, P=_v.VERN7_P, C_extra=_v.VERN7_C[10:], A_extra=_v.VERN7_A[10:])
+VERN9 = Method("Vern9", "Verner 9(8)", 9, 8, C=_v.VERN9_C[:16], A=_v.VERN9_A[:16], B=_v.VERN9_B, fsal=False,
+               dense="P", E=_v.VERN9_E, P=_v.VERN9_P, C_extra=_v.VERN9_C[16:], A_extra=_v.VERN9_A[16:])
+
+METHODS = {m.name: m for m in (EULER, RK4, RK23, RK45, TSIT5, DOP853, VERN7, VERN9)}
 
 
 def method(name):

@@ -39,7 +39,7 @@ class RungeKutta:
                              "ODE_FN void ode_f(const ode_real t, const ode_real* y, const ode_real* a, ode_real* dy)\n"
                              "{\n    ode_user_f(t, y, a, dy);\n}",
                              f"#define ODE_NK {self.m.stages + 1 + len(self.m.C_extra or ())}  /* stage slots */",
-                             self.attempt(), self.dense_output()])
+                             self.attempt(), self.dense_output(), self.initial_step() if fr.c is not None else ""])
 
     def init(self, fr):
         """f(t0, y0) and, adaptive, the first step where first_step is not given."""
@@ -47,35 +47,42 @@ class RungeKutta:
                "    for (int k = 0; k < D; ++k) ok = ok && ode_finite(f0[k]);"]
         if fr.c is None:
             return out
-        return out + [
-            "    if (h == 0 && ok) {  /* Hairer's rule, as scipy's select_initial_step */",
-            "        double d0 = 0.0, d1 = 0.0, d2 = 0.0;",
-            "        for (int k = 0; k < D; ++k) {",
-            "            const double sc = (double)(ODE_ATOL(k) + ODE_FABS(y[k]) * ODE_RTOL);",
-            "            d0 += ((double)y[k] / sc) * ((double)y[k] / sc);",
-            "            d1 += ((double)f0[k] / sc) * ((double)f0[k] / sc);",
-            "        }",
-            "        d0 = sqrt(d0 / D); d1 = sqrt(d1 / D);",
-            "        double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;",
-            "        const double span = (double)(t1 - t0);",
-            "        if (h0 > span) h0 = span;",
-            "        ode_real y1[D], f1[D];",
-            "        for (int k = 0; k < D; ++k) y1[k] = y[k] + (ode_real)h0 * f0[k];",
-            "        ode_f(t0 + (ode_real)h0, y1, a, f1);",
-            "        nfev += 1;",
-            "        for (int k = 0; k < D; ++k) {",
-            "            const double sc = (double)(ODE_ATOL(k) + ODE_FABS(y[k]) * ODE_RTOL);",
-            "            const double q = (double)(f1[k] - f0[k]) / sc;",
-            "            d2 += q * q;",
-            "        }",
-            "        d2 = sqrt(d2 / D) / h0;",
-            "        const double dm = d1 > d2 ? d1 : d2;",
-            f"        double h1 = (d1 <= 1e-15 && d2 <= 1e-15) ? (h0 * 1e-3 > 1e-6 ? h0 * 1e-3 : 1e-6) : "
+        return out + ["    if (h == 0 && ok) h = ode_initial_step(t0, t1, y, f0, a, tol, &nfev);"]
+
+    def initial_step(self):
+        """The first step from (t, y) with f(t, y) = f0 towards t1: Hairer's rule, as scipy's
+        select_initial_step (also the fresh step after an affect restarts the integration)."""
+        return "\n".join([
+            "EAGLE_FN ode_real ode_initial_step(const ode_real t, const ode_real t1, const ode_real* y, const ode_real* f0,",
+            "                                   const ode_real* a, const ode_real* tol, int32_t* nfev)",
+            "{",
+            "    double d0 = 0.0, d1 = 0.0, d2 = 0.0;",
+            "    for (int k = 0; k < D; ++k) {",
+            "        const double sc = (double)(ODE_ATOL(k) + ODE_FABS(y[k]) * ODE_RTOL);",
+            "        d0 += ((double)y[k] / sc) * ((double)y[k] / sc);",
+            "        d1 += ((double)f0[k] / sc) * ((double)f0[k] / sc);",
+            "    }",
+            "    d0 = sqrt(d0 / D); d1 = sqrt(d1 / D);",
+            "    double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;",
+            "    const double span = (double)(t1 - t);",
+            "    if (h0 > span) h0 = span;",
+            "    ode_real y1[D], f1[D];",
+            "    for (int k = 0; k < D; ++k) y1[k] = y[k] + (ode_real)h0 * f0[k];",
+            "    ode_f(t + (ode_real)h0, y1, a, f1);",
+            "    *nfev += 1;",
+            "    for (int k = 0; k < D; ++k) {",
+            "        const double sc = (double)(ODE_ATOL(k) + ODE_FABS(y[k]) * ODE_RTOL);",
+            "        const double q = (double)(f1[k] - f0[k]) / sc;",
+            "        d2 += q * q;",
+            "    }",
+            "    d2 = sqrt(d2 / D) / h0;",
+            "    const double dm = d1 > d2 ? d1 : d2;",
+            f"    double h1 = (d1 <= 1e-15 && d2 <= 1e-15) ? (h0 * 1e-3 > 1e-6 ? h0 * 1e-3 : 1e-6) : "
             f"ODE_EXP({1.0 / (self.error_order + 1)!r} * ODE_LOG(0.01 / dm));",
-            "        if (h1 > 100 * h0) h1 = 100 * h0;",
-            "        if (h1 > span) h1 = span;",
-            "        h = (ode_real)h1;",
-            "    }"]
+            "    if (h1 > 100 * h0) h1 = 100 * h0;",
+            "    if (h1 > span) h1 = span;",
+            "    return (ode_real)h1;",
+            "}"])
 
     def init_rows(self, fr):
         return []
@@ -101,6 +108,19 @@ class RungeKutta:
 
     def call_end(self, fr):
         return []
+
+    def restart(self, fr):
+        """C lines after an affect replaced (t, y): the first stage again (FSAL: K[0] is otherwise
+        the last step's K[S]; without FSAL the next step evaluates it too) and, adaptive, a fresh
+        first step from there (Hairer's rule: sized by the new state, as a solve's first step)."""
+        if fr.c is None:
+            return ["ode_f(t, y, a, K[0]); nfev += 1;"] if self.m.fsal else []
+        return ["ode_f(t, y, a, K[0]); nfev += 1;", "h = ode_initial_step(t, t1, y, K[0], a, tol, &nfev);"]
+
+    @property
+    def fsal_stage(self):
+        """The K slot holding f(tn, ynew) after an attempt (None: not evaluated by the step)."""
+        return self.m.stages if self.m.fsal else None
 
     solution = OdeSolution
 
@@ -185,6 +205,33 @@ class RungeKutta:
                     "}"]
         return "\n".join(out)
 
+    def prepare_decl(self):
+        """How the dense output's prepare is declared: with extra stages, a function called out of
+        line on the cpu kind (gcc's time grows with each site it would inline the stages at: a Vern9
+        solve with t_eval, events and summaries has five); inlined on the GPU kinds, where a call
+        would put the stages K in local memory."""
+        if not self.m.C_extra:
+            return "EAGLE_FN"
+        return ("\n#if !EAGLE_KIND_GPU && !EAGLE_KIND_OPENCL && defined(__GNUC__)\n"
+                "static __attribute__((noinline))\n#else\nEAGLE_FN\n#endif\n")
+
+    def extra_stages(self):
+        """C lines of the interpolant's extra stages (a method's C_extra/A_extra: DOP853's, Verner's),
+        evaluated lazily -- only for a step whose dense output is needed -- into the stage slots after
+        the step's own (and its FSAL stage), where A_extra's columns number them; counted in *nfev."""
+        m, L = self.m, self.L
+        if not m.C_extra:
+            return []
+        first = m.stages + (1 if m.fsal else 0)
+        out = ["    ode_real yt[D];"]
+        for e, (c, row) in enumerate(zip(m.C_extra, m.A_extra)):
+            s = first + e
+            terms = [(L(x), f"K[{j}][k]") for j, x in enumerate(row[:s]) if x != 0.0]
+            out.append(f"    for (int k = 0; k < D; ++k) yt[k] = y[k] + ({_sum(terms)}) * h;")
+            out.append(f"    ode_f(t + {L(c)} * h, yt, a, K[{s}]);")
+        out.append(f"    *nfev += {len(m.C_extra)};")
+        return out
+
     # ---- dense output over the last step [t, t + h]
     def dense_output(self):
         m, L = self.m, self.L
@@ -193,11 +240,12 @@ class RungeKutta:
         if m.dense == "P":
             nf = len(m.P[0])
             out.append(f"#define ODE_NF {nf}")
-            out += ["EAGLE_FN void ode_dense_prepare(const ode_real t, const ode_real h, const ode_real* y,",
+            out += [self.prepare_decl() + " void ode_dense_prepare(const ode_real t, const ode_real h, const ode_real* y,",
                     "                                const ode_real* ynew, ode_real K[ODE_NK][D], const ode_real* a,",
                     "                                ode_real F[ODE_NF][D], int32_t* nfev)",
                     "{",
                     "    (void)t; (void)h; (void)y; (void)ynew; (void)a; (void)nfev;"]
+            out += self.extra_stages()
             for j in range(nf):
                 terms = [(L(m.P[s][j]), f"K[{s}][k]") for s in range(len(m.P)) if m.P[s][j] != 0.0]
                 out.append(f"    for (int k = 0; k < D; ++k) F[{j}][k] = {_sum(terms)};")
@@ -249,17 +297,11 @@ class RungeKutta:
         elif m.dense == "dop853":
             S = m.stages + 1  # K[0..12]
             out += ["#define ODE_NF 7",
-                    "EAGLE_FN void ode_dense_prepare(const ode_real t, const ode_real h, const ode_real* y,",
+                    self.prepare_decl() + " void ode_dense_prepare(const ode_real t, const ode_real h, const ode_real* y,",
                     "                                const ode_real* ynew, ode_real K[ODE_NK][D], const ode_real* a,",
                     "                                ode_real F[ODE_NF][D], int32_t* nfev)",
-                    "{",
-                    "    ode_real yt[D];"]
-            for e, (c, row) in enumerate(zip(m.C_extra, m.A_extra)):
-                s = S + e
-                terms = [(L(x), f"K[{j}][k]") for j, x in enumerate(row[:s]) if x != 0.0]
-                out.append(f"    for (int k = 0; k < D; ++k) yt[k] = y[k] + ({_sum(terms)}) * h;")
-                out.append(f"    ode_f(t + {L(c)} * h, yt, a, K[{s}]);")
-            out.append(f"    *nfev += {len(m.C_extra)};")
+                    "{"]
+            out += self.extra_stages()
             out += ["    for (int k = 0; k < D; ++k) {",
                     "        const ode_real dy = ynew[k] - y[k];",
                     "        F[0][k] = dy;",

@@ -25,7 +25,7 @@ import numpy as np
 
 import eagle
 from ..errors import EagleMemoryError, EagleTypeError, EagleValueError
-from . import _check, _progress, _rhs
+from . import _acts, _check, _progress, _rhs
 from ._frame import (P_ATOL, P_DT, P_FIRST, P_MAX_STEP, P_RTOL, Q_FIRST, Q_MAX_STEPS, Q_NT, Q_SEED_HI,
                      Q_SEED_LO, Q_SHARED, Q_SPC, Frame)
 
@@ -70,6 +70,7 @@ class View:
         self.rows, self.n, self.n_state, self.source = run.frame.rows, n, run.d, source
         self.events, self.t_eval, self.method = run.events, run.t_eval, run.method
         self.scheme = run.scheme
+        self.max_events, self.summary = run.max_events, run.summary
 
 
 class Run:
@@ -82,11 +83,15 @@ class Run:
 
     def __init__(self, what, fns, scheme, controller, *, method, events, t_span, t_eval, dtype, backend, exact,
                  fast_math, steps_per_call, workers, progress, values, grid=False, seed=0, n_state=None,
-                 n_args=None):
+                 n_args=None, max_events=None, callbacks=(), save=None):
         self.what, self.fns, self.make_scheme, self.controller = what, fns, scheme, controller
         self.method = method
-        self.events = events
+        # events: eagle/ode/_acts.EventSpec, or (g, terminal, direction) from a front without affects
+        self.events = [e if isinstance(e, _acts.EventSpec) else _acts.EventSpec(e[0], int(bool(e[1])), e[2], None)
+                       for e in events]
+        self.max_events, self.callbacks, self.save, self.summary = max_events, list(callbacks), save, None
         self.t0, self.t1 = _check.span(t_span)
+        _acts.check_times(self.callbacks, self.t0, self.t1, None)
         self.t_eval = _check.t_eval_of(t_eval, self.t0, self.t1)
         self.grid = grid
         if controller is None:
@@ -122,7 +127,8 @@ class Run:
         d = _check.count(d, "n_state (the state's components)", 1, 1 << 20)
         if not isinstance(widths, tuple):
             widths = (0,) * _check.count(widths, "n_args", 0, 64)
-        na = sum(max(w, 1) for w in widths)
+        na_user = sum(max(w, 1) for w in widths)
+        na = na_user + sum(c.m for c in self.callbacks)  # the callbacks' times follow the user's arguments
         if na > 1024:
             raise EagleValueError(f"{self.what}: the arguments hold {na} numbers a sample; at most 1024")
         if self.source is not None:
@@ -136,12 +142,28 @@ class Run:
         if np.ndim(self.values.get("atol", 0)):
             self.values["atol"] = _check.atol_of(self.values["atol"], d)
         wide = widths if any(widths) else None
-        fns = [_rhs.build(f, cname, d, na, self.real, n_out=d, what=w, arg_widths=wide) for w, f, cname in self.fns]
+        fns = [_rhs.build(f, cname, d, na_user, self.real, n_out=d, what=w, arg_widths=wide) for w, f, cname in self.fns]
         for (w, _, _), r in zip(self.fns, fns):
             if r.n_out != d:  # a C function cannot say; a traced one is checked by the tracer
                 raise EagleValueError(f"{self.what}: {w} returns {r.n_out} values, the state has {d}")
-        fns += [_rhs.build(g, f"ode_g{k}", d, na, self.real, n_out=1, what=f"events[{k}]", arg_widths=wide)
-                for k, (g, _, _) in enumerate(self.events)]
+        fns += [_rhs.build(e.fun, f"ode_g{k}", d, na_user, self.real, n_out=1, what=f"events[{k}]", arg_widths=wide)
+                for k, e in enumerate(self.events)]
+        # affects return the whole new state: traced with d outputs (a wrong length is refused here)
+        acts = [_rhs.build(e.affect, f"ode_aff{k}", d, na_user, self.real, n_out=d, what=f"events[{k}].affect",
+                           arg_widths=wide) for k, e in enumerate(self.events) if e.acts]
+        acts += [_rhs.build(c.affect, f"ode_cb{k}", d, na_user, self.real, n_out=d, what=f"callbacks[{k}].affect",
+                            arg_widths=wide) for k, c in enumerate(self.callbacks)]
+        for r, what in zip(acts, [f"events[{k}].affect" for k, e in enumerate(self.events) if e.acts] +
+                           [f"callbacks[{k}].affect" for k in range(len(self.callbacks))]):
+            if r.n_out != d:
+                raise EagleValueError(f"{self.what}: {what} returns {r.n_out} values, the state has {d}")
+        fns += acts
+        if self.save is not None:
+            from . import _summary
+            if not getattr(self.make_scheme(d, self.real), "dense", False):
+                raise EagleValueError(f"{self.what}: save= needs a method with a dense output")
+            self.summary = _summary.plan_of(self.save, d)
+            self.summary.trace(d, na_user, self.real, wide)
         if wide and not any(isinstance(f, _rhs.C) for _, f, _ in self.fns):
             text, slot = "".join(r.text for r in fns), 0
             for k, w in enumerate(widths):
@@ -152,17 +174,22 @@ class Run:
                 slot += max(w, 1)
         self.scheme = self.make_scheme(d, self.real)
         ops = sum(r.n_ops or 0 for r in fns)
-        self.frame = Frame(self.scheme, self.controller, d=d, na=na, events=[(t, x) for _, t, x in self.events],
+        self.frame = Frame(self.scheme, self.controller, d=d, na=na,
+                           events=[(e.terminal, e.direction, e.acts) for e in self.events],
                            t_eval=self.t_eval is not None, real=self.real, exact=self.exact,
                            outline=(ops > OUTLINE_OPS, ops > OUTLINE_OPS_GPU),
                            atol_each=bool(np.ndim(self.values.get("atol", 0))),
-                           max_step=self.values.get("max_step", math.inf) < math.inf)
+                           max_step=self.values.get("max_step", math.inf) < math.inf, max_events=self.max_events,
+                           callbacks=[c.m for c in self.callbacks], cb_base=na_user, summary=self.summary)
         header = (f"/* {self.what}: {self.scheme.name}{', ' + self.controller.name + ' controller' if self.controller else ', fixed steps'}, "
                   f"{self.dtype.name}, d = {d}, {na} argument(s), {len(self.events)} event(s)"
+                  f"{f', {len(self.callbacks)} callback(s)' if self.callbacks else ''}"
+                  f"{', summaries' if self.summary is not None else ''}"
                   f"{', t_eval' if self.t_eval is not None else ''}.\n"
                   f" * {'; '.join(f'{w}: {r.label}' for (w, _, _), r in zip(self.fns, fns))}.\n"
                   f" * Generated by eagle/ode/_frame.py; compiled for every kind; run-time values in P and Q. */")
-        self.source = self.frame.source("\n\n".join(r.text for r in fns), header)
+        funcs = [r.text for r in fns] + ([self.summary.g_rhs.text] if self.summary is not None and self.summary.g_rhs else [])
+        self.source = self.frame.source("\n\n".join(funcs), header)
         self.d, self.na, self.widths = d, na, widths
 
     def module(self, b):
@@ -184,8 +211,10 @@ class Run:
         return self.module(backend_of(backend, None, self.what))
 
     # -- inputs -----------------------------------------------------------------------------------
-    def samples(self, y0, args, t0, t1, n_paths):
-        """N and the inputs normalised: y0 (an array), args (tuple), t0 and t1."""
+    def samples(self, y0, args, t0, t1, n_paths, rows=None):
+        """N and the inputs normalised: y0 (an array), args (tuple), t0 and t1. ``rows`` (first,
+        count): this solve is that share of the samples (a rank's, distributed): per-sample
+        callback times are sliced to it."""
         y0 = _check.y0_of(y0)
         args = _check.args_of(args)
         shape = tuple(y0.shape)
@@ -238,8 +267,16 @@ class Run:
         for name, t in (("t_span's t0", t0), ("t_span's t1", t1)):
             if np.ndim(t):
                 ns[name] = len(t)
-        return _check.agreed_n(ns, self.what, "paths" if n_paths is not None or self.scheme.random else "samples"), \
-            y0, out
+        for k, c in enumerate(self.callbacks):  # the times: a vector argument, (N, m) or (m,) shared
+            tt = c.times
+            if tt.ndim == 2:
+                tt = tt if rows is None else tt[rows[0]:rows[0] + rows[1]]
+                ns[f"callbacks[{k}].times"] = tt.shape[0]
+            out.append(tt)
+        n = _check.agreed_n(ns, self.what, "paths" if n_paths is not None or self.scheme.random else "samples")
+        if self.callbacks and rows is None:
+            _acts.check_times(self.callbacks, t0, t1, n)
+        return n, y0, out
 
     # -- the run ----------------------------------------------------------------------------------
     def planes(self, b, n):
@@ -257,7 +294,7 @@ class Run:
                  "Q": b.zeros(Q_SHARED + 3 + na, "uint32"), "Y0": b.empty((n, d), dt),
                  "TE": b.asarray(self.t_eval.astype(dt)) if nt else b.zeros(1, dt),
                  "YS": b.empty((n, d, nt), dt) if nt else b.zeros(1, dt),
-                 "EVT": b.empty((ne, n), dt) if ne else b.zeros(1, dt),
+                 "EVT": b.empty((ne * (self.max_events or 1), n), dt) if ne else b.zeros(1, dt),
                  "EVY": b.empty((ne, d, n), dt) if ne else b.zeros(1, dt), "DONE": b.zeros(1, "uint32")}
         except EagleMemoryError as e:
             need = (nw + 2 + na + d + d * nt + ne * (d + 1)) * n * dt.itemsize
@@ -309,7 +346,8 @@ class Run:
             return max(1, min(n, int(props.sm_count) * 2048))
         return max(1, n)
 
-    def solve(self, y0, args=(), *, progress=None, seed=None, n_paths=None, span=None, distributed=None, first=0):
+    def solve(self, y0, args=(), *, progress=None, seed=None, n_paths=None, span=None, distributed=None, first=0,
+              rows=None):
         """Integrate every sample; returns the scheme's solution (see Solver.solve)."""
         if distributed is not None and distributed is not False:
             from ._distributed import solve_over_ranks
@@ -320,7 +358,7 @@ class Run:
         seed = self.seed if seed is None else _check.seed_of(seed)
         with self._lock:
             b = backend_of(self.backend_arg, y0, self.what)
-            n, y0, args = self.samples(y0, args, t0, t1, n_paths)
+            n, y0, args = self.samples(y0, args, t0, t1, n_paths, rows)
             r = self.planes(b, n)
             s, graph, _ = self.lane(r, b, n)
             last = r["last"] and r["last"]()
@@ -334,6 +372,7 @@ class Run:
                 graph.synchronize()
             sol = self.scheme.solution(r["view"], r["W"], r["I"], r["YS"] if self.t_eval is not None else None,
                                        r["EVT"] if self.events else None, r["EVY"] if self.events else None)
+            sol._t0 = t0  # the solve's start time(s): a summary's mean is over each sample's own span
             r["last"] = weakref.ref(sol)
             return sol
 
@@ -350,7 +389,7 @@ class Run:
         base = P_ATOL + d
         shared = hq[Q_SHARED:]
         items, slot = [(0, t0, 0), (1, t1, 0)], 2
-        for a, w in zip(args, self.widths):
+        for a, w in zip(args, self.widths + tuple(c.m for c in self.callbacks)):
             items.append((slot, a, w))
             slot += max(w, 1)
         for row, x, w in items:

@@ -3,6 +3,7 @@ t_eval and the events' first crossings. The device planes are read back when a f
 asked for (``sol.y`` ...), so a solve that only feeds another device computation copies nothing."""
 import numpy as np
 
+from . import _summary
 from ._frame import DONE, EVENT, FAILURES, RUNNING
 
 # keys: the values of sol.status (0, 1, -1) and of sol.failure (the codes 3.. of _codegen.FAILURES)
@@ -24,7 +25,9 @@ class OdeSolution:
     nfev, n_accepted, n_rejected : (N,) int counters
     t_eval, ys : (T,) and (N, d, T) when t_eval was given (nan where a sample ended earlier)
     t_events, y_events : lists, one per event: (N,) the first crossing's time (nan: none) and
-        (N, d) the state there; n_events (N, n_events) the crossings counted
+        (N, d) the state there; n_events (N, n_events) the crossings counted; with
+        ``max_events=k``, t_events[e] is (N, k): the first k crossings' times (nan padded)
+    saved : dict of the ``save=`` summaries, name -> (N, len(components))
     source : the generated C (also ``Solver.source``)
     """
 
@@ -124,7 +127,24 @@ class OdeSolution:
             return []
         ev = self._host("EVT", self._EVT)
         cnt = self.n_events
-        return [np.where(cnt[:, e] > 0, ev[e], np.nan) for e in range(ne)]
+        k = getattr(self._view, "max_events", None)
+        if k is None:
+            return [np.where(cnt[:, e] > 0, ev[e], np.nan) for e in range(ne)]
+        slot = np.arange(k)[None, :]
+        return [np.where(slot < cnt[:, e:e + 1], ev[e * k:(e + 1) * k].T, np.nan) for e in range(ne)]
+
+    @property
+    def saved(self):
+        """The summaries asked for with ``save=``: name -> (N, len(components)) (``g``: (N, m))."""
+        plan = getattr(self._view, "summary", None)
+        if plan is None:
+            return {}
+        got = self._cache.get("saved")
+        if got is None:
+            t0 = self._t0 if getattr(self, "_t0", None) is not None else 0.0
+            got = self._cache["saved"] = _summary.results(plan, self._host("W", self._W), self._rows()[0], t0,
+                                                          self.t, self.y)
+        return got
 
     @property
     def y_events(self):

@@ -4,7 +4,7 @@
 import math
 
 from ..errors import EagleTypeError, EagleValueError
-from . import _check, _control, _rhs
+from . import _acts, _check, _control, _rhs
 from ._methods import method as _method
 from ._rk import RungeKutta
 from ._run import Front, Run
@@ -18,12 +18,12 @@ class Solver(Front):
     every Solver of the same right-hand side, method and outputs (the span, tolerances, steps and
     t_eval times are run-time values).
 
-    Attributes: ``source`` (the generated C), ``method``, ``t_eval``, ``events``."""
+    Attributes: ``source`` (the generated C), ``method``, ``t_eval``, ``events``, ``callbacks``."""
 
     def __init__(self, fun, *, t_span, n_state=None, n_args=None, method="Tsit5", t_eval=None, events=None, rtol=1e-6,
                  atol=1e-8, dt=None, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf,
                  dtype="float64", backend=None, exact=False, fast_math=False, controller="PI",
-                 steps_per_call=None, workers=None, progress=None):
+                 steps_per_call=None, workers=None, progress=None, save=None, callbacks=None, max_events=None):
         m = self.method = _method(method)
         if not (callable(fun) or isinstance(fun, _rhs.C)):
             raise EagleTypeError(f"eagle.ode: fun must be a callable f(t, y, *args) or eagle.ode.C(...), got a "
@@ -54,12 +54,19 @@ class Solver(Front):
         ctl = _control.controller(controller) if self.adaptive else None
         if not self.adaptive:
             _control.controller(controller)  # still checked
-        self.events = _check.events_of(events, lambda g: isinstance(g, _rhs.C))
+        self.events = _acts.events_of(events)
+        self.max_events = _acts.max_events_of(max_events)
+        self.callbacks = _acts.callbacks_of(callbacks)
+        if not self.adaptive and (self.callbacks or any(e.acts for e in self.events)):
+            raise EagleValueError(f"eagle.ode: events with an affect and callbacks restart the integration at "
+                                  f"their times, which a fixed-step solve ({m.name}, dt={dt}) cannot: use an adaptive "
+                                  f"method")
         self._run = Run("eagle.ode", [("fun", fun, "ode_user_f")],
                         lambda d, real: RungeKutta(m, adaptive=self.adaptive, d=d, real=real), ctl, method=m.name,
                         events=self.events, t_span=t_span, t_eval=t_eval, dtype=dtype, backend=backend, exact=exact,
                         fast_math=fast_math, steps_per_call=steps_per_call, workers=workers, progress=progress,
-                        values=values, n_state=n_state, n_args=n_args)
+                        values=values, n_state=n_state, n_args=n_args, max_events=self.max_events,
+                        callbacks=self.callbacks, save=save)
         self.t0, self.t1, self.t_eval = self._run.t0, self._run.t1, self._run.t_eval
         self.dtype, self.rtol, self.atol, self.dt = self._run.dtype, rtol, values["atol"], dt
         self.controller = controller
@@ -78,7 +85,8 @@ class Solver(Front):
 
 def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e-6, atol=1e-8, dt=None, args=(),
               backend=None, *, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf, dtype=None,
-              exact=False, fast_math=False, controller="PI", progress=None, distributed=None, **scipy):
+              exact=False, fast_math=False, controller="PI", progress=None, distributed=None, save=None,
+              callbacks=None, max_events=None, **scipy):
     """Integrate N independent initial-value problems y' = fun(t, y, *args) at once, one per lane
     of the arrays' device, in scipy.integrate.solve_ivp's vocabulary.
 
@@ -94,13 +102,27 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
         Initial states. Where it lives picks the backend (numpy: the host's kind; a CUDA array:
         cuda), unless ``backend=`` names one. Its dtype picks the precision (float32 stays float32,
         everything else is float64) unless ``dtype=`` is given.
-    method : "Tsit5" (default), "RK45", "RK23", "DOP853" (adaptive) or "RK4", "Euler" (fixed).
+    method : "Tsit5" (default), "RK45", "RK23", "DOP853", "Vern7", "Vern9" (adaptive) or "RK4", "Euler" (fixed).
     t_eval : 1-d increasing array, optional
         Shared times at which to store every sample's state (dense output), as ``sol.ys``
         (N, d, T) on the device.
     events : callable or list of callables ``g(t, y, *args)``, optional
-        Traced like fun, with scipy's ``terminal`` and ``direction`` attributes. A crossing is
-        located on the dense output; ``sol.t_events``/``y_events`` hold the first one per sample.
+        Traced like fun, with scipy's ``terminal`` (True, or a count: stop at that crossing) and
+        ``direction`` attributes, and ``affect(t, y, *args) -> new y`` (traced like fun): the state
+        is replaced at the located crossing and the integration restarts there (see
+        ``eagle.ode.event`` for a lambda; the contract is in eagle/ode/_acts.py). A crossing is
+        located on the dense output; ``sol.t_events``/``y_events`` hold the first one per sample
+        (``max_events=k``: the first k times, (N, k)); ``sol.n_events`` counts them.
+    callbacks : ``eagle.ode.at(times, affect)`` or a list of them, optional
+        The state is changed at given times (shared (m,) or per sample (N, m)); the integrator
+        steps onto each exactly.
+    save : list of reductions or dict reduction -> components, optional
+        Summaries computed during the solve, O(N) memory: "max", "min", "argmax", "argmin",
+        "integral", "mean", "final", and "g": a callable g(t, y, *args) integrated over time.
+        ``sol.saved[name]`` is (N, len(components)).
+    max_events : int, optional
+        Crossing times kept per event and sample; an event with an affect that fires more often
+        fails its sample (its own failure code).
     rtol, atol : tolerances of the adaptive methods (atol: a number or d numbers).
     dt : step of a fixed-step solve (Euler, RK4, or an adaptive tableau with adaptive=False).
     args : numbers or (N,) arrays, passed to fun after (t, y); an (N, k) array is a per-sample
@@ -131,5 +153,6 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
     solver = Solver(fun, t_span=t_span, n_state=y0.shape[-1], n_args=_check.widths_of(args), method=method, t_eval=t_eval,
                     events=events, rtol=rtol, atol=atol, dt=dt, adaptive=adaptive, max_steps=max_steps,
                     first_step=first_step, max_step=max_step, dtype=dtype, backend=backend, exact=exact,
-                    fast_math=fast_math, controller=controller, progress=progress)
+                    fast_math=fast_math, controller=controller, progress=progress, save=save, callbacks=callbacks,
+                    max_events=max_events)
     return solver.solve(y0, args, distributed=distributed)
