@@ -53,7 +53,8 @@ class Options:
     """What the generated code bakes in: method, dimensions, tolerances, limits."""
 
     def __init__(self, method, n_state, n_args, real, *, adaptive, rtol, atol, dt, first_step, max_step,
-                 max_steps, steps_per_call, t_eval_count, events, controller, t0, t1, per_sample, exact):
+                 max_steps, steps_per_call, t_eval_count, events, controller, t0, t1, per_sample, exact,
+                 n_control=None, record=0):
         self.method = method
         self.d = n_state
         self.na = n_args
@@ -72,6 +73,12 @@ class Options:
         self.t0, self.t1 = t0, t1      # t1: the shared end (the largest one when per_sample)
         self.per_sample = per_sample   # each sample's t1 in W's T1 row
         self.exact = exact             # exact mode: eagle's own log/exp for the step-size factors
+        # hooks of eagle/ode/_sensitivity.py and _adjoint.py:
+        # n_control: the first components that the error norm and the initial step see (an augmented
+        #   variational state (y, S) steps exactly as y alone); None: all D
+        # record: the tape's capacity in accepted steps (0: no tape); see ODE_REC below
+        self.n_control = n_control
+        self.record = record
 
 
 def rows(d, ne, *, adaptive, pi, per_sample, nt):
@@ -167,7 +174,7 @@ class _Gen:
             t5 = [(L(c), f"K[{j}][k]") for j, c in enumerate(m.E) if c != 0.0]
             t3 = [(L(c), f"K[{j}][k]") for j, c in enumerate(m.E3) if c != 0.0]
             out += ["    ode_acc e5 = 0, e3 = 0;",
-                    "    for (int k = 0; k < D; ++k) {",
+                    "    for (int k = 0; k < ODE_DC; ++k) {",
                     f"        const ode_real sc = {scale};",
                     f"        const ode_acc r5 = (ode_acc)(({_sum(t5)}) / sc);",
                     f"        const ode_acc r3 = (ode_acc)(({_sum(t3)}) / sc);",
@@ -175,17 +182,17 @@ class _Gen:
                     "        e3 += r3 * r3;",
                     "    }",
                     "    if (e5 == 0 && e3 == 0) return 0;",
-                    "    return ODE_AFABS((ode_acc)h) * e5 / ODE_ASQRT((e5 + (ode_acc)0.01 * e3) * (ode_acc)D);",
+                    "    return ODE_AFABS((ode_acc)h) * e5 / ODE_ASQRT((e5 + (ode_acc)0.01 * e3) * (ode_acc)ODE_DC);",
                     "}"]
         else:
             te = [(L(c), f"K[{j}][k]") for j, c in enumerate(m.E) if c != 0.0]
             out += ["    ode_acc acc = 0;",
-                    "    for (int k = 0; k < D; ++k) {",
+                    "    for (int k = 0; k < ODE_DC; ++k) {",
                     f"        const ode_real sc = {scale};",
                     f"        const ode_acc r = (ode_acc)((({_sum(te)}) * h) / sc);",
                     "        acc += r * r;",
                     "    }",
-                    "    return ODE_ASQRT(acc / (ode_acc)D);",
+                    "    return ODE_ASQRT(acc / (ode_acc)ODE_DC);",
                     "}"]
         return "\n".join(out)
 
@@ -403,6 +410,14 @@ class _Gen:
                 # its steps are split between calls of the body
                 add("        lerrp = (ode_acc)(ode_real)(lerr > (ode_acc)-9.210340371976182 ? lerr : (ode_acc)-9.210340371976182);")
         # the step is accepted: events, outputs, advance
+        if o.record:  # the tape of the discrete adjoint (eagle/ode/_adjoint.py): this step's start and size
+            add("        if (nacc < ODE_REC) {")
+            add("            const int64_t rec = (int64_t)nacc * (D + 3);")
+            add("            TAPE[rec * n + i] = t;")
+            add("            TAPE[(rec + 1) * n + i] = hh;")
+            add("            TAPE[(rec + 2) * n + i] = tn;")
+            add("            for (int k = 0; k < D; ++k) TAPE[(rec + 3 + k) * n + i] = y[k];")
+            add("        }")
         add("        int prepared = 0;")
         add("        ode_real tstop = tn;")
         if ev:
@@ -483,6 +498,9 @@ class _Gen:
         parts.append(f"#define EAGLE_ODE_REAL {real}\ntypedef {real} ode_real;")
         parts.append("\n".join([
             f"#define D {d}                 /* state components */",
+            f"#define ODE_DC {o.n_control or d}            /* components the error norm and first step see */",
+            f"#define ODE_REC {o.record}            /* tape capacity in accepted steps (0: none): TAPE row",
+            "                            * (s (D + 3) + c), s the accepted step, holds t, hh, tn, y[0..D-1] */",
             f"#define ODE_NA {o.na}            /* per-sample arguments */",
             f"#define ODE_NE {ne}            /* events */",
             f"#define ODE_NT {o.nt}            /* t_eval points */",
@@ -540,7 +558,8 @@ class _Gen:
         # TE (the t_eval times), YS (sample-major: (n, D, nt)) and Y0 ((n, D)) are not planes of
         # samples along their last axis: EAGLE_BUFFER, so a typed launch does not count them so
         sig = ("(ode_real*, W), (int32_t*, I), (uint8_t*, M), (const ode_real*, A), (EAGLE_BUFFER const ode_real*, TE), "
-               "(EAGLE_BUFFER ode_real*, YS), (ode_real*, EVT), (ode_real*, EVY), (uint32_t*, DONE)")
+               "(EAGLE_BUFFER ode_real*, YS), (ode_real*, EVT), (ode_real*, EVY), (uint32_t*, DONE)"
+               + (", (ode_real*, TAPE)" if o.record else ""))
         ev_consts = ""
         if ne:
             ev_consts = ("    const int ode_terminal[ODE_NE] = {" + ", ".join(str(int(t)) for t, _ in o.events) + "};\n"
@@ -548,7 +567,8 @@ class _Gen:
                          "    (void)ode_terminal; (void)ode_dir;\n")
         load = ("    ode_real a[ODE_NA > 0 ? ODE_NA : 1];\n"
                 "    for (int k = 0; k < ODE_NA; ++k) a[k] = A[(int64_t)k * n + i];\n"
-                "    (void)TE; (void)YS; (void)EVT; (void)EVY; (void)A;\n")
+                "    (void)TE; (void)YS; (void)EVT; (void)EVY; (void)A;\n"
+                + ("    (void)TAPE;\n" if o.record else ""))
         w, irow, _, _ = _rows_of(o)
         W_ = lambda name, k="": f"W[(int64_t)({w[name]}{' + ' + k if k else ''}) * n + i]"
         I_ = lambda name, k="": f"I[(int64_t)({irow[name]}{' + ' + k if k else ''}) * n + i]"
@@ -571,12 +591,12 @@ class _Gen:
             init += ["    ode_real h = ODE_FIRST_STEP;",
                      "    if (h == 0 && ok) {  /* Hairer's rule, as scipy's select_initial_step */",
                      "        double d0 = 0.0, d1 = 0.0, d2 = 0.0;",
-                     "        for (int k = 0; k < D; ++k) {",
+                     "        for (int k = 0; k < ODE_DC; ++k) {",
                      "            const double sc = (double)(ODE_ATOL(k) + ODE_FABS(y[k]) * ODE_RTOL);",
                      "            d0 += ((double)y[k] / sc) * ((double)y[k] / sc);",
                      "            d1 += ((double)f0[k] / sc) * ((double)f0[k] / sc);",
                      "        }",
-                     "        d0 = sqrt(d0 / D); d1 = sqrt(d1 / D);",
+                     "        d0 = sqrt(d0 / ODE_DC); d1 = sqrt(d1 / ODE_DC);",
                      "        double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;",
                      "        const double span = (double)(t1 - t0);",
                      "        if (h0 > span) h0 = span;",
@@ -584,12 +604,12 @@ class _Gen:
                      "        for (int k = 0; k < D; ++k) y1[k] = y[k] + (ode_real)h0 * f0[k];",
                      "        ode_f(t0 + (ode_real)h0, y1, a, f1);",
                      "        nfev += 1;",
-                     "        for (int k = 0; k < D; ++k) {",
+                     "        for (int k = 0; k < ODE_DC; ++k) {",
                      "            const double sc = (double)(ODE_ATOL(k) + ODE_FABS(y[k]) * ODE_RTOL);",
                      "            const double q = (double)(f1[k] - f0[k]) / sc;",
                      "            d2 += q * q;",
                      "        }",
-                     "        d2 = sqrt(d2 / D) / h0;",
+                     "        d2 = sqrt(d2 / ODE_DC) / h0;",
                      "        const double dm = d1 > d2 ? d1 : d2;",
                      f"        double h1 = (d1 <= 1e-15 && d2 <= 1e-15) ? (h0 * 1e-3 > 1e-6 ? h0 * 1e-3 : 1e-6) : ODE_EXP({1.0 / ((m.error_order or m.order) + 1)!r} * ODE_LOG(0.01 / dm));",
                      "        if (h1 > 100 * h0) h1 = 100 * h0;",

@@ -67,6 +67,9 @@ class Rhs:
 def build(fun, cname, n_state, n_args, real, *, n_out, what):
     """The :class:`Rhs` of ``fun`` (a Python callable traced once, or a :class:`C`), defining C
     function ``cname``."""
+    if hasattr(fun, "c_function") and hasattr(fun, "n_out"):  # already traced (eagle/ode/_sensitivity.py)
+        return Rhs(fun.c_function(cname), fun.n_out, f"{fun.what}: {fun.name} at {fun.filename}:{fun.lineno}",
+                   getattr(fun, "n_ops", None))
     if isinstance(fun, C):
         glue = (f"EAGLE_FN void {cname}(const ode_real t, const ode_real* y, const ode_real* a, ode_real* out)\n"
                 f"{{\n    {fun.name}(t, y, a, out);\n}}")

@@ -75,11 +75,14 @@ class Solver:
     def __init__(self, fun, *, t_span, n_state=None, n_args=None, method="Tsit5", t_eval=None, events=None, rtol=1e-6,
                  atol=1e-8, dt=None, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf,
                  dtype="float64", backend=None, exact=False, fast_math=False, controller="PI",
-                 steps_per_call=None, workers=None, progress=None):
+                 steps_per_call=None, workers=None, progress=None, _n_control=None, _record=0):
         self.method = _method(method)
+        # hooks of eagle/ode/_sensitivity.py (an augmented state whose first _n_control components
+        # alone steer the steps) and eagle/ode/_adjoint.py (a tape of _record accepted steps a sample)
+        self._n_control, self._record = _n_control, int(_record)
         m = self.method
         self._fun = fun
-        if not (callable(fun) or isinstance(fun, _rhs.C)):
+        if not (callable(fun) or isinstance(fun, _rhs.C) or hasattr(fun, "c_function")):
             raise EagleTypeError(f"eagle.ode: fun must be a callable f(t, y, *args) or eagle.ode.C(...), got a "
                                  f"{type(fun).__name__}")
         self.n_state = self.n_args = None
@@ -217,7 +220,7 @@ class Solver:
                              steps_per_call=steps_per_call, t_eval_count=0 if self.t_eval is None else self.t_eval.size,
                              events=[(t, d) for _, t, d in self.events], controller=self.controller,
                              t0=self.t0, t1=float(np.max(self.t1)), per_sample=bool(np.ndim(self.t1)),
-                             exact=self.exact)
+                             exact=self.exact, n_control=self._n_control, record=self._record)
         funcs = "\n\n".join([self._rhs.text] + [r.text for r in self._ev_rhs])
         label = self._rhs.label
         header = (f"/* eagle.ode: {self.method.name} ({self.method.description}), "
@@ -316,7 +319,12 @@ class Solver:
             EVT = b.empty((ne, n), dt) if ne else b.zeros(n, dt)
             EVY = b.empty((ne, d, n), dt) if ne else b.zeros(n, dt)
             DONE = b.zeros(max(n, 1), "uint32")
+            TAPE = b.empty((self._record * (d + 3), n), dt) if self._record else None
         except EagleMemoryError as e:
+            if self._record:
+                raise EagleMemoryError(f"eagle.ode: the adjoint's tape of N = {n} samples x {self._record} accepted "
+                                       f"steps x {d + 3} numbers needs {self._record * (d + 3) * n * dt.itemsize / 2**30:.2f} "
+                                       f"GiB on {b.kind} and does not fit: solve fewer samples at a time ({e})") from None
             need = (nw + max(self.n_args, 1) + d + n * 0) * n * dt.itemsize + n * d * nt * dt.itemsize
             raise EagleMemoryError(f"eagle.ode: a solve of N = {n} samples needs about {need / 2**30:.2f} GiB on "
                                    f"{b.kind} ({'t_eval: ' + str(nt) + ' points x ' + str(d) + ' components per sample, ' if nt else ''}"
@@ -325,7 +333,7 @@ class Solver:
         stream = b.stream()
         aset = eagle.ActiveSet(M, backend=b, stream=stream)
         rounds = -(-self.max_steps // spc) + 2
-        planes = [W, I, M, A, TE, YS, EVT, EVY, DONE]
+        planes = [W, I, M, A, TE, YS, EVT, EVY, DONE] + ([TAPE] if self._record else [])
 
         def init(s):
             s.run(mod.ode_init, [*planes, Y0], n)
@@ -336,6 +344,7 @@ class Solver:
             aset.drain(s, mod.ode_step_drain, planes, rounds, compacted=False, workers=workers)
 
         run = {"W": W, "I": I, "M": M, "A": A, "Y0": Y0, "DONE": DONE, "TE": TE, "YS": YS, "EVT": EVT, "EVY": EVY,
+               "TAPE": TAPE,
                "stream": stream, "aset": aset, "init": init, "drain": drain, "graph": None,
                "rows": (w, irow, nw, ni)}
         self._runs[key] = run
