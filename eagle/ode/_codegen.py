@@ -138,7 +138,7 @@ class _Gen:
             expr = expr if not expr.startswith("- ") else "-" + expr[2:]
             return [f"    const ode_real h_{tag} = {L(base)} * h;",
                     f"    for (int k = 0; k < D; ++k) {dst}[k] = y[k] + h_{tag} * ({expr});"]
-        if len(nz) < self.o.d:
+        if len(nz) < (self.o.n_control or self.o.d):  # ODE_DC: an augmented state's y rounds as y alone
             lines = [f"    const ode_real h_{tag}_{j} = {L(c)} * h;" for j, c in nz]
             expr = " + ".join(f"h_{tag}_{j} * K[{j}][k]" for j, _ in nz)
             return lines + [f"    for (int k = 0; k < D; ++k) {dst}[k] = y[k] + {expr};"]

@@ -508,7 +508,8 @@ def initial_states(y0, dtype, args, what):
 
 def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e-6, atol=1e-8, dt=None, args=(),
               backend=None, *, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf, dtype=None,
-              exact=False, fast_math=False, controller="PI", progress=None, distributed=None):
+              exact=False, fast_math=False, controller="PI", progress=None, distributed=None, sensitivity=None,
+              adjoint=None):
     """Integrate N independent initial-value problems y' = fun(t, y, *args) at once, one per lane
     of the arrays' device, in scipy.integrate.solve_ivp's vocabulary.
 
@@ -542,6 +543,15 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
     progress : None/True shows the fraction of samples done for solves longer than ~2 s.
     distributed : True, or an ``eagle.distributed.Job``: the samples are split over MPI ranks
         (every rank passes all the inputs and gets the gathered solution); see Solver.solve.
+    sensitivity : True, 'y0', an arg's position or name, or a sequence of them, optional
+        Forward sensitivities (eagle/ode/_sensitivity.py): the solution also holds ``dy_dargs``
+        (N, d, P), ``dy_dy0`` (N, d, d) and, with t_eval, ``dys_dargs``/``dys_dy0``. They are the
+        derivatives of the discrete solution (the stages differentiated, the accepted steps held
+        as the solve chose them; the steps are those of the plain solve), so they agree with
+        finite differences of the same fixed-step method to rounding, not only to the tolerance.
+    adjoint : True or an int (the tape's capacity in accepted steps a sample), optional
+        Record the accepted steps for reverse mode: ``sol.vjp(cotangent_y, cotangent_ys=None)``
+        gives the gradients for y0 and the args by the discrete adjoint (eagle/ode/_adjoint.py).
 
     Returns
     -------
@@ -551,6 +561,18 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
         ``source``.
     """
     y0, shape, dtype, args = initial_states(y0, dtype, args, "eagle.ode")
+    common = dict(method=method, t_eval=t_eval, rtol=rtol, dt=dt, adaptive=adaptive, max_steps=max_steps,
+                  first_step=first_step, max_step=max_step, backend=backend, exact=exact, fast_math=fast_math,
+                  controller=controller, progress=progress)
+    if sensitivity is not None and sensitivity is not False:
+        if adjoint:
+            raise EagleValueError("eagle.ode: pass sensitivity= (forward mode) or adjoint= (reverse mode), not both")
+        from . import _sensitivity
+        return _sensitivity.solve(fun, t_span, y0, args, sensitivity, events, atol, dtype, common, distributed)
+    if adjoint is not None and adjoint is not False:
+        from . import _adjoint
+        return _adjoint.AdjointSolver(fun, t_span=t_span, n_state=shape[-1], n_args=len(args), events=events,
+                                      atol=atol, dtype=dtype, capacity=adjoint, **common).solve(y0, args)
     solver = Solver(fun, t_span=t_span, n_state=shape[-1], n_args=len(args), method=method, t_eval=t_eval,
                     events=events, rtol=rtol, atol=atol, dt=dt, adaptive=adaptive, max_steps=max_steps,
                     first_step=first_step, max_step=max_step, dtype=dtype, backend=backend, exact=exact,

@@ -1,0 +1,240 @@
+"""Forward sensitivities of an ensemble solve: d y(t) / d args[k] and d y(t) / d y0 for every sample.
+
+The derivative is of the DISCRETE solution: the method's stages differentiated with the accepted
+step sizes held as the solve chose them. For an explicit Runge-Kutta method that is exactly the
+same method applied to the variational system
+
+    y' = f(t, y, a),    S' = (df/dy) S + df/dp,    S(t0) = dy0/dp
+
+with the step-size controller's error norm (and the first step's rule) over the y components
+only: the augmented state (y, S) then takes bit for bit the steps y takes alone, and S is the
+derivative of y's discrete solution. The augmented right-hand side is built here at trace time
+from the derived graph (eagle/ode/_derive.py), so it is exact (no finite differences) and the
+same C on every kind; the solve is the ordinary solver over d (1 + P) components with the hook
+``_n_control = d`` (eagle/ode/_codegen.py's ODE_DC).
+
+Layout of the augmented state: y (d), then one block of d per parameter p (S[:, p]): first the
+selected args in the order named, then, with y0, the d columns of dy/dy0.
+"""
+import inspect
+import numbers
+
+import numpy as np
+
+from ..errors import EagleTypeError, EagleValueError
+from . import _rhs
+from ._derive import derive
+from ._trace import TracedFunction, arith, trace
+
+
+def parse(spec, fun, n_args):
+    """(positions of the args differentiated, whether y0 is) from ``sensitivity=``: True (every
+    arg and y0), "y0", an arg's position (int) or name (str, a parameter of ``fun`` after t and
+    y), or a sequence of those."""
+    if spec is True:
+        return tuple(range(n_args)), True
+    if isinstance(spec, (str, numbers.Integral)) and not isinstance(spec, bool):
+        spec = (spec,)
+    if not isinstance(spec, (tuple, list)) or not spec:
+        raise EagleTypeError("eagle.ode: sensitivity= must be True, 'y0', an arg's position or name, or a "
+                             f"non-empty sequence of them; got {spec!r}")
+    names = _arg_names(fun, n_args)
+    positions, with_y0 = [], False
+    for item in spec:
+        if isinstance(item, str) and item == "y0":
+            with_y0 = True
+            continue
+        if isinstance(item, str):
+            if item not in names:
+                raise EagleValueError(f"eagle.ode: sensitivity names {item!r}, which is not an argument of fun after "
+                                      f"(t, y) (those are {', '.join(names) or 'none'}; or 'y0')")
+            k = names.index(item)
+        elif isinstance(item, numbers.Integral) and not isinstance(item, bool):
+            k = int(item)
+            if not 0 <= k < n_args:
+                raise EagleValueError(f"eagle.ode: sensitivity names args[{k}], but fun takes {n_args} argument(s) "
+                                      f"after (t, y)")
+        else:
+            raise EagleTypeError(f"eagle.ode: sensitivity items are arg positions (int), arg names (str) or 'y0'; "
+                                 f"got a {type(item).__name__}")
+        if k in positions:
+            raise EagleValueError(f"eagle.ode: sensitivity names args[{k}] twice")
+        positions.append(k)
+    return tuple(positions), with_y0
+
+
+def _arg_names(fun, n_args):
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][2:]
+    return names[:n_args]
+
+
+def _sum(terms, g):
+    """The sum of the nodes ``terms`` (a constant 0 when there are none)."""
+    out = None
+    for x in terms:
+        out = x if out is None else arith("add", out, x)
+    return g.const(0.0) if out is None else out
+
+
+def _times(e, x):
+    """e * x, with e = 1 and e = -1 taken as they are (the Jacobian of a linear term)."""
+    if e.op == "const" and e.value == 1.0:
+        return x
+    if e.op == "const" and e.value == -1.0:
+        return -x
+    return arith("mul", e, x)
+
+
+def traced(fun, d, n_args, dtype):
+    """``fun`` traced over d states (TracedFunction) and its derivatives; C functions are refused."""
+    if isinstance(fun, _rhs.C):
+        raise EagleTypeError("eagle.ode: sensitivities and adjoints need fun as a Python function (traced, then "
+                             "differentiated); a C right-hand side (eagle.ode.C) has no derivative here")
+    tf = trace(fun, d, n_args, dtype=dtype, what="fun")
+    return tf, derive(tf)
+
+
+def augmented(fun, d, n_args, dtype, positions, with_y0):
+    """The variational right-hand side over d (1 + P) states, as a TracedFunction (see the module
+    docstring for the layout)."""
+    tf, der = traced(fun, d, n_args, dtype)
+    g = tf.graph
+    P = len(positions) + (d if with_y0 else 0)
+    S = [[g.node("y", payload=d + p * d + j, value=d + p * d + j) for j in range(d)] for p in range(P)]
+    outputs = list(tf.outputs)
+    rows = {}
+    for (i, j), e in der.jac.items():
+        rows.setdefault(i, []).append((j, e))
+    for p in range(P):
+        for i in range(d):
+            terms = [_times(e, S[p][j]) for j, e in rows.get(i, ())]
+            if p < len(positions) and (i, positions[p]) in der.dargs:
+                terms.append(der.dargs[(i, positions[p])])
+            outputs.append(_sum(terms, g))
+    return TracedFunction(g, outputs, d * (1 + P), n_args, "fun with its sensitivities")
+
+
+class _Event:
+    """An event function of the augmented state: ``g`` of its first d components."""
+
+    def __init__(self, g, d):
+        self.g, self.d = g, d
+        self.terminal = getattr(g, "terminal", False)
+        self.direction = getattr(g, "direction", 0)
+        self.__name__ = getattr(g, "__name__", "event")
+
+    def __call__(self, t, y, *args):
+        return self.g(t, y[:self.d], *args)
+
+
+def _events(events, d):
+    if events is None:
+        return None
+    if callable(events) and not isinstance(events, (list, tuple)) or isinstance(events, _rhs.C):
+        events = [events]
+    # a C event reads y[0..d-1] only (its contract), so it takes the augmented state as it is
+    return [e if isinstance(e, _rhs.C) or not callable(e) else _Event(e, d) for e in events]
+
+
+class SensitivitySolution:
+    """An :class:`OdeSolution` of y with its derivatives (N samples, d components, P of the args).
+
+    Besides every field of the plain solution (``y``, ``t``, ``status``, ``ys`` ... of y alone):
+      dy_dargs  (N, d, P): d y(t_end) / d args[k] for the k in ``sensitivity_args`` (in that order)
+      dy_dy0    (N, d, d): d y(t_end)[i] / d y0[j]  (when y0 was named)
+      dys_dargs (N, d, P, T), dys_dy0 (N, d, d, T): the same at every t_eval time (nan where the
+                sample had ended)
+    t_end is t1, or a terminal event's time held fixed (see ``dt_event_dargs`` for its derivative)."""
+
+    def __init__(self, inner, d, positions, with_y0, event_derivs=None):
+        self._inner, self._d = inner, d
+        self.sensitivity_args, self.sensitivity_y0 = positions, with_y0
+        self._event_derivs = event_derivs
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def _blocks(self, a):
+        """(N, d, P) of an augmented (N, D) array (or (N, d, P, T) of (N, D, T))."""
+        d, n = self._d, a.shape[0]
+        s = a[:, d:]
+        P = s.shape[1] // d
+        s = s.reshape((n, P, d) + a.shape[2:])
+        return np.ascontiguousarray(np.moveaxis(s, 1, 2))
+
+    @property
+    def y(self):
+        return np.ascontiguousarray(self._inner.y[:, :self._d])
+
+    @property
+    def ys(self):
+        ys = self._inner.ys
+        return None if ys is None else np.ascontiguousarray(ys[:, :self._d])
+
+    @property
+    def y_events(self):
+        return [np.ascontiguousarray(e[:, :self._d]) for e in self._inner.y_events]
+
+    @property
+    def dy_dargs(self):
+        return self._blocks(self._inner.y)[:, :, :len(self.sensitivity_args)]
+
+    @property
+    def dy_dy0(self):
+        if not self.sensitivity_y0:
+            raise EagleValueError("eagle.ode: this solve did not differentiate y0 (name 'y0' in sensitivity=)")
+        return self._blocks(self._inner.y)[:, :, len(self.sensitivity_args):]
+
+    @property
+    def dys_dargs(self):
+        ys = self._inner.ys
+        if ys is None:
+            raise EagleValueError("eagle.ode: dys_dargs needs t_eval")
+        return self._blocks(ys)[:, :, :len(self.sensitivity_args)]
+
+    @property
+    def dys_dy0(self):
+        ys = self._inner.ys
+        if ys is None or not self.sensitivity_y0:
+            raise EagleValueError("eagle.ode: dys_dy0 needs t_eval and 'y0' named in sensitivity=")
+        return self._blocks(ys)[:, :, len(self.sensitivity_args):]
+
+    def __repr__(self):
+        return repr(self._inner).replace("OdeSolution", "OdeSolution with sensitivities", 1)
+
+
+def initial_augmented(y0, d, positions, with_y0):
+    """y0 (N, d) or (d,) with S(t0) appended: zero columns for the args, the identity for y0."""
+    y0 = np.asarray(y0, dtype=np.float64)
+    P = len(positions) + (d if with_y0 else 0)
+    out = np.zeros(y0.shape[:-1] + (d * (1 + P),))
+    out[..., :d] = y0
+    if with_y0:
+        base = d * (1 + len(positions))
+        for j in range(d):
+            out[..., base + j * d + j] = 1.0
+    return out
+
+
+def solve(fun, t_span, y0, args, sensitivity, events, atol, dtype, solver_kwargs, distributed=None):
+    """solve_ivp with ``sensitivity=``: the variational system solved as one ensemble."""
+    from ._solver import Solver, _on_device
+    if _on_device(y0) or any(_on_device(a) for a in args):
+        raise EagleTypeError("eagle.ode: sensitivity= takes y0 and args as host arrays (numpy); copy device "
+                             "arrays to the host first")
+    d, na = np.shape(y0)[-1], len(args)
+    positions, with_y0 = parse(sensitivity, fun, na)
+    if not positions and not with_y0:
+        raise EagleValueError("eagle.ode: sensitivity= names nothing to differentiate")
+    aug = augmented(fun, d, na, dtype, positions, with_y0)
+    D = aug.n_state
+    if np.ndim(atol):
+        atol = np.concatenate([np.asarray(atol, np.float64), np.ones(D - d)])
+    solver = Solver(aug, t_span=t_span, n_state=D, n_args=na, events=_events(events, d), atol=atol, dtype=dtype,
+                    _n_control=d, **solver_kwargs)
+    inner = solver.solve(initial_augmented(y0, d, positions, with_y0).astype(dtype), args, distributed=distributed)
+    return SensitivitySolution(inner, d, positions, with_y0)
