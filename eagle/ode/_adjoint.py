@@ -376,11 +376,11 @@ class AdjointSolution:
         n, d, na = s.n, s.n_state, s.n_args
         dt = s.dtype
         cy = np.asarray(cotangent_y, dtype=dt)
+        if cy.shape == (d,):
+            cy = np.broadcast_to(cy, (n, d))
         if cy.shape != (n, d):
-            cy = np.broadcast_to(cy, (n, d)) if cy.ndim <= 2 and cy.shape[-1:] in ((d,), ()) else None
-            if cy is None:
-                raise EagleValueError(f"eagle.ode: cotangent_y must have shape ({n}, {d}), got "
-                                      f"{np.shape(cotangent_y)}")
+            raise EagleValueError(f"eagle.ode: cotangent_y must have shape ({n}, {d}) (or ({d},), the same for every "
+                                  f"sample), got {np.shape(cotangent_y)}")
         nt = 0 if s.t_eval is None else s.t_eval.size
         if cotangent_ys is not None:
             if not nt:
