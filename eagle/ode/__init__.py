@@ -13,8 +13,11 @@ from ._rhs import C
 from ._sde import SdeSolution, SdeSolver, solve_sde
 from ._solution import OdeSolution
 from ._solver import Solver, solve_ivp
+from ._sensitivity import SensitivitySolution, SensitivitySolver
+from ._adjoint import AdjointSolution, AdjointSolver
 
-__all__ = ["C", "METHODS", "OdeSolution", "Solver", "solve_ivp", "math", "SdeSolution", "SdeSolver", "solve_sde"]
+__all__ = ["C", "METHODS", "OdeSolution", "Solver", "solve_ivp", "math", "SdeSolution", "SdeSolver", "solve_sde",
+           "SensitivitySolver", "SensitivitySolution", "AdjointSolver", "AdjointSolution"]
 
 
 def __getattr__(name):

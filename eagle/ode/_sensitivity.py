@@ -220,21 +220,44 @@ def initial_augmented(y0, d, positions, with_y0):
     return out
 
 
+class SensitivitySolver:
+    """An ensemble solver of y and its sensitivities, compiled once and solved again and again.
+    ``sensitivity`` as :func:`parse` takes it; ``n_state`` and ``n_args`` are needed; every other
+    keyword is :class:`Solver`'s. :meth:`solve` returns a :class:`SensitivitySolution`."""
+
+    def __init__(self, fun, *, t_span, n_state, n_args, sensitivity=True, events=None, atol=1e-8,
+                 dtype="float64", **solver_kwargs):
+        from ._solver import Solver
+        d, na = int(n_state), int(n_args)
+        self.n_state, self.n_args = d, na
+        self.positions, self.with_y0 = parse(sensitivity, fun, na)
+        if not self.positions and not self.with_y0:
+            raise EagleValueError("eagle.ode: sensitivity= names nothing to differentiate")
+        aug = augmented(fun, d, na, dtype, self.positions, self.with_y0)
+        D = aug.n_state
+        if np.ndim(atol):
+            atol = np.concatenate([np.asarray(atol, np.float64), np.ones(D - d)])
+        self.solver = Solver(aug, t_span=t_span, n_state=D, n_args=na, events=_events(events, d), atol=atol,
+                             dtype=dtype, _n_control=d, **solver_kwargs)
+        self.source = self.solver.source
+
+    def solve(self, y0, args=(), *, distributed=None, progress=None):
+        from ._solver import _on_device
+        if not isinstance(args, (tuple, list)):
+            args = (args,)
+        if _on_device(y0) or any(_on_device(a) for a in args):
+            raise EagleTypeError("eagle.ode: a sensitivity solve takes y0 and args as host arrays (numpy); copy "
+                                 "device arrays to the host first")
+        if np.shape(y0)[-1:] != (self.n_state,):
+            raise EagleValueError(f"eagle.ode: y0 must have shape (N, {self.n_state}) or ({self.n_state},), got "
+                                  f"{np.shape(y0)}")
+        y0a = initial_augmented(y0, self.n_state, self.positions, self.with_y0).astype(self.solver.dtype)
+        inner = self.solver.solve(y0a, args, distributed=distributed, progress=progress)
+        return SensitivitySolution(inner, self.n_state, self.positions, self.with_y0)
+
+
 def solve(fun, t_span, y0, args, sensitivity, events, atol, dtype, solver_kwargs, distributed=None):
     """solve_ivp with ``sensitivity=``: the variational system solved as one ensemble."""
-    from ._solver import Solver, _on_device
-    if _on_device(y0) or any(_on_device(a) for a in args):
-        raise EagleTypeError("eagle.ode: sensitivity= takes y0 and args as host arrays (numpy); copy device "
-                             "arrays to the host first")
-    d, na = np.shape(y0)[-1], len(args)
-    positions, with_y0 = parse(sensitivity, fun, na)
-    if not positions and not with_y0:
-        raise EagleValueError("eagle.ode: sensitivity= names nothing to differentiate")
-    aug = augmented(fun, d, na, dtype, positions, with_y0)
-    D = aug.n_state
-    if np.ndim(atol):
-        atol = np.concatenate([np.asarray(atol, np.float64), np.ones(D - d)])
-    solver = Solver(aug, t_span=t_span, n_state=D, n_args=na, events=_events(events, d), atol=atol, dtype=dtype,
-                    _n_control=d, **solver_kwargs)
-    inner = solver.solve(initial_augmented(y0, d, positions, with_y0).astype(dtype), args, distributed=distributed)
-    return SensitivitySolution(inner, d, positions, with_y0)
+    s = SensitivitySolver(fun, t_span=t_span, n_state=np.shape(y0)[-1], n_args=len(args), sensitivity=sensitivity,
+                          events=events, atol=atol, dtype=dtype, **solver_kwargs)
+    return s.solve(y0, args, distributed=distributed)
