@@ -1,0 +1,64 @@
+"""PyTorch bridge (optional: torch is imported when this module is, never by eagle itself).
+
+    import eagle.ode.torch as et
+    y = et.solve(fun, (0.0, 1.0), y0, args=(rho,))      # y0, rho: torch tensors
+    (y ** 2).sum().backward()                           # rho.grad, y0.grad by eagle's discrete adjoint
+
+:func:`solve` is a ``torch.autograd.Function``: the forward pass is one recorded ensemble solve
+(``solve_ivp(..., adjoint=True)``), the backward pass its ``sol.vjp`` (eagle/ode/_adjoint.py), so
+the gradients are those of the discrete solution. Tensors enter through DLPack / numpy without a
+copy where they live on the host; results come back as tensors on the inputs' device (from the
+host). Returns y(t_end) (N, d), and with ``t_eval`` the pair (y, ys) with ys (N, d, T).
+"""
+import numpy as np
+import torch
+
+from ._bridge import Bridge
+
+_BRIDGES = {}
+
+
+def _host(x):
+    if isinstance(x, torch.Tensor):
+        x = x.detach()
+        return x.numpy() if x.device.type == "cpu" else x.cpu().numpy()
+    return np.asarray(x)
+
+
+class _Solve(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, bridge, y0, *args):
+        host_y0, host_args = _host(y0), [_host(a) for a in args]
+        sol, y, ys = bridge.forward(host_y0, host_args)
+        ctx.bridge, ctx.sol, ctx.inputs = bridge, sol, (host_y0, host_args)
+        ctx.devices = [y0.device] + [a.device if isinstance(a, torch.Tensor) else None for a in args]
+        ctx.dtypes = [y0.dtype] + [a.dtype if isinstance(a, torch.Tensor) else None for a in args]
+        out = torch.from_numpy(np.ascontiguousarray(y)).to(y0.device)
+        if ys is None:
+            return out
+        return out, torch.from_numpy(np.ascontiguousarray(ys)).to(y0.device)
+
+    @staticmethod
+    def backward(ctx, gy, gys=None):
+        host_y0, host_args = ctx.inputs
+        gy0, gargs = ctx.bridge.backward(ctx.sol, host_y0, host_args, _host(gy),
+                                         None if gys is None else _host(gys))
+        grads = [torch.from_numpy(np.ascontiguousarray(gy0)).to(ctx.devices[0], ctx.dtypes[0])]
+        for g, dev, dt in zip(gargs, ctx.devices[1:], ctx.dtypes[1:]):
+            grads.append(None if dev is None else torch.from_numpy(np.ascontiguousarray(g)).to(dev, dt))
+        return (None, *grads)
+
+
+def solve(fun, t_span, y0, args=(), *, t_eval=None, **kwargs):
+    """``solve_ivp(fun, t_span, y0, args=args, t_eval=t_eval, **kwargs)``, differentiable in ``y0``
+    and ``args`` (tensors; numbers are taken as constants). See the module docstring."""
+    if not isinstance(args, (tuple, list)):
+        args = (args,)
+    key = (fun, tuple(np.ravel(t_span)), None if t_eval is None else tuple(np.asarray(t_eval, float)),
+           tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
+    bridge = _BRIDGES.get(key)
+    if bridge is None:
+        bridge = _BRIDGES[key] = Bridge(fun, t_span, t_eval, kwargs)
+    if not isinstance(y0, torch.Tensor):
+        y0 = torch.as_tensor(np.asarray(y0, np.float64))
+    return _Solve.apply(bridge, y0, *args)
