@@ -254,7 +254,6 @@ def main():
     # error calibration on the check samples
     rho_c = rhos(a.check)
     ref_y = reference_states(rho_c)
-    ref_g = reference_gradient(rho_c, a.backend)
 
     def err(y):
         return float(np.max(np.abs(y - ref_y) / (1e-3 + np.abs(ref_y))))

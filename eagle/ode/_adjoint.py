@@ -1,8 +1,9 @@
 """Reverse mode for ensemble solves: the discrete adjoint of an explicit Runge-Kutta solve.
 
-The forward solve (``solve_ivp(..., adjoint=True)``) records, for every accepted step s of sample
-i, the step's start t, its size hh, its end tn and the state y there (the TAPE plane of
-eagle/ode/_codegen.py: row s (d + 3) + c, sample i at column i). :meth:`AdjointSolution.vjp` then
+The forward solve (``solve_ivp(..., adjoint=True)``) records the time and state at t0 and at the
+end of every accepted step, with the step's size (the scheme :class:`RecordingRK`'s TAPE plane:
+record k at rows k (d + 2) + (0: t_k, 1: the size hh of the step that ended there, 2 + c: y_k[c]),
+sample i at column i). :meth:`AdjointSolution.vjp` then
 runs one generated kernel per sample that replays the recorded steps backwards: it recomputes the
 step's stages from (t, hh, y) exactly as the forward did, and transposes the stage recursion
 
@@ -15,13 +16,12 @@ _sensitivity.py) contracted with the cotangent, to rounding. Cotangents of the t
 taken through the method's dense output (its "P" polynomial, cubic Hermite or linear
 interpolant).
 
-Memory: the tape holds capacity x (d + 3) numbers per sample (capacity = the most accepted steps
+Memory: the tape holds (capacity + 1) x (d + 2) numbers per sample (capacity = the most accepted steps
 a sample may record); ``AdjointSolution.tape_bytes`` says how much. A sample whose steps overflow
 the capacity makes the solver grow it to the largest count and solve again (once); a tape that
 does not fit the device is refused with an EagleMemoryError naming its size. The reverse kernel
 needs no memory beyond its inputs and outputs: each lane keeps its stages in its own registers.
 """
-import math
 import numbers
 import os
 import threading
@@ -29,10 +29,9 @@ from collections import namedtuple
 
 import numpy as np
 
-import eagle
-from ..errors import EagleMemoryError, EagleTypeError, EagleValueError
-from . import _codegen
-from ._codegen import DONE, EVENT
+from ..errors import EagleMemoryError, EagleValueError
+from ._frame import DONE, EVENT, P_ATOL, Q_NT, Q_SHARED
+from ._rk import RungeKutta
 from ._sensitivity import _sum, _times, traced
 from ._trace import TracedFunction
 
@@ -59,6 +58,37 @@ def vjp_function(fun, d, n_args, dtype):
     return tf, TracedFunction(g, outputs, 2 * d, n_args, "v^T df/d(y, args)")
 
 
+class RecordingRK(RungeKutta):
+    """The explicit Runge-Kutta scheme (eagle/ode/_rk.py) that also writes the tape: record 0 at t0
+    (in ``<p>_init``), record k + 1 when the k-th step is accepted. A sample that takes more than
+    ``capacity`` accepted steps records the first ``capacity`` only (the solver then grows the tape
+    and solves again)."""
+
+    def __init__(self, method, *, capacity, **kw):
+        super().__init__(method, **kw)
+        self.capacity = capacity
+        self.planes = (("TAPE", (capacity + 1) * (self.d + 2)),)
+        self.name = f"{method.name} (recording its accepted steps, {capacity} a sample)"
+
+    def helpers(self, fr):
+        return f"#define ODE_REC {self.capacity}  /* the tape's capacity in accepted steps */\n" + super().helpers(fr)
+
+    def init_rows(self, fr):
+        return super().init_rows(fr) + [
+            "    TAPE[i] = t0;",
+            "    TAPE[(int64_t)n + i] = 0;",
+            "    for (int k = 0; k < D; ++k) TAPE[(int64_t)(2 + k) * n + i] = y[k];"]
+
+    def accepted(self, fr):
+        return super().accepted(fr) + [
+            "        if (nacc < ODE_REC) {  /* the tape: this step's end (t = tn, y = ynew) and size */",
+            "            const int64_t rec = (int64_t)(nacc + 1) * (D + 2);",
+            "            TAPE[rec * n + i] = t;",
+            "            TAPE[(rec + 1) * n + i] = hh;",
+            "            for (int k = 0; k < D; ++k) TAPE[(rec + 2 + k) * n + i] = y[k];",
+            "        }"]
+
+
 class _AdjointGen:
     """The C of the reverse kernel ``ode_adjoint`` for one solver (method, d, args, t_eval)."""
 
@@ -66,11 +96,7 @@ class _AdjointGen:
         self.s = solver
         self.m = solver.method
         self.f_text, self.vjp_text = f_text, vjp_text
-        o = _codegen.Options(solver.method, solver.n_state, solver.n_args, solver.real, adaptive=solver.adaptive,
-                             rtol=solver.rtol, atol=1.0, dt=solver.dt, first_step=None, max_step=math.inf,
-                             max_steps=1, steps_per_call=1, t_eval_count=0, events=[], controller="PI",
-                             t0=0.0, t1=1.0, per_sample=False, exact=solver.exact)
-        self.g = _codegen._Gen(o)  # its combine(): the stage sums exactly as the forward's
+        self.g = solver._run.scheme  # its combine(): the stage sums exactly as the forward's
         self.L = self.g.L
 
     def dense_bar(self):
@@ -136,23 +162,27 @@ class _AdjointGen:
     def source(self):
         s, m, L = self.s, self.m, self.L
         S = m.stages
-        w, irow, _, _ = s._rows
-        nt = 0 if s.t_eval is None else s.t_eval.size
+        run = s._run
+        w, irow, _, _ = run.frame.rows
+        nt = s.t_eval is not None
         # does the dense output read the FSAL stage K[S]?
-        last_used = bool(nt) and m.dense == "P" and m.fsal and any(x != 0.0 for x in m.P[S])
-        hermite = bool(nt) and m.dense == "hermite"
-        real = s.real
-        lines = [f"/* eagle.ode: the discrete adjoint of {m.name}, d = {s.n_state}, {s.n_args} argument(s), {nt} "
-                 f"t_eval point(s). Generated by eagle/ode/_adjoint.py. */",
+        last_used = nt and m.dense == "P" and m.fsal and any(x != 0.0 for x in m.P[S])
+        hermite = nt and m.dense == "hermite"
+        real = run.real
+        nan = "(((float)3.4028234663852886e38) * 2 - ((float)3.4028234663852886e38) * 2)" if real == "float" else \
+            "(1.7976931348623157e308 * 2 - 1.7976931348623157e308 * 2)"
+        lines = [f"/* eagle.ode: the discrete adjoint of {m.name}, d = {s.n_state}, {s.n_args} argument(s)"
+                 f"{', t_eval' if nt else ''}. Generated by eagle/ode/_adjoint.py. */",
                  "#include <eagle/kernel.h>",
                  f"#define EAGLE_ODE_REAL {real}\ntypedef {real} ode_real;",
-                 f"#define D {s.n_state}\n#define ODE_NA {s.n_args}\n#define ODE_NT {nt}\n#define ODE_NK {S + 1}",
-                 f"#define ODE_REC {s._record}",
-                 f"#define W_T {w['T']}\n#define I_STATUS {irow['STATUS']}\n#define I_NACC {irow['NACC']}",
+                 f"#define D {s.n_state}\n#define ODE_NA {s.n_args}\n#define ODE_NK {S + 1}",
+                 f"#define ODE_REC {run.scheme.capacity}",
+                 f"#define I_STATUS {irow['STATUS']}\n#define I_NACC {irow['NACC']}",
                  (f"#define I_NEXT {irow['NEXT']}" if nt else ""),
-                 f"#define ODE_DONE {DONE}\n#define ODE_EVENT {EVENT}",
-                 ("#define ODE_NAN (((float)3.4028234663852886e38) * 2 - ((float)3.4028234663852886e38) * 2)"
-                  if real == "float" else "#define ODE_NAN (1.7976931348623157e308 * 2 - 1.7976931348623157e308 * 2)"),
+                 f"#define ODE_DONE {DONE}\n#define ODE_EVENT {EVENT}\n#define Q_NT {Q_NT}",
+                 f"#define ODE_NAN {nan}",
+                 "/* where the run keeps the shared and per-sample arguments (eagle/ode/_frame.py) */",
+                 f"#define P_A ({P_ATOL} + D + 2)\n#define Q_SH_A {Q_SHARED + 3}",
                  self.f_text, self.vjp_text,
                  "EAGLE_FN void ode_f(const ode_real t, const ode_real* y, const ode_real* a, ode_real* dy)\n"
                  "{\n    ode_user_f(t, y, a, dy);\n}",
@@ -172,15 +202,20 @@ class _AdjointGen:
         ck = lambda j: L(m.C[j])  # noqa: E731
         body = [
             "/* Sample i: GY = d L / d y0 and GA = d L / d a for the cotangents CY (of y at the end, (D, n)) and",
-            " * CYS (of the t_eval states, (n, D, ODE_NT)), by the recorded steps replayed backwards. A sample",
-            " * that failed (or recorded more steps than the tape holds) gets nan. */",
-            "EAGLE_KERNEL(ode_adjoint, (const ode_real*, W), (const int32_t*, I), (const ode_real*, A),",
-            "             (EAGLE_BUFFER const ode_real*, TE), (const ode_real*, TAPE), (const ode_real*, CY),",
-            "             (EAGLE_BUFFER const ode_real*, CYS), (ode_real*, GY), (ode_real*, GA))",
+            " * CYS (of the t_eval states, (n, D, nt)), by the recorded steps replayed backwards. A sample that",
+            " * failed (or recorded more steps than the tape holds) gets nan. */",
+            "EAGLE_KERNEL(ode_adjoint, (const int32_t*, I), (const ode_real*, IN), (EAGLE_BUFFER const ode_real*, P),",
+            "             (EAGLE_BUFFER const uint32_t*, Q), (EAGLE_BUFFER const ode_real*, TE), (const ode_real*, TAPE),",
+            "             (const ode_real*, CY), (EAGLE_BUFFER const ode_real*, CYS), (ode_real*, GY), (ode_real*, GA))",
             "{",
-            "    (void)TE; (void)CYS; (void)W;",
+            "    (void)TE; (void)CYS; (void)P; (void)IN;",
+            "    const int32_t nt = (int32_t)Q[Q_NT];",
+            "    (void)nt;",
             "    ode_real a[ODE_NA > 0 ? ODE_NA : 1], ab[ODE_NA > 0 ? ODE_NA : 1], lam[D];",
-            "    for (int k = 0; k < ODE_NA; ++k) { a[k] = A[(int64_t)k * n + i]; ab[k] = 0; }",
+            "    for (int k = 0; k < ODE_NA; ++k) {",
+            "        a[k] = Q[Q_SH_A + k] ? P[P_A + k] : IN[(int64_t)(2 + k) * n + i];",
+            "        ab[k] = 0;",
+            "    }",
             "    for (int k = 0; k < D; ++k) lam[k] = CY[(int64_t)k * n + i];",
             "    const int32_t status = I[(int64_t)I_STATUS * n + i] & 255;",
             "    const int32_t nacc = I[(int64_t)I_NACC * n + i];",
@@ -189,13 +224,13 @@ class _AdjointGen:
             "        for (int k = 0; k < ODE_NA; ++k) GA[(int64_t)k * n + i] = ODE_NAN;",
             "        return;",
             "    }",
-            (f"    int32_t j = I[(int64_t)I_NEXT * n + i] - 1;" if nt else ""),
+            ("    int32_t j = I[(int64_t)I_NEXT * n + i] - 1;" if nt else ""),
             "    ode_real K[ODE_NK][D], Ys[ODE_NK][D], Kb[ODE_NK][D], y[D], ynew[D], yb[D], ynb[D], F1b[D], Yb[D];",
             "    (void)F1b;",
             "    for (int32_t s = nacc - 1; s >= 0; --s) {",
-            "        const int64_t rec = (int64_t)s * (D + 3);",
-            "        const ode_real t = TAPE[rec * n + i], h = TAPE[(rec + 1) * n + i], tn = TAPE[(rec + 2) * n + i];",
-            "        for (int k = 0; k < D; ++k) y[k] = TAPE[(rec + 3 + k) * n + i];",
+            "        const int64_t rec = (int64_t)s * (D + 2), nrec = rec + (D + 2);",
+            "        const ode_real t = TAPE[rec * n + i], tn = TAPE[nrec * n + i], h = TAPE[(nrec + 1) * n + i];",
+            "        for (int k = 0; k < D; ++k) y[k] = TAPE[(rec + 2 + k) * n + i];",
             f"        ode_stages(t, h, tn, y, K, Ys, a, ynew, {1 if last_used else 0});",
             "        for (int q = 0; q < ODE_NK; ++q) for (int k = 0; k < D; ++k) Kb[q][k] = 0;",
             "        for (int k = 0; k < D; ++k) { yb[k] = 0; ynb[k] = lam[k]; F1b[k] = 0; }"]
@@ -203,7 +238,7 @@ class _AdjointGen:
             body += [
                 "        while (j >= 0 && TE[j] > t) {  /* the t_eval points this step wrote */",
                 "            ode_real c[D];",
-                "            for (int k = 0; k < D; ++k) c[k] = CYS[((int64_t)i * D + k) * ODE_NT + j];",
+                "            for (int k = 0; k < D; ++k) c[k] = CYS[((int64_t)i * D + k) * nt + j];",
                 "            if (TE[j] == tn) { for (int k = 0; k < D; ++k) ynb[k] += c[k]; }",
                 "            else ode_dense_bar((TE[j] - t) / h, h, c, yb, Kb, ynb, F1b);",
                 "            --j;",
@@ -230,7 +265,7 @@ class _AdjointGen:
                  "    }"]
         if nt:
             body += ["    for (; j >= 0; --j)  /* t_eval points at t0: y0 itself */",
-                     "        for (int k = 0; k < D; ++k) lam[k] += CYS[((int64_t)i * D + k) * ODE_NT + j];"]
+                     "        for (int k = 0; k < D; ++k) lam[k] += CYS[((int64_t)i * D + k) * nt + j];"]
         body += ["    for (int k = 0; k < D; ++k) GY[(int64_t)k * n + i] = lam[k];",
                  "    for (int k = 0; k < ODE_NA; ++k) GA[(int64_t)k * n + i] = ab[k];",
                  "}"]
@@ -267,8 +302,8 @@ class AdjointSolver:
     likewise when a sample takes more)."""
 
     def __init__(self, fun, *, capacity=True, events=None, **kwargs):
-        from ._solver import _events
-        for g, terminal, _ in _events(events):
+        from . import _check, _rhs
+        for g, terminal, _ in _check.events_of(events, lambda g: isinstance(g, _rhs.C)):
             if terminal:
                 raise EagleValueError("eagle.ode: adjoint= with a terminal event is not supported (its time moves "
                                       "with the parameters); use sensitivity= (forward mode), which gives "
@@ -286,34 +321,36 @@ class AdjointSolver:
         n_state, n_args = self._kwargs["n_state"], self._kwargs["n_args"]
         dtype = self._kwargs.get("dtype") or "float64"
         tf, vjp_tf = vjp_function(self._fun, n_state, n_args, dtype)
-        kw = dict(self._kwargs)
-        s = Solver(tf, events=self._events, _record=cap, **kw)
+        s = Solver(tf, events=self._events, _scheme=lambda m, **kw: RecordingRK(m, capacity=cap, **kw), **self._kwargs)
         s._adjoint_texts = (tf.c_function("ode_user_f"), vjp_tf.c_function("ode_user_vjp"))
+        s._capacity = cap
         self._adjoint_mods = {}
         return s
 
     def _check_memory(self, b, n, cap):
         d = self._kwargs["n_state"]
         itemsize = np.dtype(self._kwargs.get("dtype") or "float64").itemsize
-        need = cap * (d + 3) * n * itemsize
-        if b.kind == "cpu":
+        need = (cap + 1) * (d + 2) * n * itemsize
+        from ._run import host_kind
+        if b.kind == host_kind():  # host memory: checked against what the host has free
             avail = _host_bytes_available()
             if avail is not None and need > 0.8 * avail:
-                raise EagleMemoryError(f"eagle.ode: the adjoint's tape of N = {n} samples x {cap} accepted steps x "
-                                       f"{d + 3} numbers needs {need / 2**30:.2f} GiB; the host has "
+                raise EagleMemoryError(f"eagle.ode: the adjoint's tape of N = {n} samples x {cap + 1} records x "
+                                       f"{d + 2} numbers needs {need / 2**30:.2f} GiB; the host has "
                                        f"{avail / 2**30:.2f} GiB available: solve fewer samples at a time")
         return need
 
     def solve(self, y0, args=()):
+        from ._run import backend_of
         if not isinstance(args, (tuple, list)):
             args = (args,)
         with self._lock:
             cap = self._grown
-            if self._solver is None or self._solver._record != cap:
+            if self._solver is None or self._solver._capacity != cap:
                 self._solver = self._make(cap)
             solver = self._solver
             n = _count(y0, args, solver)
-            b = solver._backend(y0)
+            b = backend_of(solver._run.backend_arg, y0, "eagle.ode")
             self._check_memory(b, n, cap)
             sol = solver.solve(y0, args)
             most = int(sol.n_accepted.max()) if n else 0
@@ -323,8 +360,8 @@ class AdjointSolver:
                 self._solver = solver = self._make(cap)
                 sol = solver.solve(y0, args)
             self._generation += 1
-            run = solver._runs[(solver._last_backend.path, solver._last_n)]
-            return AdjointSolution(self, solver, sol, run, self._generation)
+            run = solver._run._runs[(b.path, n)]
+            return AdjointSolution(self, solver, sol, run, self._generation, b, n)
 
     def _module(self, solver, b):
         mod = self._adjoint_mods.get(b.path)
@@ -333,8 +370,8 @@ class AdjointSolver:
             src = _AdjointGen(solver, f_text, vjp_text).source()
             solver.adjoint_source = src
             mod = self._adjoint_mods[b.path] = b.compile(src.encode(), name="eagle_ode_adjoint.c",
-                                                         kernels=["ode_adjoint"], exact=solver.exact,
-                                                         fast_math=solver.fast_math)
+                                                         kernels=["ode_adjoint"], exact=solver._run.exact,
+                                                         fast_math=solver._run.fast_math)
         return mod
 
 
@@ -343,8 +380,9 @@ def _count(y0, args, solver):
     if np.ndim(y0) == 2:
         ns.append(np.shape(y0)[0])
     ns += [np.shape(a)[0] for a in args if np.ndim(a) == 1]
-    if np.ndim(solver.t1):
-        ns.append(np.shape(solver.t1)[0])
+    for t in (solver.t0, solver.t1):
+        if np.ndim(t):
+            ns.append(np.shape(t)[0])
     return ns[0] if ns else 1
 
 
@@ -352,11 +390,11 @@ class AdjointSolution:
     """An :class:`OdeSolution` (every field of it) whose accepted steps were recorded:
     :meth:`vjp` gives gradients for y0 and the args. ``tape_bytes``: the tape's size."""
 
-    def __init__(self, owner, solver, sol, run, generation):
+    def __init__(self, owner, solver, sol, run, generation, backend, n):
         self._owner, self._solver, self._sol, self._run, self._generation = owner, solver, sol, run, generation
-        self.tape_bytes = int(run["TAPE"].nbytes) if hasattr(run["TAPE"], "nbytes") else \
-            solver._record * (solver.n_state + 3) * solver.n * solver.dtype.itemsize
-        self.tape_capacity = solver._record
+        self._backend, self._n = backend, n
+        self.tape_capacity = solver._capacity
+        self.tape_bytes = (solver._capacity + 1) * (solver.n_state + 2) * n * solver.dtype.itemsize
 
     def __getattr__(self, name):
         return getattr(self._sol, name)
@@ -373,7 +411,7 @@ class AdjointSolution:
             raise EagleValueError("eagle.ode: this solution's tape was overwritten by a later solve of the same "
                                   "solver; call vjp before solving again")
         s, run = self._solver, self._run
-        n, d, na = s.n, s.n_state, s.n_args
+        n, d, na = self._n, s.n_state, s.n_args
         dt = s.dtype
         cy = np.asarray(cotangent_y, dtype=dt)
         if cy.shape == (d,):
@@ -390,13 +428,14 @@ class AdjointSolution:
                 raise EagleValueError(f"eagle.ode: cotangent_ys must have shape ({n}, {d}, {nt}), got {cys.shape}")
         else:
             cys = np.zeros((n, d, nt) if nt else (1,), dt)
-        b = s._last_backend
+        b = self._backend
         mod = self._owner._module(s, b)
         CY = b.asarray(np.ascontiguousarray(cy.T))
         CYS = b.asarray(np.ascontiguousarray(cys))
         GY = b.empty((d, n), dt)
         GA = b.empty((max(na, 1), n), dt)
         st = run["stream"]
-        st.run(mod.ode_adjoint, [self._sol._W, self._sol._I, run["A"], run["TE"], run["TAPE"], CY, CYS, GY, GA], n)
+        st.run(mod.ode_adjoint, [self._sol._I, run["IN"], run["P"], run["Q"], run["TE"], run["TAPE"], CY, CYS, GY, GA],
+               n)
         st.synchronize()
         return Gradients(np.ascontiguousarray(GY.numpy().T), np.ascontiguousarray(GA.numpy()[:na].T))

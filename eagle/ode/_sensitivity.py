@@ -10,8 +10,8 @@ with the step-size controller's error norm (and the first step's rule) over the 
 only: the augmented state (y, S) then takes bit for bit the steps y takes alone, and S is the
 derivative of y's discrete solution. The augmented right-hand side is built here at trace time
 from the derived graph (eagle/ode/_derive.py), so it is exact (no finite differences) and the
-same C on every kind; the solve is the ordinary solver over d (1 + P) components with the hook
-``_n_control = d`` (eagle/ode/_codegen.py's ODE_DC).
+same C on every kind; the solve is the ordinary solver over d (1 + P) components whose scheme
+sees only the first d in its error norm (eagle/ode/_rk.py's ``n_control``, ODE_DC).
 
 Layout of the augmented state: y (d), then one block of d per parameter p (S[:, p]): first the
 selected args in the order named, then, with y0, the d columns of dy/dy0.
@@ -237,12 +237,13 @@ class SensitivitySolver:
         D = aug.n_state
         if np.ndim(atol):
             atol = np.concatenate([np.asarray(atol, np.float64), np.ones(D - d)])
+        from ._rk import RungeKutta
         self.solver = Solver(aug, t_span=t_span, n_state=D, n_args=na, events=_events(events, d), atol=atol,
-                             dtype=dtype, _n_control=d, **solver_kwargs)
+                             dtype=dtype, _scheme=lambda m, **kw: RungeKutta(m, n_control=d, **kw), **solver_kwargs)
         self.source = self.solver.source
 
     def solve(self, y0, args=(), *, distributed=None, progress=None):
-        from ._solver import _on_device
+        from ._run import on_device as _on_device
         if not isinstance(args, (tuple, list)):
             args = (args,)
         if _on_device(y0) or any(_on_device(a) for a in args):

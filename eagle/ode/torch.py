@@ -21,7 +21,7 @@ _BRIDGES = {}
 def _host(x):
     if isinstance(x, torch.Tensor):
         x = x.detach()
-        return x.numpy() if x.device.type == "cpu" else x.cpu().numpy()
+        return x.cpu().numpy()  # a host tensor's own memory (no copy); a device tensor's copy
     return np.asarray(x)
 
 
