@@ -165,3 +165,18 @@ def test_refusals():
         ad.vjp(np.ones((3, 1)))
     with pytest.raises(eagle.EagleValueError, match="no t_eval"):
         ad.vjp(np.ones((2, 1)), np.ones((2, 1, 1)))
+
+
+def test_terminal_event_time_gradient_closed_form():
+    """y' = -k y stops at y = 1/2: t* = log(2 y0) / k, dt*/dk = -log(2 y0) / k^2, dt*/dy0 = 1 / (k y0),
+    and the state there is 1/2 whatever the parameters (its total derivative 0)."""
+    def half(t, y, k):
+        return y[0] - 0.5
+    half.terminal = True
+    k, y0 = np.array([0.5, 1.0, 2.0]), np.array([[1.0], [2.0], [3.0]])
+    s = ode.solve_ivp(decay, (0.0, 10.0), y0, args=(k,), events=half, rtol=1e-10, atol=1e-12, sensitivity=True)
+    assert s.status.tolist() == [1, 1, 1]
+    np.testing.assert_allclose(s.dt_event_dargs(0)[:, 0], -np.log(2 * y0[:, 0]) / k ** 2, rtol=1e-8)
+    np.testing.assert_allclose(s.dt_event_dy0(0)[:, 0], 1 / (k * y0[:, 0]), rtol=1e-8)
+    np.testing.assert_allclose(s.dy_dargs[:, 0, 0], 0.0, atol=1e-9)
+    np.testing.assert_allclose(s.dy_dy0[:, 0, 0], 0.0, atol=1e-9)

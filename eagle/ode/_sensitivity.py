@@ -148,12 +148,17 @@ class SensitivitySolution:
       dy_dy0    (N, d, d): d y(t_end)[i] / d y0[j]  (when y0 was named)
       dys_dargs (N, d, P, T), dys_dy0 (N, d, d, T): the same at every t_eval time (nan where the
                 sample had ended)
-    t_end is t1, or a terminal event's time held fixed (see ``dt_event_dargs`` for its derivative)."""
+    t_end is t1, or the time of the terminal event that stopped the sample: there ``dy_dargs`` and
+    ``dy_dy0`` are total derivatives (the event time moves with the parameters: f(t*, y*) dt*/dp
+    is added), and :meth:`dt_event_dargs` / :meth:`dt_event_dy0` give each event's time derivative
+    (the implicit-function rule on the located root, computed on the host). ``dys_*`` at t_eval
+    times are at those fixed times."""
 
-    def __init__(self, inner, d, positions, with_y0, event_derivs=None):
+    def __init__(self, inner, d, positions, with_y0, events=None, fun=None, args=()):
         self._inner, self._d = inner, d
         self.sensitivity_args, self.sensitivity_y0 = positions, with_y0
-        self._event_derivs = event_derivs
+        self._events, self._fun, self._args = events or [], fun, args
+        self._event_cache = {}
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -179,15 +184,76 @@ class SensitivitySolution:
     def y_events(self):
         return [np.ascontiguousarray(e[:, :self._d]) for e in self._inner.y_events]
 
+    def _final(self):
+        """d y(t_end) / d p, (N, d, P): the end held fixed, plus f(t_end, y) d t_end / d p for a
+        sample that a terminal event stopped (its end moves with p)."""
+        S = self._blocks(self._inner.y)
+        stopped = np.flatnonzero(self._inner.status == 1)
+        if stopped.size:
+            t_end = self._inner.t
+            for e, g in enumerate(self._events):
+                if not getattr(g, "terminal", False):
+                    continue
+                te = self._inner.t_events[e]
+                mine = stopped[te[stopped] == t_end[stopped]]
+                if mine.size:
+                    dt, f = self._event_terms(e)
+                    S[mine] += f[mine][:, :, None] * dt[mine][:, None, :]
+        return S
+
     @property
     def dy_dargs(self):
-        return self._blocks(self._inner.y)[:, :, :len(self.sensitivity_args)]
+        return self._final()[:, :, :len(self.sensitivity_args)]
 
     @property
     def dy_dy0(self):
         if not self.sensitivity_y0:
             raise EagleValueError("eagle.ode: this solve did not differentiate y0 (name 'y0' in sensitivity=)")
-        return self._blocks(self._inner.y)[:, :, len(self.sensitivity_args):]
+        return self._final()[:, :, len(self.sensitivity_args):]
+
+    # -- event times: the implicit-function rule on the located root g(t*, y(t*; p), p) = 0
+    def _event_terms(self, e):
+        """(d t*_e / d p (N, P), f(t*, y*) (N, d)) of event e (nan where it did not occur):
+        d t*/dp = -(dg/dy S + dg/dp) / (dg/dt + dg/dy f), S = dy/dp at t* held fixed."""
+        got = self._event_cache.get(e)
+        if got is not None:
+            return got
+        g = self._events[e]
+        if isinstance(g, _rhs.C) or self._fun is None:
+            raise EagleTypeError(f"eagle.ode: the time derivative of events[{e}] needs it (and fun) as a Python "
+                                 f"function; a C event has no derivative here")
+        d, na = self._d, len(self._args)
+        dg = derive(trace(g, d, na, n_out=1, what=f"events[{e}]"))
+        df = derive(trace(self._fun, d, na, what="fun"))
+        te = self._inner.t_events[e]
+        ya = self._inner.y_events[e]
+        n = te.shape[0]
+        P = (ya.shape[1] - d) // d
+        dt, f = np.full((n, P), np.nan), np.full((n, d), np.nan)
+        S_all = self._blocks(ya)
+        for i in np.flatnonzero(~np.isnan(te)):
+            a = [float(x[i]) if np.ndim(x) else float(x) for x in self._args]
+            y = ya[i, :d]
+            gy = dg.evaluate(te[i], y, a, parts=("jac",))
+            gt = dg.evaluate(te[i], y, a, parts=("dt",))[0]
+            ga = dg.evaluate(te[i], y, a, parts=("dargs",)) if na else np.zeros(0)
+            fi = df.evaluate(te[i], y, a, parts=("f",))
+            gp = np.concatenate([ga[list(self.sensitivity_args)], np.zeros(P - len(self.sensitivity_args))])
+            dt[i] = -(gy @ S_all[i] + gp) / (gt + gy @ fi)
+            f[i] = fi
+        self._event_cache[e] = (dt, f)
+        return dt, f
+
+    def dt_event_dargs(self, e=0):
+        """(N, P): d t*_e / d args[k] of event e's first crossing (nan where it did not occur), by
+        the implicit-function rule on the located root (the root found on the dense output)."""
+        return self._event_terms(e)[0][:, :len(self.sensitivity_args)]
+
+    def dt_event_dy0(self, e=0):
+        """(N, d): d t*_e / d y0 of event e's first crossing (nan where it did not occur)."""
+        if not self.sensitivity_y0:
+            raise EagleValueError("eagle.ode: this solve did not differentiate y0 (name 'y0' in sensitivity=)")
+        return self._event_terms(e)[0][:, len(self.sensitivity_args):]
 
     @property
     def dys_dargs(self):
@@ -230,6 +296,9 @@ class SensitivitySolver:
         from ._solver import Solver
         d, na = int(n_state), int(n_args)
         self.n_state, self.n_args = d, na
+        from . import _check
+        self._fun = fun
+        self._events = [g for g, _, _ in _check.events_of(events, lambda g: isinstance(g, _rhs.C))]
         self.positions, self.with_y0 = parse(sensitivity, fun, na)
         if not self.positions and not self.with_y0:
             raise EagleValueError("eagle.ode: sensitivity= names nothing to differentiate")
@@ -254,7 +323,8 @@ class SensitivitySolver:
                                   f"{np.shape(y0)}")
         y0a = initial_augmented(y0, self.n_state, self.positions, self.with_y0).astype(self.solver.dtype)
         inner = self.solver.solve(y0a, args, distributed=distributed, progress=progress)
-        return SensitivitySolution(inner, self.n_state, self.positions, self.with_y0)
+        return SensitivitySolution(inner, self.n_state, self.positions, self.with_y0, self._events, self._fun,
+                                   tuple(args))
 
 
 def solve(fun, t_span, y0, args, sensitivity, events, atol, dtype, solver_kwargs, distributed=None):
