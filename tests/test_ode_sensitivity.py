@@ -180,3 +180,28 @@ def test_terminal_event_time_gradient_closed_form():
     np.testing.assert_allclose(s.dt_event_dy0(0)[:, 0], 1 / (k * y0[:, 0]), rtol=1e-8)
     np.testing.assert_allclose(s.dy_dargs[:, 0, 0], 0.0, atol=1e-9)
     np.testing.assert_allclose(s.dy_dy0[:, 0, 0], 0.0, atol=1e-9)
+
+
+def test_a_device_kind_agrees_with_cpu_bit_for_bit_in_exact_mode(device):
+    """Sensitivities and the adjoint's gradients: the same bits on cpu and on the device kind."""
+    rho = np.linspace(0.0, 21.0, 64)
+    te = np.linspace(0.0, 1.0, 5)
+    out = {}
+    for kind in ("cpu", device.kind):
+        kw = dict(args=(10.0, rho, 8.0 / 3.0), rtol=1e-8, atol=1e-8, t_eval=te, backend=kind, exact=True)
+        fs = ode.solve_ivp(lorenz, (0.0, 1.0), [1.0, 0.0, 0.0], sensitivity=("rho", "y0"), **kw)
+        ad = ode.solve_ivp(lorenz, (0.0, 1.0), [1.0, 0.0, 0.0], adjoint=True, **kw)
+        g = ad.vjp(2 * ad.y, np.ones(ad.ys.shape))
+        out[kind] = (fs.y, fs.dy_dargs, fs.dys_dy0, fs.n_accepted, g.y0, g.args)
+    for c, d in zip(out["cpu"], out[device.kind]):
+        np.testing.assert_array_equal(c, d)
+
+
+def test_float32_adjoint_equals_float32_sensitivities():
+    rho = np.linspace(1.0, 21.0, 8)
+    kw = dict(args=(10.0, rho, 8.0 / 3.0), rtol=1e-5, atol=1e-6, dtype="float32")
+    fs = ode.solve_ivp(lorenz, (0.0, 1.0), [1.0, 0.0, 0.0], sensitivity="rho", **kw)
+    ad = ode.solve_ivp(lorenz, (0.0, 1.0), [1.0, 0.0, 0.0], adjoint=True, **kw)
+    assert fs.dy_dargs.dtype == np.float32 and ad.y.dtype == np.float32
+    g = ad.vjp(np.ones((8, 3), np.float32))
+    np.testing.assert_allclose(g.args[:, 1], fs.dy_dargs[:, :, 0].sum(axis=1), rtol=2e-4, atol=1e-3)
