@@ -34,6 +34,9 @@ def test_decay_closed_form_forward_and_reverse():
     g = ad.vjp(np.ones((4, 1)))
     np.testing.assert_allclose(g.args[:, 0], -1.5 * y0[:, 0] * np.exp(-1.5 * k), rtol=1e-9)
     np.testing.assert_allclose(g.y0[:, 0], np.exp(-1.5 * k), rtol=1e-9)
+    on_backend = ad.vjp(np.ones(1), to_host=False)  # arrays of the solve's backend, through DLPack
+    assert np.array_equal(np.from_dlpack(on_backend.y0), g.y0)
+    assert np.array_equal(np.from_dlpack(on_backend.args), g.args)
 
 
 def test_oscillator_closed_form_with_t_eval():

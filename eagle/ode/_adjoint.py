@@ -201,12 +201,14 @@ class _AdjointGen:
                  self.dense_bar() if nt else ""]
         ck = lambda j: L(m.C[j])  # noqa: E731
         body = [
-            "/* Sample i: GY = d L / d y0 and GA = d L / d a for the cotangents CY (of y at the end, (D, n)) and",
+            "/* Sample i: GY = d L / d y0 ((n, D)) and GA = d L / d a ((n, NA)) for the cotangents CY (of y at the end,",
+            " * (n, D), sample-major as sol.y) and"
             " * CYS (of the t_eval states, (n, D, nt)), by the recorded steps replayed backwards. A sample that",
             " * failed (or recorded more steps than the tape holds) gets nan. */",
             "EAGLE_KERNEL(ode_adjoint, (const int32_t*, I), (const ode_real*, IN), (EAGLE_BUFFER const ode_real*, P),",
             "             (EAGLE_BUFFER const uint32_t*, Q), (EAGLE_BUFFER const ode_real*, TE), (const ode_real*, TAPE),",
-            "             (const ode_real*, CY), (EAGLE_BUFFER const ode_real*, CYS), (ode_real*, GY), (ode_real*, GA))",
+            "             (EAGLE_BUFFER const ode_real*, CY), (EAGLE_BUFFER const ode_real*, CYS), (EAGLE_BUFFER ode_real*, GY),",
+            "             (EAGLE_BUFFER ode_real*, GA))",
             "{",
             "    (void)TE; (void)CYS; (void)P; (void)IN;",
             "    const int32_t nt = (int32_t)Q[Q_NT];",
@@ -216,12 +218,12 @@ class _AdjointGen:
             "        a[k] = Q[Q_SH_A + k] ? P[P_A + k] : IN[(int64_t)(2 + k) * n + i];",
             "        ab[k] = 0;",
             "    }",
-            "    for (int k = 0; k < D; ++k) lam[k] = CY[(int64_t)k * n + i];",
+            "    for (int k = 0; k < D; ++k) lam[k] = CY[(int64_t)i * D + k];",
             "    const int32_t status = I[(int64_t)I_STATUS * n + i] & 255;",
             "    const int32_t nacc = I[(int64_t)I_NACC * n + i];",
             "    if ((status != ODE_DONE && status != ODE_EVENT) || nacc > ODE_REC) {",
-            "        for (int k = 0; k < D; ++k) GY[(int64_t)k * n + i] = ODE_NAN;",
-            "        for (int k = 0; k < ODE_NA; ++k) GA[(int64_t)k * n + i] = ODE_NAN;",
+            "        for (int k = 0; k < D; ++k) GY[(int64_t)i * D + k] = ODE_NAN;",
+            "        for (int k = 0; k < ODE_NA; ++k) GA[(int64_t)i * ODE_NA + k] = ODE_NAN;",
             "        return;",
             "    }",
             ("    int32_t j = I[(int64_t)I_NEXT * n + i] - 1;" if nt else ""),
@@ -266,8 +268,8 @@ class _AdjointGen:
         if nt:
             body += ["    for (; j >= 0; --j)  /* t_eval points at t0: y0 itself */",
                      "        for (int k = 0; k < D; ++k) lam[k] += CYS[((int64_t)i * D + k) * nt + j];"]
-        body += ["    for (int k = 0; k < D; ++k) GY[(int64_t)k * n + i] = lam[k];",
-                 "    for (int k = 0; k < ODE_NA; ++k) GA[(int64_t)k * n + i] = ab[k];",
+        body += ["    for (int k = 0; k < D; ++k) GY[(int64_t)i * D + k] = lam[k];",
+                 "    for (int k = 0; k < ODE_NA; ++k) GA[(int64_t)i * ODE_NA + k] = ab[k];",
                  "}"]
         return "\n\n".join(x for x in lines if x) + "\n\n" + "\n".join(x for x in body if x) + "\n"
 
@@ -402,40 +404,60 @@ class AdjointSolution:
     def __repr__(self):
         return repr(self._sol).replace("OdeSolution", "OdeSolution with a tape", 1)
 
-    def vjp(self, cotangent_y, cotangent_ys=None):
+    def vjp(self, cotangent_y, cotangent_ys=None, *, to_host=True):
         """The gradients of L with respect to every sample's y0 and args, for the cotangents
-        ``cotangent_y`` = dL/dy(t_end) ((N, d)) and ``cotangent_ys`` = dL/dys ((N, d, T), with
-        t_eval), by the discrete adjoint. Returns ``Gradients(y0=(N, d), args=(N, n_args))``;
-        nan for a sample that failed. Call it before the same solver solves again."""
+        ``cotangent_y`` = dL/dy(t_end) ((N, d); (d,): the same for every sample) and
+        ``cotangent_ys`` = dL/dys ((N, d, T), with t_eval), by the discrete adjoint. Returns
+        ``Gradients(y0=(N, d), args=(N, n_args))``, nan for a sample that failed. A cotangent that
+        lives on the solve's device ((N, d) / (N, d, T) of its dtype, C order: a CuPy or eagle
+        array) is read where it is; ``to_host=False`` returns the gradients as arrays of the
+        solve's backend (``__dlpack__``: no copy to the host). Call it before the same solver
+        solves again."""
+        from ._run import on_device
         if self._generation != self._owner._generation:
             raise EagleValueError("eagle.ode: this solution's tape was overwritten by a later solve of the same "
                                   "solver; call vjp before solving again")
         s, run = self._solver, self._run
         n, d, na = self._n, s.n_state, s.n_args
         dt = s.dtype
-        cy = np.asarray(cotangent_y, dtype=dt)
-        if cy.shape == (d,):
-            cy = np.broadcast_to(cy, (n, d))
-        if cy.shape != (n, d):
-            raise EagleValueError(f"eagle.ode: cotangent_y must have shape ({n}, {d}) (or ({d},), the same for every "
-                                  f"sample), got {np.shape(cotangent_y)}")
         nt = 0 if s.t_eval is None else s.t_eval.size
-        if cotangent_ys is not None:
-            if not nt:
-                raise EagleValueError("eagle.ode: cotangent_ys was given but the solve had no t_eval")
-            cys = np.asarray(cotangent_ys, dtype=dt)
-            if cys.shape != (n, d, nt):
-                raise EagleValueError(f"eagle.ode: cotangent_ys must have shape ({n}, {d}, {nt}), got {cys.shape}")
-        else:
-            cys = np.zeros((n, d, nt) if nt else (1,), dt)
         b = self._backend
         mod = self._owner._module(s, b)
-        CY = b.asarray(np.ascontiguousarray(cy.T))
-        CYS = b.asarray(np.ascontiguousarray(cys))
-        GY = b.empty((d, n), dt)
-        GA = b.empty((max(na, 1), n), dt)
+        buf = run.get("adjoint")
+        if buf is None:  # the run's own cotangent and gradient buffers, reused by every vjp of it
+            buf = run["adjoint"] = {"CY": b.empty((n, d), dt), "CYS": b.zeros((n, d, nt) if nt else (1,), dt),
+                                    "GY": b.empty((n, d), dt), "GA": b.empty((n, max(na, 1)), dt)}
         st = run["stream"]
-        st.run(mod.ode_adjoint, [self._sol._I, run["IN"], run["P"], run["Q"], run["TE"], run["TAPE"], CY, CYS, GY, GA],
-               n)
+        keep = []
+        for name, x, shape in (("CY", cotangent_y, (n, d)), ("CYS", cotangent_ys, (n, d, nt))):
+            if x is None:
+                if name == "CYS" and nt:
+                    st.copy(buf["CYS"], np.zeros((n, d, nt), dt))
+                continue
+            if name == "CYS" and not nt:
+                raise EagleValueError("eagle.ode: cotangent_ys was given but the solve had no t_eval")
+            what = "cotangent_y" if name == "CY" else "cotangent_ys"
+            if on_device(x):
+                if tuple(x.shape) != shape or np.dtype(x.dtype) != dt:
+                    raise EagleValueError(f"eagle.ode: {what} on the device must be {shape} of {dt}, got "
+                                          f"{tuple(x.shape)} of {np.dtype(x.dtype)}")
+                st.copy(buf[name].address, x, int(np.prod(shape)) * dt.itemsize, direction="d2d")
+                continue
+            h = np.asarray(x, dtype=dt)
+            if name == "CY" and h.shape == (d,):
+                h = np.broadcast_to(h, shape)
+            if h.shape != shape:
+                raise EagleValueError(f"eagle.ode: {what} must have shape {shape}"
+                                      f"{f' (or ({d},), the same for every sample)' if name == 'CY' else ''}, got "
+                                      f"{np.shape(x)}")
+            h = np.ascontiguousarray(h)
+            keep.append(h)
+            st.copy(buf[name], h)
+        GY, GA = (buf["GY"], buf["GA"]) if to_host else (b.empty((n, d), dt), b.empty((n, max(na, 1)), dt))
+        st.run(mod.ode_adjoint, [self._sol._I, run["IN"], run["P"], run["Q"], run["TE"], run["TAPE"], buf["CY"],
+                                 buf["CYS"], GY, GA], n)
         st.synchronize()
-        return Gradients(np.ascontiguousarray(GY.numpy().T), np.ascontiguousarray(GA.numpy()[:na].T))
+        del keep
+        if not to_host:
+            return Gradients(GY, GA)
+        return Gradients(GY.numpy(), np.ascontiguousarray(GA.numpy()[:, :na]))
