@@ -200,6 +200,7 @@ def test_a_device_kind_agrees_with_cpu_bit_for_bit_in_exact_mode(device):
         np.testing.assert_array_equal(c, d)
 
 
+@pytest.mark.slow  # two more compiles
 def test_float32_adjoint_equals_float32_sensitivities():
     rho = np.linspace(1.0, 21.0, 8)
     kw = dict(args=(10.0, rho, 8.0 / 3.0), rtol=1e-5, atol=1e-6, dtype="float32")

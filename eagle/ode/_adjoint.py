@@ -378,10 +378,11 @@ class AdjointSolver:
 
 
 def _count(y0, args, solver):
-    ns = []
-    if np.ndim(y0) == 2:
-        ns.append(np.shape(y0)[0])
-    ns += [np.shape(a)[0] for a in args if np.ndim(a) == 1]
+    """The solve's N from the per-sample inputs' shapes (host or device arrays alike)."""
+    def shape(x):
+        return tuple(getattr(x, "shape", None) or np.shape(x))
+    ns = [shape(y0)[0]] if len(shape(y0)) == 2 else []
+    ns += [shape(a)[0] for a in args if len(shape(a)) == 1]
     for t in (solver.t0, solver.t1):
         if np.ndim(t):
             ns.append(np.shape(t)[0])
