@@ -163,6 +163,8 @@ def test_refusals():
     hit.terminal = True
     with pytest.raises(eagle.EagleValueError, match="terminal event"):
         ode.solve_ivp(decay, (0.0, 1.0), [1.0], args=(1.0,), events=hit, adjoint=True)
+    with pytest.raises(eagle.EagleValueError, match="DOP853"):
+        ode.solve_ivp(decay, (0.0, 1.0), [1.0], args=(1.0,), method="DOP853", t_eval=[0.5], adjoint=True)
     ad = ode.solve_ivp(decay, (0.0, 1.0), np.ones((2, 1)), args=(1.0,), adjoint=True)
     with pytest.raises(eagle.EagleValueError, match="cotangent_y must have shape"):
         ad.vjp(np.ones((3, 1)))

@@ -310,6 +310,11 @@ class AdjointSolver:
                 raise EagleValueError("eagle.ode: adjoint= with a terminal event is not supported (its time moves "
                                       "with the parameters); use sensitivity= (forward mode), which gives "
                                       "the event's state and time derivatives")
+        from ._methods import method as _method
+        m = _method(kwargs.get("method", "Tsit5"))
+        if kwargs.get("t_eval") is not None and m.dense not in ("P", "hermite", "linear"):
+            raise EagleValueError(f"eagle.ode: the adjoint does not take t_eval through {m.name}'s dense output "
+                                  f"({m.dense}); use Tsit5, RK45, RK23, RK4 or Euler with t_eval, or sensitivity=")
         self._fun, self._events, self._kwargs = fun, events, kwargs
         self._capacity = _capacity(capacity)
         self._grown = self._capacity or DEFAULT_CAPACITY
