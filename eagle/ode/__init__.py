@@ -16,11 +16,11 @@ from ._sde import SdeSolution, SdeSolver, solve_sde
 from ._solution import OdeSolution
 from ._solver import Solver
 from ._ivp import solve_ivp
-from ._sensitivity import SensitivitySolution, SensitivitySolver
+from ._sensitivity import SdeSensitivitySolver, SensitivitySolution, SensitivitySolver
 from ._adjoint import AdjointSolution, AdjointSolver
 
 __all__ = ["C", "METHODS", "OdeSolution", "Solver", "solve_ivp", "math", "SdeSolution", "SdeSolver", "solve_sde",
-           "SensitivitySolver", "SensitivitySolution", "AdjointSolver", "AdjointSolution"]
+           "SensitivitySolver", "SensitivitySolution", "SdeSensitivitySolver", "AdjointSolver", "AdjointSolution"]
 
 
 def __getattr__(name):

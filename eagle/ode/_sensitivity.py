@@ -327,6 +327,46 @@ class SensitivitySolver:
                                    tuple(args))
 
 
+class SdeSensitivitySolver:
+    """Pathwise sensitivities of an SDE ensemble (eagle.ode.solve_sde's paths, the noise held
+    fixed): d y(t1) / d args[k] and d y(t1) / d y0 of every path, for Monte-Carlo Greeks.
+
+    The derivative of the discrete path (Euler-Maruyama or the derivative-free Milstein) with
+    its normals held fixed is the same method applied to the augmented system (y, S) whose S
+    columns take y's Brownian increments: dS = (da/dy S + da/dp) dt + (db/dy S + db/dp) dW, with
+    b diagonal (component j of every column driven by W_j). The drift and the diffusion are
+    augmented at trace time as for :class:`SensitivitySolver`, and the scheme draws the normals of
+    a d-component path (eagle/ode/_sde.py's ``n_noise``), so y is the plain path's bit for bit.
+    Events and t_eval work as for the plain paths (at step ends, times held fixed).
+
+    ``sensitivity``, ``n_state``, ``n_args`` as :class:`SensitivitySolver`'s; every other keyword
+    is :class:`SdeSolver`'s. :meth:`solve` returns a :class:`SensitivitySolution` over the paths."""
+
+    def __init__(self, drift, diffusion, *, t_span, n_state, n_args, sensitivity=True, events=None,
+                 dtype="float64", **sde_kwargs):
+        from ._sde import SdeSolver
+        d, na = int(n_state), int(n_args)
+        self.n_state, self.n_args = d, na
+        self.positions, self.with_y0 = parse(sensitivity, drift, na)
+        if not self.positions and not self.with_y0:
+            raise EagleValueError("eagle.ode: sensitivity= names nothing to differentiate")
+        a = augmented(drift, d, na, dtype, self.positions, self.with_y0)
+        b = augmented(diffusion, d, na, dtype, self.positions, self.with_y0)
+        self.solver = SdeSolver(a, b, t_span=t_span, n_state=a.n_state, n_args=na, events=_events(events, d),
+                                dtype=dtype, _n_noise=d, **sde_kwargs)
+        self.source = self.solver.source
+
+    def solve(self, y0, args=(), *, seed=None, n_paths=None, progress=None):
+        if not isinstance(args, (tuple, list)):
+            args = (args,)
+        if np.shape(y0)[-1:] != (self.n_state,):
+            raise EagleValueError(f"eagle.ode: y0 must have shape (N, {self.n_state}) or ({self.n_state},), got "
+                                  f"{np.shape(y0)}")
+        y0a = initial_augmented(y0, self.n_state, self.positions, self.with_y0).astype(self.solver.dtype)
+        inner = self.solver.solve(y0a, args, seed=seed, n_paths=n_paths, progress=progress)
+        return SensitivitySolution(inner, self.n_state, self.positions, self.with_y0)
+
+
 def solve(fun, t_span, y0, args, sensitivity, events, atol, dtype, solver_kwargs, distributed=None):
     """solve_ivp with ``sensitivity=``: the variational system solved as one ensemble."""
     s = SensitivitySolver(fun, t_span=t_span, n_state=np.shape(y0)[-1], n_args=len(args), sensitivity=sensitivity,
