@@ -79,6 +79,9 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
             raise EagleValueError("eagle.ode: pass sensitivity= (forward mode) or adjoint= (reverse mode), not both")
         return _sensitivity.solve(fun, t_span, y0, args, sensitivity, events, atol, dtype, common, distributed)
     if adjoint is not None and adjoint is not False:
+        if distributed is not None and distributed is not False:
+            raise EagleValueError("eagle.ode: adjoint= keeps each sample's tape on its own device: it does not take "
+                                  "distributed= (split the samples yourself, one AdjointSolver a rank)")
         return _adjoint.AdjointSolver(fun, t_span=t_span, n_state=y0.shape[-1], n_args=len(args), events=events,
                                       atol=atol, dtype=dtype, capacity=adjoint, **common).solve(y0, args)
     solver = Solver(fun, t_span=t_span, n_state=y0.shape[-1], n_args=len(args), method=method, t_eval=t_eval,
