@@ -233,3 +233,18 @@ def test_sde_pathwise_sensitivities(method):
     up, down = (ode.solve_sde(drift, diffusion, (0.0, 1.0), np.full((n, 1), 100.0), args=(0.05, 0.2 * (1 + sg * e)),
                               **kw).y[:, 0] for sg in (1, -1))
     np.testing.assert_allclose(sol.dy_dargs[:, 0, 0], (up - down) / (2 * e * 0.2), rtol=1e-7, atol=1e-6)
+
+
+def test_oscillator_event_time_gradient_closed_form():
+    """x = cos(w t) first crosses 0 at t* = pi / (2 w): dt*/dw = -pi / (2 w^2), dt*/dx0 = 0, dt*/dv0 = 1 / w^2."""
+    def down(t, y, w):
+        return y[0]
+    down.terminal, down.direction = True, -1
+    w = np.array([0.5, 1.0, 2.0, 3.0])
+    s = ode.solve_ivp(oscillator, (0.0, 10.0), [1.0, 0.0], args=(w,), events=down, rtol=1e-11, atol=1e-12,
+                      sensitivity=True)
+    np.testing.assert_allclose(s.t, np.pi / (2 * w), rtol=1e-9)
+    np.testing.assert_allclose(s.dt_event_dargs(0)[:, 0], -np.pi / (2 * w ** 2), rtol=1e-7)
+    np.testing.assert_allclose(s.dt_event_dy0(0), np.stack([np.zeros(4), 1 / w ** 2], axis=1), rtol=1e-7, atol=1e-9)
+    # the end state x(t*) = 0 whatever w: its total derivative vanishes; v(t*) = -w: dv/dw = -1
+    np.testing.assert_allclose(s.dy_dargs[:, :, 0], np.stack([np.zeros(4), -np.ones(4)], axis=1), atol=1e-7)

@@ -17,6 +17,7 @@ Layout of the augmented state: y (d), then one block of d per parameter p (S[:, 
 selected args in the order named, then, with y0, the d columns of dy/dy0.
 """
 import inspect
+import math
 import numbers
 
 import numpy as np
@@ -116,6 +117,45 @@ def augmented(fun, d, n_args, dtype, positions, with_y0):
                 terms.append(der.dargs[(i, positions[p])])
             outputs.append(_sum(terms, g))
     return TracedFunction(g, outputs, d * (1 + P), n_args, "fun with its sensitivities")
+
+
+# ------------------------------------------------------------------ the graph over many samples at once
+
+def _vector_op(op):
+    """numpy's elementwise form of a graph node's operation (over arrays of samples)."""
+    from ._derive import _NP
+    special = {"cast": lambda x: np.asarray(x, np.float64), "select": np.where,
+               "clipmax": lambda a, b: np.where((a >= b) | (a != a), a, b),
+               "clipmin": lambda a, b: np.where((a <= b) | (a != a), a, b),
+               "erf": np.vectorize(math.erf, otypes=[np.float64]), "erfc": np.vectorize(math.erfc, otypes=[np.float64])}
+    return special.get(op) or _NP.get(op) or getattr(np, op)
+
+
+def evaluate_many(outputs, t, y, args):
+    """The values of graph nodes ``outputs`` for N samples at once (float64 numpy): ``t`` (N,),
+    ``y`` (N, d), ``args`` numbers or (N,) arrays. A host-side evaluation of the trace (no
+    differentiation), for the event-time rule."""
+    n = y.shape[0]
+    vals = {}
+    with np.errstate(all="ignore"):
+        for e in _trace_reached(outputs):
+            if e.op == "const":
+                v = np.full(n, e.value, dtype=bool if e.kind == "bool" else np.float64)
+            elif e.op == "t":
+                v = np.asarray(t, np.float64)
+            elif e.op == "y":
+                v = y[:, e.value]
+            elif e.op == "a":
+                v = np.broadcast_to(np.asarray(args[e.value], np.float64), (n,))
+            else:
+                v = _vector_op(e.op)(*[vals[x.id] for x in e.args])
+            vals[e.id] = np.asarray(v, dtype=bool if e.kind == "bool" else np.float64)
+    return [vals[o.id] for o in outputs]
+
+
+def _trace_reached(outputs):
+    from ._trace import _reached
+    return _reached(outputs)
 
 
 class _Event:
@@ -224,23 +264,26 @@ class SensitivitySolution:
                                  f"function; a C event has no derivative here")
         d, na = self._d, len(self._args)
         dg = derive(trace(g, d, na, n_out=1, what=f"events[{e}]"))
-        df = derive(trace(self._fun, d, na, what="fun"))
+        ftf = trace(self._fun, d, na, what="fun")
         te = self._inner.t_events[e]
         ya = self._inner.y_events[e]
         n = te.shape[0]
         P = (ya.shape[1] - d) // d
         dt, f = np.full((n, P), np.nan), np.full((n, d), np.nan)
-        S_all = self._blocks(ya)
-        for i in np.flatnonzero(~np.isnan(te)):
-            a = [float(x[i]) if np.ndim(x) else float(x) for x in self._args]
-            y = ya[i, :d]
-            gy = dg.evaluate(te[i], y, a, parts=("jac",))
-            gt = dg.evaluate(te[i], y, a, parts=("dt",))[0]
-            ga = dg.evaluate(te[i], y, a, parts=("dargs",)) if na else np.zeros(0)
-            fi = df.evaluate(te[i], y, a, parts=("f",))
-            gp = np.concatenate([ga[list(self.sensitivity_args)], np.zeros(P - len(self.sensitivity_args))])
-            dt[i] = -(gy @ S_all[i] + gp) / (gt + gy @ fi)
-            f[i] = fi
+        hit = np.flatnonzero(~np.isnan(te))
+        if hit.size:
+            args = [np.asarray(a, np.float64)[hit] if np.ndim(a) else float(a) for a in self._args]
+            y, S = ya[hit, :d], self._blocks(ya[hit])                       # (h, d), (h, d, P)
+            zero = dg.traced.graph.const(0.0)
+            gy = np.stack(evaluate_many([dg.jac.get((0, j), zero) for j in range(d)], te[hit], y, args), axis=1)
+            gt = evaluate_many([dg.dt.get(0, zero)], te[hit], y, args)[0]
+            ga = [evaluate_many([dg.dargs.get((0, k), zero)], te[hit], y, args)[0] for k in self.sensitivity_args]
+            fi = np.stack(evaluate_many(list(ftf.outputs), te[hit], y, args), axis=1)
+            gp = np.zeros((hit.size, P))
+            for c, col in enumerate(ga):
+                gp[:, c] = col
+            dt[hit] = -(np.einsum("hd,hdp->hp", gy, S) + gp) / (gt + np.einsum("hd,hd->h", gy, fi))[:, None]
+            f[hit] = fi
         self._event_cache[e] = (dt, f)
         return dt, f
 
