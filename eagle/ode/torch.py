@@ -6,9 +6,11 @@
 
 :func:`solve` is a ``torch.autograd.Function``: the forward pass is one recorded ensemble solve
 (``solve_ivp(..., adjoint=True)``), the backward pass its ``sol.vjp`` (eagle/ode/_adjoint.py), so
-the gradients are those of the discrete solution. Tensors enter through DLPack / numpy without a
-copy where they live on the host; results come back as tensors on the inputs' device (from the
-host). Returns y(t_end) (N, d), and with ``t_eval`` the pair (y, ys) with ys (N, d, T).
+the gradients are those of the discrete solution. Host tensors cross to eagle as numpy views of
+their own memory (no copy) and results come back the same way (``torch.from_numpy``); a tensor on
+a GPU is copied to the host and its results copied back to its device (a zero-copy device path,
+handing eagle the tensors through DLPack, is not there yet). Returns y(t_end) (N, d), and with
+``t_eval`` the pair (y, ys) with ys (N, d, T).
 """
 import numpy as np
 import torch
