@@ -213,7 +213,7 @@ def test_float32_adjoint_equals_float32_sensitivities():
     np.testing.assert_allclose(g.args[:, 1], fs.dy_dargs[:, :, 0].sum(axis=1), rtol=2e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("method", ["EulerMaruyama", "Milstein"])
+@pytest.mark.parametrize("method", ["EulerMaruyama", pytest.param("Milstein", marks=pytest.mark.slow)])
 def test_sde_pathwise_sensitivities(method):
     """The noise held fixed: the paths are the plain ones bit for bit, d S_T / d S_0 = S_T / S_0 for
     geometric Brownian motion, and d S_T / d vol equals central differences of eagle's own paths."""

@@ -417,7 +417,7 @@ class AdjointSolution:
         ``Gradients(y0=(N, d), args=(N, n_args))``, nan for a sample that failed. A cotangent that
         lives on the solve's device ((N, d) / (N, d, T) of its dtype, C order: a CuPy or eagle
         array) is read where it is; ``to_host=False`` returns the gradients as arrays of the
-        solve's backend (``__dlpack__``: no copy to the host). Call it before the same solver
+        solve's backend (``__dlpack__``: no copy to the host; args then (N, max(n_args, 1))). Call it before the same solver
         solves again."""
         from ._run import on_device
         if self._generation != self._owner._generation:
