@@ -248,3 +248,20 @@ def test_oscillator_event_time_gradient_closed_form():
     np.testing.assert_allclose(s.dt_event_dy0(0), np.stack([np.zeros(4), 1 / w ** 2], axis=1), rtol=1e-7, atol=1e-9)
     # the end state x(t*) = 0 whatever w: its total derivative vanishes; v(t*) = -w: dv/dw = -1
     np.testing.assert_allclose(s.dy_dargs[:, :, 0], np.stack([np.zeros(4), -np.ones(4)], axis=1), atol=1e-7)
+
+
+def test_linear_system_flow_matrix_against_expm():
+    """y' = M y (8 components, a right-hand side large enough to be compiled out of line once
+    augmented to 72 states): dy(1)/dy0 = expm(M), by both modes."""
+    scipy_linalg = pytest.importorskip("scipy.linalg", reason="the reference is scipy.linalg.expm")
+    M = np.random.default_rng(5).normal(size=(8, 8)) * 0.5
+
+    def linear(t, y):
+        return [sum(M[i, j] * y[j] for j in range(8)) for i in range(8)]
+    y0 = np.linspace(1.0, 2.0, 8)
+    fs = ode.solve_ivp(linear, (0.0, 1.0), y0, rtol=1e-11, atol=1e-12, sensitivity="y0")
+    np.testing.assert_allclose(fs.dy_dy0[0], scipy_linalg.expm(M), rtol=1e-8, atol=1e-9)
+    ad = ode.solve_ivp(linear, (0.0, 1.0), y0, rtol=1e-11, atol=1e-12, adjoint=True)
+    e3 = np.zeros(8)
+    e3[3] = 1.0
+    np.testing.assert_allclose(ad.vjp(e3).y0[0], scipy_linalg.expm(M)[3], rtol=1e-8, atol=1e-9)

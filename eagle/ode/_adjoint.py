@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import EagleMemoryError, EagleValueError
 from ._frame import DONE, EVENT, P_ATOL, Q_NT, Q_SHARED
 from ._rk import RungeKutta
-from ._sensitivity import _sum, _times, traced
+from ._sensitivity import _scalar_args, _sum, _times, traced
 from ._trace import TracedFunction
 
 Gradients = namedtuple("Gradients", ["y0", "args"])
@@ -351,6 +351,7 @@ class AdjointSolver:
         from ._run import backend_of
         if not isinstance(args, (tuple, list)):
             args = (args,)
+        _scalar_args(args)
         with self._lock:
             cap = self._grown
             if self._solver is None or self._solver._capacity != cap:
@@ -433,7 +434,7 @@ class AdjointSolution:
         if buf is None:  # the run's own cotangent and gradient buffers, reused by every vjp of it
             buf = run["adjoint"] = {"CY": b.empty((n, d), dt), "CYS": b.zeros((n, d, nt) if nt else (1,), dt),
                                     "GY": b.empty((n, d), dt), "GA": b.empty((n, max(na, 1)), dt)}
-        st = run["stream"]
+        st = s._run.lane(run, b, n)[0]  # the calling thread's stream over the run's planes
         keep = []
         for name, x, shape in (("CY", cotangent_y, (n, d)), ("CYS", cotangent_ys, (n, d, nt))):
             if x is None:

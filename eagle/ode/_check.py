@@ -200,6 +200,11 @@ def args_of(args):
     return tuple(args) if isinstance(args, (tuple, list)) else (args,)
 
 
+def widths_of(args):
+    """Per argument: k for an (N, k) array (a per-sample vector of k numbers), else 0."""
+    return tuple(int(a.shape[1]) if len(getattr(a, "shape", ())) == 2 else 0 for a in args)
+
+
 def agreed_n(ns, what, noun):
     """The one N every per-sample input in ``ns`` (name -> length) agrees on (1 when none is
     per sample), refused naming each input when they disagree or N is out of 1 .. 2**31 - 2."""

@@ -37,7 +37,8 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
         located on the dense output; ``sol.t_events``/``y_events`` hold the first one per sample.
     rtol, atol : tolerances of the adaptive methods (atol: a number or d numbers).
     dt : step of a fixed-step solve (Euler, RK4, or an adaptive tableau with adaptive=False).
-    args : numbers or (N,) arrays, passed to fun after (t, y).
+    args : numbers or (N,) arrays, passed to fun after (t, y); an (N, k) array is a per-sample
+        vector of k numbers (``fun`` reads ``args[j][c]``; shape (k,): one vector for every sample).
     backend : kind, "gpu" or eagle.Backend, optional.
     max_steps : steps (accepted and rejected) a sample may take before it fails (status -1).
     first_step, max_step : as scipy's.
@@ -84,7 +85,7 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
                                   "distributed= (split the samples yourself, one AdjointSolver a rank)")
         return _adjoint.AdjointSolver(fun, t_span=t_span, n_state=y0.shape[-1], n_args=len(args), events=events,
                                       atol=atol, dtype=dtype, capacity=adjoint, **common).solve(y0, args)
-    solver = Solver(fun, t_span=t_span, n_state=y0.shape[-1], n_args=len(args), method=method, t_eval=t_eval,
+    solver = Solver(fun, t_span=t_span, n_state=y0.shape[-1], n_args=_check.widths_of(args), method=method, t_eval=t_eval,
                     events=events, rtol=rtol, atol=atol, dt=dt, adaptive=adaptive, max_steps=max_steps,
                     first_step=first_step, max_step=max_step, dtype=dtype, backend=backend, exact=exact,
                     fast_math=fast_math, controller=controller, progress=progress)

@@ -64,9 +64,10 @@ class Rhs:
         self.n_ops = n_ops
 
 
-def build(fun, cname, n_state, n_args, real, *, n_out, what):
+def build(fun, cname, n_state, n_args, real, *, n_out, what, arg_widths=None):
     """The :class:`Rhs` of ``fun`` (a Python callable traced once, or a :class:`C`), defining C
-    function ``cname``."""
+    function ``cname``; ``arg_widths``: per argument 0 (a number) or k (a vector of k: a[] holds
+    its numbers in order)."""
     if hasattr(fun, "c_function") and hasattr(fun, "n_out"):  # already traced (eagle/ode/_sensitivity.py)
         return Rhs(fun.c_function(cname), fun.n_out, f"{fun.what}: {fun.name} at {fun.filename}:{fun.lineno}",
                    getattr(fun, "n_ops", None))
@@ -79,7 +80,8 @@ def build(fun, cname, n_state, n_args, real, *, n_out, what):
                              f"{type(fun).__name__}")
     from ._trace import trace
     tf = trace(fun, n_state, n_args, dtype="float32" if real == "float" else "float64",
-               n_out=None if n_out == n_state and what in ("fun", "drift", "diffusion") else n_out, what=what)
+               n_out=None if n_out == n_state and what in ("fun", "drift", "diffusion") else n_out, what=what,
+               arg_widths=arg_widths)
     return Rhs(tf.c_function(cname), tf.n_out, _label(fun), getattr(tf, "n_ops", None))
 
 

@@ -33,6 +33,7 @@ from ._solution import OdeSolution
 _MODULES = {}  # (backend path, source, exact, fast_math) -> module: one compile per right-hand side
 _MODULES_LOCK = threading.Lock()
 compiles = [0]  # modules compiled by this process (tests read it)
+OUTLINE_OPS = 100  # traced operations past which the functions are called out of line (ODE_OUTLINE)
 _HOST = []
 
 
@@ -105,43 +106,63 @@ class Run:
         self.backend_arg = backend
         if backend is not None:
             backend_of(backend, None, what)  # a wrong type is refused now, not at the first solve
-        self.d = self.na = None
+        self.d = self.na = self.widths = None
         self.source = None
         self._runs = {}    # (backend path, n) -> planes, buffers, graph, view
         self._lock = threading.RLock()
         self.shape(n_state, n_args)
 
     # -- code -------------------------------------------------------------------------------------
-    def shape(self, d, na):
-        """Fix the state's components and the arguments' count and trace the functions (once: at
+    def shape(self, d, widths):
+        """Fix the state's components and the arguments (``widths``: their count, or per argument
+        0 for a number and k for a per-sample vector of k) and trace the functions (once: at
         construction when both are given, else at the first solve, from y0 and args)."""
-        if d is None or na is None:
+        if d is None or widths is None:
             return
         d = _check.count(d, "n_state (the state's components)", 1, 1 << 20)
-        na = _check.count(na, "n_args", 0, 64)
+        if not isinstance(widths, tuple):
+            widths = (0,) * _check.count(widths, "n_args", 0, 64)
+        na = sum(max(w, 1) for w in widths)
+        if na > 1024:
+            raise EagleValueError(f"{self.what}: the arguments hold {na} numbers a sample; at most 1024")
         if self.source is not None:
-            if (self.d, self.na) != (d, na):
-                raise EagleValueError(f"{self.what}: built for {self.d} component(s) and {self.na} argument(s); got "
-                                      f"y0 of {d} and {na} argument(s)")
+            if (self.d, len(self.widths)) != (d, len(widths)):
+                raise EagleValueError(f"{self.what}: built for {self.d} component(s) and {len(self.widths)} "
+                                      f"argument(s); got y0 of {d} and {len(widths)} argument(s)")
+            if self.widths != widths:
+                raise EagleValueError(f"{self.what}: built for arguments of widths {self.widths} (0: a number, k: "
+                                      f"an (N, k) vector a sample); got {widths}")
             return
         if np.ndim(self.values.get("atol", 0)):
             self.values["atol"] = _check.atol_of(self.values["atol"], d)
-        fns = [_rhs.build(f, cname, d, na, self.real, n_out=d, what=w) for w, f, cname in self.fns]
+        wide = widths if any(widths) else None
+        fns = [_rhs.build(f, cname, d, na, self.real, n_out=d, what=w, arg_widths=wide) for w, f, cname in self.fns]
         for (w, _, _), r in zip(self.fns, fns):
             if r.n_out != d:  # a C function cannot say; a traced one is checked by the tracer
                 raise EagleValueError(f"{self.what}: {w} returns {r.n_out} values, the state has {d}")
-        fns += [_rhs.build(g, f"ode_g{k}", d, na, self.real, n_out=1, what=f"events[{k}]")
+        fns += [_rhs.build(g, f"ode_g{k}", d, na, self.real, n_out=1, what=f"events[{k}]", arg_widths=wide)
                 for k, (g, _, _) in enumerate(self.events)]
+        if wide and not any(isinstance(f, _rhs.C) for _, f, _ in self.fns):
+            text, slot = "".join(r.text for r in fns), 0
+            for k, w in enumerate(widths):
+                if w and not any(f"= a[{slot + c}];" in text for c in range(w)):
+                    raise EagleValueError(f"{self.what}: args[{k}] is an (N, {w}) array, a vector of {w} a sample, "
+                                          f"but {self.fns[0][0]} never reads args[{k}][c]: pass an (N,) array for "
+                                          f"one number a sample")
+                slot += max(w, 1)
         self.scheme = self.make_scheme(d, self.real)
         self.frame = Frame(self.scheme, self.controller, d=d, na=na, events=[(t, x) for _, t, x in self.events],
-                           t_eval=self.t_eval is not None, real=self.real, exact=self.exact)
+                           t_eval=self.t_eval is not None, real=self.real, exact=self.exact,
+                           outline=sum(r.n_ops or 0 for r in fns) > OUTLINE_OPS,
+                           atol_each=bool(np.ndim(self.values.get("atol", 0))),
+                           max_step=self.values.get("max_step", math.inf) < math.inf)
         header = (f"/* {self.what}: {self.scheme.name}{', ' + self.controller.name + ' controller' if self.controller else ', fixed steps'}, "
                   f"{self.dtype.name}, d = {d}, {na} argument(s), {len(self.events)} event(s)"
                   f"{', t_eval' if self.t_eval is not None else ''}.\n"
                   f" * {'; '.join(f'{w}: {r.label}' for (w, _, _), r in zip(self.fns, fns))}.\n"
                   f" * Generated by eagle/ode/_frame.py; compiled for every kind; run-time values in P and Q. */")
         self.source = self.frame.source("\n\n".join(r.text for r in fns), header)
-        self.d, self.na = d, na
+        self.d, self.na, self.widths = d, na, widths
 
     def module(self, b):
         key = (b.path, self.source, self.exact, self.fast_math)
@@ -167,24 +188,27 @@ class Run:
         y0 = _check.y0_of(y0)
         args = _check.args_of(args)
         shape = tuple(y0.shape)
-        self.shape(self.d or shape[-1], len(args) if self.na is None else self.na)
+        self.shape(self.d or shape[-1], self.widths if self.widths is not None else
+                   _check.widths_of(args))
         d = self.d
         if shape[-1] != d:
             raise EagleValueError(f"{self.what}: y0 must have shape (N, {d}) or ({d},) for this {d}-component state, "
                                   f"got {shape}")
-        if len(args) != self.na:
-            raise EagleValueError(f"{self.what}: {self.fns[0][0]} takes {self.na} argument(s) after (t, y), got "
-                                  f"{len(args)} in args")
+        if len(args) != len(self.widths):
+            raise EagleValueError(f"{self.what}: {self.fns[0][0]} takes {len(self.widths)} argument(s) after (t, y), "
+                                  f"got {len(args)} in args")
         ns = {"y0": shape[0]} if len(shape) == 2 else {}
         if n_paths is not None:
             if isinstance(n_paths, bool) or not isinstance(n_paths, int):
                 raise EagleTypeError(f"{self.what}: n_paths must be an int, got a {type(n_paths).__name__}")
             ns["n_paths"] = n_paths
         out = []
-        for k, a in enumerate(args):
+        for k, (a, w) in enumerate(zip(args, self.widths)):
             if on_device(a):  # stays where it is: copied device to device into the input plane
-                if len(a.shape) != 1:
-                    raise EagleValueError(f"{self.what}: args[{k}] must be an (N,) array, got shape {tuple(a.shape)}")
+                if len(a.shape) != 1 or w:
+                    raise EagleValueError(f"{self.what}: args[{k}] on the device must be an (N,) array of numbers "
+                                          f"(pass a per-sample vector argument as a host (N, k) array), got shape "
+                                          f"{tuple(a.shape)}")
                 if np.dtype(a.dtype) != self.dtype:
                     raise EagleTypeError(f"{self.what}: args[{k}] lives on the device as {np.dtype(a.dtype)}; the "
                                          f"solve is {self.dtype}: convert it there (or pass a host array)")
@@ -193,13 +217,21 @@ class Run:
                 continue
             if hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray):
                 a = np.from_dlpack(a)
-            a = np.asarray(a)
+            try:
+                a = np.asarray(a)
+            except (ValueError, TypeError) as e:
+                raise EagleValueError(f"{self.what}: args[{k}] is not an array of numbers: {e}") from None
             if a.dtype.kind not in "fiub":
                 raise EagleTypeError(f"{self.what}: args[{k}] must be a number or an (N,) array of numbers, got dtype "
                                      f"{a.dtype}")
-            if a.ndim > 1:
+            if not w and a.ndim > 1:
                 raise EagleValueError(f"{self.what}: args[{k}] must be a number or an (N,) array, got shape {a.shape}")
-            if a.ndim == 1:
+            if w and not (a.ndim == 2 and a.shape[1] == w):
+                raise EagleValueError(f"{self.what}: args[{k}] is a vector of {w} a sample: pass an (N, {w}) array "
+                                      f"(or (1, {w}), one for every sample), got shape {a.shape}")
+            if w and a.shape[0] == 1:
+                a = a[0]  # one vector for every sample
+            elif a.ndim == (2 if w else 1):
                 ns[f"args[{k}]"] = a.shape[0]
             out.append(a)
         for name, t in (("t_span's t0", t0), ("t_span's t1", t1)):
@@ -236,25 +268,34 @@ class Run:
                                    f"{b.kind} (the state and work planes{f', {nt} t_eval points x {d} components a sample' if nt else ''}"
                                    f"{''.join(f', {name}: {rows} numbers a sample' for name, rows in extra)}); "
                                    f"it does not fit: solve fewer samples at a time ({e})") from None
-        stream = b.stream()
-        aset = eagle.ActiveSet(r["M"], backend=b, stream=stream)
         spc = self.steps_per_call or self.scheme_steps_per_call(b)
         fixed = self.controller is None
         top = self.values["max_steps"]
         if fixed:
             top = min(top, math.ceil(float(np.max(np.asarray(self.t1) - np.asarray(self.t0))) / self.values["dt"]) + 1)
-        rounds = -(-top // spc) + 2
-        planes = [r[k] for k in ("W", "I", "M", "IN", "P", "Q", "TE", "YS", "EVT", "EVY", "DONE")] + \
-            [r[name] for name, _ in extra]
         p = self.scheme.prefix
-        init, step = getattr(mod, f"{p}_init"), getattr(mod, f"{p}_step_drain")
-        workers = self.workers or self.default_workers(b, n)
-        r.update(stream=stream, spc=spc, aset=aset, graph=None, last=None, view=View(self, n, self.source),
-                 init=lambda s: s.run(init, [*planes, r["Y0"]], n),
-                 drain=lambda s: aset.drain(s, step, planes, rounds, compacted=False, workers=workers),
-                 hp=np.zeros(P_ATOL + 2 * d + 2 + na, dt), hq=np.zeros(Q_SHARED + 3 + na, np.uint32))
+        r.update(spc=spc, rounds=-(-top // spc) + 2, init=getattr(mod, f"{p}_init"), step=getattr(mod, f"{p}_step_drain"),
+                 planes=[r[k] for k in ("W", "I", "M", "IN", "P", "Q", "TE", "YS", "EVT", "EVY", "DONE")] +
+                 [r[name] for name, _ in extra],
+                 workers=self.workers or self.default_workers(b, n), threads={}, last=None, sent=None,
+                 view=View(self, n, self.source), hp=np.zeros(P_ATOL + 2 * d + 2 + na, dt),
+                 hq=np.zeros(Q_SHARED + 3 + na, np.uint32))
         self._runs[key] = r
         return r
+
+    def lane(self, r, b, n):
+        """The calling thread's stream, ActiveSet and graph over the planes ``r`` (streams are
+        thread-affine: a Solver serves any thread, one at a time under its lock)."""
+        mine = r["threads"].get(threading.get_ident())
+        if mine is None:
+            stream = b.stream()
+            aset = eagle.ActiveSet(r["M"], backend=b, stream=stream)
+            init, step, planes, rounds, workers = r["init"], r["step"], r["planes"], r["rounds"], r["workers"]
+            graph = eagle.Graph.build([lambda s: s.run(init, [*planes, r["Y0"]], n),
+                                       lambda s: aset.drain(s, step, planes, rounds, compacted=False, workers=workers)],
+                                      planes=[r["W"], r["I"], r["M"]], stream=stream, toggle=False)
+            mine = r["threads"][threading.get_ident()] = (stream, graph, aset)
+        return mine
 
     def scheme_steps_per_call(self, b):
         """Steps a sample takes per call of the drained body. Fixed steps: all of them (every sample
@@ -278,26 +319,24 @@ class Run:
         if distributed is not None and distributed is not False:
             from ._distributed import solve_over_ranks
             return solve_over_ranks(self, y0, _check.args_of(args), distributed,
-                                    backend_of(self.backend_arg, _check.y0_of(y0), self.what), seed=seed)
+                                    backend_of(self.backend_arg, _check.y0_of(y0), self.what), seed=seed,
+                                    n_paths=n_paths)
         t0, t1 = span if span is not None else (self.t0, self.t1)
         seed = self.seed if seed is None else _check.seed_of(seed)
         with self._lock:
             b = backend_of(self.backend_arg, y0, self.what)
             n, y0, args = self.samples(y0, args, t0, t1, n_paths)
             r = self.planes(b, n)
-            s = r["stream"]
+            s, graph, _ = self.lane(r, b, n)
             last = r["last"] and r["last"]()
             if last is not None:  # a solution still reads these planes: it gets copies of its own
                 last._detach(b, s)
             self.inputs(r, s, n, y0, args, t0, t1, seed, first)
-            if r["graph"] is None:
-                r["graph"] = eagle.Graph.build([r["init"], r["drain"]], planes=[r["W"], r["I"], r["M"]], stream=s,
-                                               toggle=False)
-            r["graph"].launch()
+            graph.launch()
             progress = self.progress if progress is None else progress
             with _progress.Progress(b, r["DONE"], n, enabled=progress is not False, label=self.what,
                                     times=(r["W"], r["view"].rows[0]["T"], float(np.max(t1)))):
-                r["graph"].synchronize()
+                graph.synchronize()
             sol = self.scheme.solution(r["view"], r["W"], r["I"], r["YS"] if self.t_eval is not None else None,
                                        r["EVT"] if self.events else None, r["EVY"] if self.events else None)
             r["last"] = weakref.ref(sol)
@@ -315,13 +354,20 @@ class Run:
         hq[Q_SEED_LO], hq[Q_SEED_HI], hq[Q_FIRST] = seed & 0xFFFFFFFF, seed >> 32, first
         base = P_ATOL + d
         shared = hq[Q_SHARED:]
-        for row, x in ((0, t0), (1, t1), *((2 + k, a) for k, a in enumerate(args))):
-            shared[row + 1] = 0  # Q's flags: y0, then t0, t1 and the arguments (IN's rows + 1)
+        items, slot = [(0, t0, 0), (1, t1, 0)], 2
+        for a, w in zip(args, self.widths):
+            items.append((slot, a, w))
+            slot += max(w, 1)
+        for row, x, w in items:
+            flags = shared[row + 1:row + 1 + max(w, 1)]  # Q's flags: y0, then IN's rows
+            flags[:] = 0
             if on_device(x):
                 s.copy(r["IN"].address + row * n * isz, x, n * isz, direction="d2d")
-            elif np.ndim(x) == 0:
-                shared[row + 1] = 1
-                hp[base + row] = x
+            elif np.ndim(x) == (1 if w else 0):
+                flags[:] = 1
+                hp[base + row:base + row + max(w, 1)] = x
+            elif w:  # (N, k): k rows of IN
+                self.copy_in(s, r["IN"].address + row * n * isz, np.asarray(x).T, n * w)
             else:
                 self.copy_in(s, r["IN"].address + row * n * isz, x, n)
         if on_device(y0):
@@ -337,8 +383,10 @@ class Run:
         else:
             shared[0] = 0
             self.copy_in(s, r["Y0"].address, y0, n * d)
-        s.copy(r["P"], hp)
-        s.copy(r["Q"], hq)
+        if r["sent"] is None or not (np.array_equal(hp, r["sent"][0]) and np.array_equal(hq, r["sent"][1])):
+            s.copy(r["P"], hp)  # the values changed (or never went): P and Q are only read by the kernels
+            s.copy(r["Q"], hq)
+            r["sent"] = (hp.copy(), hq.copy())
 
     def copy_in(self, s, dst, x, count):
         """Host values ``x`` (count of them, any real dtype and layout) to the device address dst."""
@@ -349,3 +397,29 @@ class Run:
     @property
     def n(self):
         return max((k[1] for k in self._runs), default=0)
+
+
+class Front:
+    """What every solver front (Solver, SdeSolver) shows of its run (``self._run``)."""
+
+    @property
+    def source(self):
+        """The generated C (the same for every backend)."""
+        return self._run.source
+
+    @property
+    def n_state(self):
+        return self._run.d
+
+    @property
+    def n_args(self):
+        return None if self._run.widths is None else len(self._run.widths)
+
+    @property
+    def n(self):
+        return self._run.n
+
+    def compile(self, backend=None):
+        """Compile for ``backend`` (a kind or eagle.Backend; default: the host's kind) now; returns
+        the module. Needs n_state and n_args (given to the constructor, or known from a solve)."""
+        return self._run.compile(backend)

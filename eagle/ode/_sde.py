@@ -39,7 +39,7 @@ import numpy as np
 
 from ..errors import EagleTypeError, EagleValueError
 from . import _check, _rhs
-from ._run import Run
+from ._run import Front, Run
 from ._solution import OdeSolution
 
 #: name -> (description, strong order, weak order, diffusion evaluations a step)
@@ -138,7 +138,7 @@ class SdeScheme:
                "}",
                "/* One step of the method from (t, y) over hh (sq = sqrt(hh)) with the normals z: ynew, and the",
                " * Brownian increments dw = sq z. */",
-               "EAGLE_FN void sde_step_one(const ode_real t, const ode_real hh, const ode_real sq, const ode_real* y,",
+               "ODE_FN void sde_step_one(const ode_real t, const ode_real hh, const ode_real sq, const ode_real* y,",
                "                           const ode_real* z, const ode_real* a, ode_real* ynew, ode_real* dw)",
                "{",
                "    ode_real f[D], g[D];",
@@ -186,7 +186,7 @@ class SdeScheme:
         return [f"    for (int k = 0; k < D; ++k) {fr.W('WN', 'k')} = wn[k];"] if self.return_noise else []
 
 
-class SdeSolver:
+class SdeSolver(Front):
     """An SDE ensemble solver compiled once and solved again and again (new y0, args or seed;
     same drift, diffusion, method, grid and outputs). See :func:`solve_sde` for the parameters;
     ``n_state`` and ``n_args`` say what drift and diffusion take (else they are learnt from the
@@ -229,27 +229,6 @@ class SdeSolver:
     def n_steps(self):
         """The grid's steps from t0 to t1 (the longest span's, with per-path ends)."""
         return math.ceil(float(np.max(np.asarray(self.t1) - np.asarray(self.t0))) / self.dt - 1e-9)
-
-    @property
-    def source(self):
-        return self._run.source
-
-    @property
-    def n_state(self):
-        return self._run.d
-
-    @property
-    def n_args(self):
-        return self._run.na
-
-    @property
-    def n(self):
-        return self._run.n
-
-    def compile(self, backend=None):
-        """Compile for ``backend`` (default: the host's kind) now; returns the module. Needs n_state
-        and n_args."""
-        return self._run.compile(backend)
 
     def solve(self, y0, args=(), *, seed=None, n_paths=None, progress=None, distributed=None):
         """Integrate every path from ``y0`` ((N, d) or (d,)) with ``args`` (numbers or (N,) arrays)
@@ -302,7 +281,7 @@ def solve_sde(drift, diffusion, t_span, y0, dt=None, method="EulerMaruyama", noi
     args = _check.args_of(args)
     if dtype is None:
         dtype = "float32" if y0.dtype == "float32" else "float64"
-    solver = SdeSolver(drift, diffusion, t_span=t_span, dt=dt, n_state=y0.shape[-1], n_args=len(args), method=method,
+    solver = SdeSolver(drift, diffusion, t_span=t_span, dt=dt, n_state=y0.shape[-1], n_args=_check.widths_of(args), method=method,
                        noise=noise, seed=seed, t_eval=t_eval, events=events, dtype=dtype, backend=backend,
                        exact=exact, progress=progress, return_noise=return_noise)
     return solver.solve(y0, args, n_paths=n_paths, distributed=distributed)

@@ -81,6 +81,16 @@ def _sum(terms, g):
     return g.const(0.0) if out is None else out
 
 
+def _scalar_args(args):
+    """Refuse a per-sample vector argument ((N, k)): derivatives are taken for numbers and (N,)
+    arrays of numbers only."""
+    for k, a in enumerate(args):
+        if len(tuple(getattr(a, "shape", None) or np.shape(a))) > 1:
+            raise EagleValueError(f"eagle.ode: args[{k}] is a vector a sample (shape {tuple(np.shape(a))}); "
+                                  f"sensitivities and the adjoint take numbers and (N,) arrays as arguments: pass "
+                                  f"its components as arguments of their own")
+
+
 def _times(e, x):
     """e * x, with e = 1 and e = -1 taken as they are (the Jacobian of a linear term)."""
     if e.op == "const" and e.value == 1.0:
@@ -358,6 +368,7 @@ class SensitivitySolver:
         from ._run import on_device as _on_device
         if not isinstance(args, (tuple, list)):
             args = (args,)
+        _scalar_args(args)
         if _on_device(y0) or any(_on_device(a) for a in args):
             raise EagleTypeError("eagle.ode: a sensitivity solve takes y0 and args as host arrays (numpy); copy "
                                  "device arrays to the host first")

@@ -7,10 +7,10 @@ from ..errors import EagleTypeError, EagleValueError
 from . import _check, _control, _rhs
 from ._methods import method as _method
 from ._rk import RungeKutta
-from ._run import Run
+from ._run import Front, Run
 
 
-class Solver:
+class Solver(Front):
     """An ensemble solver compiled once and solved again and again (new y0, new args, same
     method, span, tolerances and outputs). See :func:`solve_ivp` for the parameters; ``n_state``
     and ``n_args`` say what ``fun`` takes. The module is compiled and the graph recorded at the
@@ -66,27 +66,6 @@ class Solver:
         self.t0, self.t1, self.t_eval = self._run.t0, self._run.t1, self._run.t_eval
         self.dtype, self.rtol, self.atol, self.dt = self._run.dtype, rtol, values["atol"], dt
         self.controller = controller
-
-    @property
-    def source(self):
-        return self._run.source
-
-    @property
-    def n_state(self):
-        return self._run.d
-
-    @property
-    def n_args(self):
-        return self._run.na
-
-    @property
-    def n(self):
-        return self._run.n
-
-    def compile(self, backend=None):
-        """Compile for ``backend`` (a kind or eagle.Backend; default: the host's kind) now; returns
-        the module. Needs n_state and n_args (given to the constructor, or known from a solve)."""
-        return self._run.compile(backend)
 
     def solve(self, y0, args=(), *, progress=None, distributed=None):
         """Integrate every sample from ``y0`` ((N, d) or (d,)) with ``args`` (numbers or (N,)

@@ -255,6 +255,53 @@ def where(c, a, b):
     return g.node("select", (c, _num(a), _num(b)))
 
 
+MAX_TABLE = 4096  # entries of a constant table: a lookup costs one select per entry
+
+
+def _table(values, what):
+    t = np.asarray(values, dtype=np.float64)
+    if t.ndim != 1 or t.size == 0 or t.size > MAX_TABLE or not np.all(np.isfinite(t)):
+        raise EagleValueError(f"eagle.ode: {what} must be a 1-d table of 1 .. {MAX_TABLE} finite numbers, got shape "
+                              f"{t.shape}")
+    return t
+
+
+def table_interp(x, xp, fp, left=None, right=None, period=None):
+    """numpy.interp at a traced ``x`` over a constant table (xp increasing, fp): the piecewise-linear
+    interpolant as a chain of selects, one per segment (fp[0] below xp[0], fp[-1] above xp[-1],
+    or ``left``/``right``)."""
+    if period is not None:
+        raise EagleValueError("eagle.ode: numpy.interp's period= is not traced")
+    if not _graph_of(np.ravel(np.asarray(x, object))):
+        return np.interp(x, xp, fp, left, right)
+    xp, fp = _table(xp, "interp's xp"), _table(fp, "interp's fp")
+    if xp.shape != fp.shape or np.any(np.diff(xp) <= 0):
+        raise EagleValueError("eagle.ode: interp's xp must increase strictly and match fp's length")
+
+    def one(v):
+        r = fp[0] if left is None else float(left)
+        r = where(v >= xp[0], float(fp[0]), r)
+        for j in range(1, xp.size):
+            slope = (fp[j] - fp[j - 1]) / (xp[j] - xp[j - 1])
+            r = where(v > xp[j - 1], (v - float(xp[j - 1])) * float(slope) + float(fp[j - 1]), r)
+        r = where(v >= xp[-1], float(fp[-1]), r)
+        return r if right is None else where(v > xp[-1], float(right), r)
+    return elementwise(one, x)
+
+
+def table_take(table, index):
+    """``table[floor(index)]`` (clamped to the table) at a traced index: numpy.take on a closed-over
+    table, a chain of selects."""
+    t = _table(table, "take's table")
+
+    def one(v):
+        r = float(t[0])
+        for j in range(1, t.size):
+            r = where(v >= j, float(t[j]), r)
+        return r
+    return elementwise(one, index)
+
+
 def arith(op, a, b):
     g, (a, b) = _lifted([a, b])
     return g.node(op, (_num(a), _num(b)))
@@ -508,6 +555,10 @@ def _array_ufunc(ufunc, method, inputs, kwargs):
 def _array_function(func, args, kwargs):
     if func is np.where and len(args) == 3 and not kwargs:
         return elementwise(lambda c, a, b: where(c, a, b) if _graph_of((c, a, b)) else np.where(c, a, b), *args)
+    if func is np.interp:  # a closed-over table at a traced point
+        return table_interp(*args, **kwargs)
+    if func is np.take and len(args) == 2 and not kwargs and _graph_of(np.ravel(np.asarray(args[1], object))):
+        return table_take(*args)
     impl = getattr(func, "_implementation", None)  # numpy's own, over object arrays
     return NotImplemented if impl is None else impl(*args, **kwargs)
 
@@ -728,8 +779,11 @@ def _outputs(g, result, n_out, expected):
     return out
 
 
-def trace(fun, n_state, n_args, *, dtype="float64", n_out=None, what="fun"):
+def trace(fun, n_state, n_args, *, dtype="float64", n_out=None, what="fun", arg_widths=None):
     """Call ``fun(t, y, *args)`` once with traced values and return its :class:`TracedFunction`.
+
+    ``arg_widths``: per argument, 0 for a number or k for a vector of k numbers (``args[j][c]``);
+    the arguments' numbers are the C function's ``a[]`` in order (n_args of them in all).
 
     ``n_out=None``: the result is a right-hand side of length ``n_state``; an int: that many
     outputs (1 also takes a scalar: an event function). ``what`` names ``fun`` in messages.
@@ -750,7 +804,20 @@ def trace(fun, n_state, n_args, *, dtype="float64", n_out=None, what="fun"):
         y[k] = g.node("y", payload=k, value=k)
     y = y.view(SymArray)
     y._is_state = True
-    args = [g.node("a", payload=k, value=k) for k in range(n_args)]
+    if arg_widths is None:
+        args = [g.node("a", payload=k, value=k) for k in range(n_args)]
+    else:
+        args, slot = [], 0
+        for w in arg_widths:
+            if not w:
+                args.append(g.node("a", payload=slot, value=slot))
+                slot += 1
+                continue
+            v = np.empty(w, dtype=object)
+            for c in range(w):
+                v[c] = g.node("a", payload=slot + c, value=slot + c)
+            args.append(v.view(SymArray))
+            slot += w
     try:
         result = fun(g.node("t"), y, *args)
     except TraceError:
