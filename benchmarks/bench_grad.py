@@ -10,7 +10,8 @@ Adaptive Tsit5, float64, eagle's PI controller (the peers' controllers set to th
 where they take them). Implementations, each a warm-up call then --reps calls, the median reported:
 
   eagle-adjoint  AdjointSolver.solve (the forward solve recording its tape) + sol.vjp(2 y): the
-                 gradient by the discrete adjoint. Also reported apart: the plain solve
+                 gradient by the discrete adjoint (y0 and rho on the device as CuPy arrays on cuda;
+                 y read to the host for the cotangent and the gradient read back: in the figure). Also reported apart: the plain solve
                  (Solver.solve), the recording solve, one vjp, and their ratios.
   eagle-forward  SensitivitySolver(sensitivity="rho").solve + the contraction 2 y . dy/drho:
                  the same gradient by forward sensitivities (P = 1), and its ratio to the plain solve.
@@ -104,16 +105,23 @@ class Eagle:
         self.plain = ode.Solver(lorenz, **kw)
         self.sens = ode.SensitivitySolver(lorenz, sensitivity="rho", **kw)
         self.adj = ode.AdjointSolver(lorenz, **kw)
-        self.tol = tol
+        self.tol, self.backend = tol, backend
 
     def forward(self, rho):
         return self.plain.solve(np.tile(U0, (rho.size, 1)), (rho,)).y
 
     def setup(self, n):
         self.rho, self.y0 = rhos(n), np.tile(U0, (n, 1))
+        self.rho_in, self.y0_in, self.where = self.rho, self.y0, "host (numpy)"
+        if self.backend in ("cuda", "gpu"):  # the inputs on the device, as the peers' are (bench_ode's rule)
+            try:
+                import cupy as cp
+                self.rho_in, self.y0_in, self.where = cp.asarray(self.rho), cp.asarray(self.y0), "device (CuPy)"
+            except Exception:  # noqa: BLE001 -- numpy inputs then, copied in by every solve
+                pass
 
     def grad_adjoint(self):
-        sol = self.adj.solve(self.y0, (self.rho,))
+        sol = self.adj.solve(self.y0_in, (self.rho_in,))
         return sol.vjp(2 * sol.y).args[:, 0]
 
     def grad_forward(self):
@@ -121,13 +129,13 @@ class Eagle:
         return 2 * np.einsum("nd,nd->n", sol.y, sol.dy_dargs[:, :, 0])
 
     def parts(self, reps):
-        plain = timed(lambda: self.plain.solve(self.y0, (self.rho,)).y, reps)
-        record = timed(lambda: self.adj.solve(self.y0, (self.rho,)).y, reps)
-        sol = self.adj.solve(self.y0, (self.rho,))
+        plain = timed(lambda: self.plain.solve(self.y0_in, (self.rho_in,)).y, reps)
+        record = timed(lambda: self.adj.solve(self.y0_in, (self.rho_in,)).y, reps)
+        sol = self.adj.solve(self.y0_in, (self.rho_in,))
         cy = 2 * sol.y
         vjp = timed(lambda: sol.vjp(cy), reps)
         return dict(plain_s=plain, record_s=record, vjp_s=vjp, vjp_over_plain=vjp / plain,
-                    steps_mean=float(sol.n_accepted.mean()), tape_bytes=sol.tape_bytes)
+                    steps_mean=float(sol.n_accepted.mean()), tape_bytes=sol.tape_bytes, inputs=self.where)
 
 
 def _jax():
@@ -319,7 +327,8 @@ def main():
         failed |= ge > 1e-3 or gf > 1e-3
         print(f"{n:>9} {'eagle-adjoint':<16} {t_adj:>10.4f} {1.0:>9.2f} {ge:>9.1e}  plain {parts['plain_s']:.4f} s, "
               f"recording solve {parts['record_s']:.4f} s, vjp {parts['vjp_s']:.4f} s = {parts['vjp_over_plain']:.2f}x "
-              f"plain, tape {parts['tape_bytes'] / 2**20:.1f} MiB, {parts['steps_mean']:.1f} steps")
+              f"plain, tape {parts['tape_bytes'] / 2**20:.1f} MiB, {parts['steps_mean']:.1f} steps, inputs on the "
+              f"{parts['inputs']}; y read to the host for the cotangent, the gradient read back (in the figure)")
         print(f"{n:>9} {'eagle-forward':<16} {t_fwd:>10.4f} {t_fwd / t_adj:>9.2f} {gf:>9.1e}  "
               f"{t_fwd / parts['plain_s']:.2f}x plain (P = 1)")
         for name, (impl, tol, _) in peers.items():
