@@ -111,6 +111,9 @@ def test_steps_are_the_plain_solves_and_samples_are_independent():
                               sensitivity="rho")
         assert np.array_equal(alone.dy_dargs[0], batch.dy_dargs[i])
         assert alone.n_accepted[0] == batch.n_accepted[i]
+        solo = ode.solve_ivp(lorenz, (0.0, 1.0), [1.0, 0.0, 0.0], args=(10.0, rho[i:i + 1], 8.0 / 3.0), rtol=1e-8,
+                             adjoint=int(ad.tape_capacity))
+        assert np.array_equal(solo.vjp(2 * solo.y).args[0], g.args[i])
     np.testing.assert_allclose(g.args[:, 1], np.einsum("nd,nd->n", 2 * ad.y, batch.dy_dargs[:, :, 0]), rtol=1e-12)
 
 
