@@ -94,3 +94,19 @@ def test_vjp_equals_diffrax_gradient_at_the_same_fixed_steps():
         assert ad.n_accepted.tolist() == [100] * RHO.size
         got = ad.vjp(2 * ad.y).args[:, 0]
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10 * np.abs(want).max())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed (an optional extra)")
+def test_torch_cuda_tensors_solve_on_the_gpu(cuda):
+    import torch
+    import eagle.ode.torch as et
+    if not torch.cuda.is_available():
+        pytest.skip("this torch has no CUDA device")
+    rho = torch.tensor(RHO, device="cuda", requires_grad=True)
+    y0 = torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64, device="cuda")
+    y = et.solve(lorenz, (0.0, 1.0), y0, args=(rho,), **KW)
+    assert y.device.type == "cuda"
+    (y ** 2).sum().backward()
+    assert rho.grad.device.type == "cuda"
+    np.testing.assert_allclose(rho.grad.cpu().numpy(), reference(False).args[:, 0], rtol=1e-9)

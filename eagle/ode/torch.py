@@ -8,8 +8,9 @@
 (``solve_ivp(..., adjoint=True)``), the backward pass its ``sol.vjp`` (eagle/ode/_adjoint.py), so
 the gradients are those of the discrete solution. Host tensors cross to eagle as numpy views of
 their own memory (no copy) and results come back the same way (``torch.from_numpy``); a tensor on
-a GPU is copied to the host and its results copied back to its device (a zero-copy device path,
-handing eagle the tensors through DLPack, is not there yet). Returns y(t_end) (N, d), and with
+a GPU makes the solve run on that GPU's kind (eagle.kind_of_array, through its DLPack device), its
+values crossing through the host and the results copied back to its device (a zero-copy device
+path, handing eagle the tensors themselves through DLPack, is not there yet). Returns y(t_end) (N, d), and with
 ``t_eval`` the pair (y, ys) with ys (N, d, T).
 """
 import numpy as np
@@ -27,12 +28,22 @@ def _host(x):
     return np.asarray(x)
 
 
+def _kind(x):
+    """eagle's kind for where tensor ``x`` lives (None: host memory, the solve's default), through
+    the tensor's DLPack device."""
+    import eagle
+    from ._run import host_kind
+    kind = eagle.kind_of_array(x.detach())
+    return None if kind == host_kind() else kind
+
+
 class _Solve(torch.autograd.Function):
     @staticmethod
     def forward(ctx, bridge, y0, *args):
         host_y0, host_args = _host(y0), [_host(a) for a in args]
-        sol, y, ys = bridge.forward(host_y0, host_args)
-        ctx.bridge, ctx.sol, ctx.inputs = bridge, sol, (host_y0, host_args)
+        kind = _kind(y0)
+        sol, y, ys = bridge.forward(host_y0, host_args, kind)
+        ctx.bridge, ctx.sol, ctx.inputs, ctx.kind = bridge, sol, (host_y0, host_args), kind
         ctx.devices = [y0.device] + [a.device if isinstance(a, torch.Tensor) else None for a in args]
         ctx.dtypes = [y0.dtype] + [a.dtype if isinstance(a, torch.Tensor) else None for a in args]
         out = torch.from_numpy(np.ascontiguousarray(y)).to(y0.device)
@@ -44,7 +55,7 @@ class _Solve(torch.autograd.Function):
     def backward(ctx, gy, gys=None):
         host_y0, host_args = ctx.inputs
         gy0, gargs = ctx.bridge.backward(ctx.sol, host_y0, host_args, _host(gy),
-                                         None if gys is None else _host(gys))
+                                         None if gys is None else _host(gys), ctx.kind)
         grads = [torch.from_numpy(np.ascontiguousarray(gy0)).to(ctx.devices[0], ctx.dtypes[0])]
         for g, dev, dt in zip(gargs, ctx.devices[1:], ctx.dtypes[1:]):
             grads.append(None if dev is None else torch.from_numpy(np.ascontiguousarray(g)).to(dev, dt))
