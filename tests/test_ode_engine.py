@@ -107,6 +107,11 @@ def test_solve_sde_takes_per_path_ends(cpu):
     np.testing.assert_array_equal(sol.t, t1)
     np.testing.assert_allclose(sol.y[:, 0], t1, rtol=1e-12)
     np.testing.assert_array_equal(sol.n_steps, np.ceil(t1 / 0.1 - 1e-9).astype(int))
+    # t_eval at step ends; a point at t1 itself waits for the (here very short) last step
+    end = 1.0000001
+    s = eagle.ode.solve_sde(lambda t, y: (1.0,), lambda t, y: (0.0,), (0.0, end), np.zeros((2, 1)), dt=0.1,
+                            t_eval=[0.5, 1.0, end], backend="cpu")
+    np.testing.assert_allclose(s.ys[:, 0], [[0.5, 1.0, end]] * 2, rtol=1e-12)
 
 
 def test_a_solution_keeps_its_own_shape_after_a_later_solve(cpu):
@@ -226,3 +231,38 @@ def test_a_closed_over_table_at_a_traced_point(cpu):
         return [-eagle.ode.math.take(tab, y[1]) * y[0], 1.0]
     s = eagle.ode.solve_ivp(g, (0.0, 2.5), np.array([[1.0, 0.0]]), rtol=1e-10, atol=1e-12, backend="cpu")
     np.testing.assert_allclose(s.y[0, 0], np.exp(-4.5), rtol=1e-7)
+
+
+def test_a_stencil_right_hand_side_is_emitted_as_loops_and_solves_bit_for_bit_as_straight_line(cpu, monkeypatch):
+    """Outputs of one shape at the same offsets from their index become one C loop (the compiler's
+    time grows faster than a straight-line body); the loop computes the same operations in the same
+    order, so in exact mode the solve equals the straight-line one bit for bit, and both the closed
+    form of the semi-discrete heat equation's sine mode."""
+    from eagle.ode import _trace
+    d = 96
+
+    def heat(t, u, c):
+        h2 = float((d + 1) ** 2)
+        return [c * h2 * ((u[k - 1] if k else 0.0) - 2.0 * u[k] + (u[k + 1] if k < d - 1 else 0.0)) for k in range(d)]
+    src = _trace.trace(heat, d, 1).c_function("f")
+    assert "for (int k = 1; k < 95; ++k) out[k] =" in src and src.count("out[") == 3, src
+    x = np.arange(1, d + 1) / (d + 1)
+    y0 = np.sin(np.pi * x)[None].repeat(3, 0)
+    kw = dict(args=(np.array([0.5, 1.0, 2.0]),), rtol=1e-9, atol=1e-12, exact=True, backend="cpu")
+    looped = eagle.ode.solve_ivp(heat, (0.0, 0.01), y0, **kw)
+    monkeypatch.setattr(_trace, "REROLL_MIN_OUTPUTS", 10**9)
+    straight = eagle.ode.solve_ivp(heat, (0.0, 0.01), y0, **kw)
+    assert "for (int k" not in straight.source.split("ode_user_f")[1].split("}")[0]
+    np.testing.assert_array_equal(looped.y, straight.y)
+    lam = 4 * (d + 1) ** 2 * np.sin(np.pi / (2 * (d + 1))) ** 2
+    np.testing.assert_allclose(looped.y, np.exp(-lam * 0.01 * kw["args"][0])[:, None] * y0, rtol=1e-6, atol=1e-10)
+
+
+@pytest.mark.slow  # about 3 s of compile (was 291 s: issue 42's hang)
+def test_a_10000_component_right_hand_side_compiles_in_seconds(cpu):
+    import time
+    t = time.perf_counter()
+    sol = eagle.ode.solve_ivp(lambda t, y: -y, (0.0, 1.0), np.ones((2, 10_000)), method="DOP853", backend="cpu")
+    took = time.perf_counter() - t
+    np.testing.assert_allclose(sol.y, np.exp(-1.0), rtol=1e-5)
+    assert took < 60, f"a 10 000-component -y took {took:.0f} s to trace, compile and solve"

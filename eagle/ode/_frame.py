@@ -327,7 +327,8 @@ class Frame:
                     "        }"]
         if nt:
             # a grid scheme's t_eval points lie on its step ends: within a thousandth of the step
-            reach = "tstop" if dense else "tstop + (ode_real)0.001 * hh"
+            # (a point at t1 itself waits for the step that lands there, however short)
+            reach = "tstop" if dense else "tstop + (ode_real)0.001 * hh && (TE[next] < t1 || tn == t1)"
             out += [f"        while (next < nt && TE[next] <= {reach}) {{",
                     "            ode_real yo[D];",
                     (f"            {prep}\n            if (TE[next] == tn) {{ for (int k = 0; k < D; ++k) yo[k] = ynew[k]; }}\n"
