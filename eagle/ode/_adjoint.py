@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import EagleMemoryError, EagleValueError
 from ._frame import DONE, EVENT, P_ATOL, Q_NT, Q_SHARED
 from ._rk import RungeKutta
-from ._sensitivity import _scalar_args, _sum, _times, traced
+from ._sensitivity import _scalar_args, _sum, _times, explicit_only, traced
 from ._trace import TracedFunction
 
 Gradients = namedtuple("Gradients", ["y0", "args"])
@@ -310,8 +310,7 @@ class AdjointSolver:
                 raise EagleValueError("eagle.ode: adjoint= with a terminal event is not supported (its time moves "
                                       "with the parameters); use sensitivity= (forward mode), which gives "
                                       "the event's state and time derivatives")
-        from ._methods import method as _method
-        m = _method(kwargs.get("method", "Tsit5"))
+        m = explicit_only(kwargs.get("method", "Tsit5"))
         if kwargs.get("t_eval") is not None and m.dense not in ("P", "hermite", "linear"):
             raise EagleValueError(f"eagle.ode: the adjoint does not take t_eval through {m.name}'s dense output "
                                   f"({m.dense}); use Tsit5, RK45, RK23, RK4 or Euler with t_eval, or sensitivity=")

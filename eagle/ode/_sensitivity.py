@@ -91,6 +91,17 @@ def _scalar_args(args):
                                   f"its components as arguments of their own")
 
 
+def explicit_only(method):
+    """The Method named ``method``, refused unless it is an explicit Runge-Kutta tableau (the
+    derivatives here transpose and augment explicit stages)."""
+    from ._methods import method as _method
+    m = _method(method)
+    if getattr(m, "implicit", False) or not hasattr(m, "A"):
+        raise EagleValueError(f"eagle.ode: sensitivities and the adjoint take the explicit methods (Tsit5, RK45, "
+                              f"RK23, DOP853, RK4, Euler) so far; {m.name} is implicit")
+    return m
+
+
 def _times(e, x):
     """e * x, with e = 1 and e = -1 taken as they are (the Jacobian of a linear term)."""
     if e.op == "const" and e.value == 1.0:
@@ -347,6 +358,7 @@ class SensitivitySolver:
     def __init__(self, fun, *, t_span, n_state, n_args, sensitivity=True, events=None, atol=1e-8,
                  dtype="float64", **solver_kwargs):
         from ._solver import Solver
+        explicit_only(solver_kwargs.get("method", "Tsit5"))
         d, na = int(n_state), int(n_args)
         self.n_state, self.n_args = d, na
         from . import _check
