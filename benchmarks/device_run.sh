@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-#   bash benchmarks/device_run.sh STAGE...     stages: setup prebuilt tests gputests kernels fpmodes sanitize waits check bench seam card cardblocks openclnv mc multigpu distributed distbench odetests odebench
+#   bash benchmarks/device_run.sh STAGE...     stages: setup prebuilt tests gputests kernels fpmodes sanitize waits check bench seam card cardblocks openclnv mc multigpu distributed distbench odetests odebench gradtests gradbench
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there. `prebuilt` instead takes the backends and generated
@@ -170,6 +170,18 @@ for stage in "$@"; do
       # ODEBENCH_TAG=_f64, then float32 / _f32; "--full --impls eagle,hand" for every N without diffrax.
       timeout 590 python3 benchmarks/bench_ode.py --backend cuda --json "$OUT/bench_ode_h200${ODEBENCH_TAG:-}.json" \
         ${ODEBENCH_ARGS:-} 2>&1 | tee "$OUT/bench_ode_h200${ODEBENCH_TAG:-}.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    gradtests)
+      # gradients (issue 40): sensitivities, the discrete adjoint and the bridges, slow ones included,
+      # on cpu and cuda (cpu == cuda bit for bit in exact mode: the `device` fixture, marked gpu).
+      python3 -m pytest -q -p no:cacheprovider -rs -m "slow or not slow" tests/test_ode_sensitivity.py \
+        tests/test_ode_bridges.py tests/test_bench_grad.py 2>&1 | tee "$OUT/pytest_grad_h200.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    gradbench)
+      # dL/drho of every Lorenz sample (adaptive Tsit5, FP64): eagle's adjoint and forward sensitivities
+      # against diffrax RecursiveCheckpointAdjoint and gradsolve grad_closure (its wheel in .whl/).
+      timeout 590 python3 benchmarks/bench_grad.py --backend cuda --sizes ${GRADBENCH_SIZES:-2^16,2^18,2^20} \
+        --peer-tol 1e-9 --json "$OUT/bench_grad_h200.json" 2>&1 | tee "$OUT/bench_grad_h200.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     openclnv)
       # issue 31 on the H200: NVIDIA's OpenCL (the image ships libnvidia-opencl with no ICD file),

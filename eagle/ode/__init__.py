@@ -15,9 +15,14 @@ from ._methods import METHODS
 from ._rhs import C
 from ._sde import SdeSolution, SdeSolver, solve_sde
 from ._solution import OdeSolution
-from ._solver import Solver, solve_ivp
+from ._solver import Solver
+from ._ivp import solve_ivp
+from ._sensitivity import SdeSensitivitySolver, SensitivitySolution, SensitivitySolver
+from ._adjoint import AdjointSolution, AdjointSolver
 
-__all__ = ["C", "METHODS", "at", "event", "OdeSolution", "Solver", "solve_ivp", "math", "SdeSolution", "SdeSolver", "solve_sde"]
+__all__ = ["C", "METHODS", "at", "event", "OdeSolution", "Solver", "solve_ivp", "math", "SdeSolution", "SdeSolver",
+           "solve_sde", "SensitivitySolver", "SensitivitySolution", "SdeSensitivitySolver", "AdjointSolver",
+           "AdjointSolution"]
 
 
 def __getattr__(name):

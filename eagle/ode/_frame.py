@@ -202,7 +202,9 @@ class Frame:
         ne, nt = len(self.events), self.nt
         sig = ("(ode_real*, W), (int32_t*, I), (uint8_t*, M), (const ode_real*, IN), (EAGLE_BUFFER const ode_real*, P), "
                "(EAGLE_BUFFER const uint32_t*, Q), (EAGLE_BUFFER const ode_real*, TE), (EAGLE_BUFFER ode_real*, YS), "
-               "(EAGLE_BUFFER ode_real*, EVT), (EAGLE_BUFFER ode_real*, EVY), (EAGLE_BUFFER uint32_t*, DONE)")
+               "(EAGLE_BUFFER ode_real*, EVT), (EAGLE_BUFFER ode_real*, EVY), (EAGLE_BUFFER uint32_t*, DONE)"
+               # a scheme's own planes ((name, rows) of reals, after the frame's: the adjoint's tape)
+               + "".join(f", (ode_real*, {name})" for name, _ in getattr(s, "planes", ())))
         load = ["    ode_real a[ODE_NA > 0 ? ODE_NA : 1];",
                 "    for (int k = 0; k < ODE_NA; ++k) a[k] = Q[Q_SH_A + k] ? P[P_A + k] : IN[(int64_t)(2 + k) * n + i];",
                 "    const ode_real t0 = Q[Q_SH_T0] ? P[P_T0] : IN[i];",

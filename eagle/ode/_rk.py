@@ -24,8 +24,12 @@ class RungeKutta:
     dense = True
     random = False
 
-    def __init__(self, method, *, adaptive, d, real):
+    def __init__(self, method, *, adaptive, d, real, n_control=None):
         self.m, self.adaptive, self.d = method, adaptive, d
+        # the first n_control components alone enter the error norm, the first step and the sums'
+        # form (ODE_DC): an augmented variational state (y, S) of eagle/ode/_sensitivity.py then
+        # steps, and rounds its y, exactly as y alone
+        self.dc = n_control or d
         self.name = method.name
         self.error_order = method.error_order or method.order
         self.L = lambda x: lit(x, real)
@@ -38,7 +42,8 @@ class RungeKutta:
         return "\n\n".join(["/* The right-hand side. */\n"
                              "ODE_FN void ode_f(const ode_real t, const ode_real* y, const ode_real* a, ode_real* dy)\n"
                              "{\n    ode_user_f(t, y, a, dy);\n}",
-                             f"#define ODE_NK {self.m.stages + 1 + len(self.m.C_extra or ())}  /* stage slots */",
+                             f"#define ODE_NK {self.m.stages + 1 + len(self.m.C_extra or ())}  /* stage slots */\n"
+                             f"#define ODE_DC {self.dc}  /* components the error norm and the first step see */",
                              self.attempt(), self.dense_output(), self.initial_step() if fr.c is not None else ""])
 
     def init(self, fr):
@@ -57,12 +62,12 @@ class RungeKutta:
             "                                   const ode_real* a, const ode_real* tol, int32_t* nfev)",
             "{",
             "    double d0 = 0.0, d1 = 0.0, d2 = 0.0;",
-            "    for (int k = 0; k < D; ++k) {",
+            "    for (int k = 0; k < ODE_DC; ++k) {",
             "        const double sc = (double)(ODE_ATOL(k) + ODE_FABS(y[k]) * ODE_RTOL);",
             "        d0 += ((double)y[k] / sc) * ((double)y[k] / sc);",
             "        d1 += ((double)f0[k] / sc) * ((double)f0[k] / sc);",
             "    }",
-            "    d0 = sqrt(d0 / D); d1 = sqrt(d1 / D);",
+            "    d0 = sqrt(d0 / ODE_DC); d1 = sqrt(d1 / ODE_DC);",
             "    double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;",
             "    const double span = (double)(t1 - t);",
             "    if (h0 > span) h0 = span;",
@@ -70,12 +75,12 @@ class RungeKutta:
             "    for (int k = 0; k < D; ++k) y1[k] = y[k] + (ode_real)h0 * f0[k];",
             "    ode_f(t + (ode_real)h0, y1, a, f1);",
             "    *nfev += 1;",
-            "    for (int k = 0; k < D; ++k) {",
+            "    for (int k = 0; k < ODE_DC; ++k) {",
             "        const double sc = (double)(ODE_ATOL(k) + ODE_FABS(y[k]) * ODE_RTOL);",
             "        const double q = (double)(f1[k] - f0[k]) / sc;",
             "        d2 += q * q;",
             "    }",
-            "    d2 = sqrt(d2 / D) / h0;",
+            "    d2 = sqrt(d2 / ODE_DC) / h0;",
             "    const double dm = d1 > d2 ? d1 : d2;",
             f"    double h1 = (d1 <= 1e-15 && d2 <= 1e-15) ? (h0 * 1e-3 > 1e-6 ? h0 * 1e-3 : 1e-6) : "
             f"ODE_EXP({1.0 / (self.error_order + 1)!r} * ODE_LOG(0.01 / dm));",
@@ -146,7 +151,7 @@ class RungeKutta:
             expr = expr if not expr.startswith("- ") else "-" + expr[2:]
             return [f"    const ode_real h_{tag} = {L(base)} * h;",
                     f"    for (int k = 0; k < D; ++k) {dst}[k] = y[k] + h_{tag} * ({expr});"]
-        if len(nz) < self.d:
+        if len(nz) < self.dc:
             lines = [f"    const ode_real h_{tag}_{j} = {L(c)} * h;" for j, c in nz]
             expr = " + ".join(f"h_{tag}_{j} * K[{j}][k]" for j, _ in nz)
             return lines + [f"    for (int k = 0; k < D; ++k) {dst}[k] = y[k] + {expr};"]
@@ -183,7 +188,7 @@ class RungeKutta:
             t5 = [(L(c), f"K[{j}][k]") for j, c in enumerate(m.E) if c != 0.0]
             t3 = [(L(c), f"K[{j}][k]") for j, c in enumerate(m.E3) if c != 0.0]
             out += ["    ode_acc e5 = 0, e3 = 0;",
-                    "    for (int k = 0; k < D; ++k) {",
+                    "    for (int k = 0; k < ODE_DC; ++k) {",
                     f"        const ode_real sc = {scale};",
                     f"        const ode_acc r5 = (ode_acc)(({_sum(t5)}) / sc);",
                     f"        const ode_acc r3 = (ode_acc)(({_sum(t3)}) / sc);",
@@ -191,17 +196,17 @@ class RungeKutta:
                     "        e3 += r3 * r3;",
                     "    }",
                     "    if (e5 == 0 && e3 == 0) return 0;",
-                    "    return ODE_AFABS((ode_acc)h) * e5 / ODE_ASQRT((e5 + (ode_acc)0.01 * e3) * (ode_acc)D);",
+                    "    return ODE_AFABS((ode_acc)h) * e5 / ODE_ASQRT((e5 + (ode_acc)0.01 * e3) * (ode_acc)ODE_DC);",
                     "}"]
         else:
             te = [(L(c), f"K[{j}][k]") for j, c in enumerate(m.E) if c != 0.0]
             out += ["    ode_acc acc = 0;",
-                    "    for (int k = 0; k < D; ++k) {",
+                    "    for (int k = 0; k < ODE_DC; ++k) {",
                     f"        const ode_real sc = {scale};",
                     f"        const ode_acc r = (ode_acc)((({_sum(te)}) * h) / sc);",
                     "        acc += r * r;",
                     "    }",
-                    "    return ODE_ASQRT(acc / (ode_acc)D);",
+                    "    return ODE_ASQRT(acc / (ode_acc)ODE_DC);",
                     "}"]
         return "\n".join(out)
 

@@ -296,10 +296,15 @@ class Run:
                  "YS": b.empty((n, d, nt), dt) if nt else b.zeros(1, dt),
                  "EVT": b.empty((ne * (self.max_events or 1), n), dt) if ne else b.zeros(1, dt),
                  "EVY": b.empty((ne, d, n), dt) if ne else b.zeros(1, dt), "DONE": b.zeros(1, "uint32")}
+            extra = list(getattr(self.scheme, "planes", ()))  # the scheme's own planes (SCHEMES.md)
+            for name, rows in extra:
+                r[name] = b.empty((rows, n), dt)
         except EagleMemoryError as e:
-            need = (nw + 2 + na + d + d * nt + ne * (d + 1)) * n * dt.itemsize
+            extra = list(getattr(self.scheme, "planes", ()))
+            need = (nw + 2 + na + d + d * nt + ne * (d + 1) + sum(rows for _, rows in extra)) * n * dt.itemsize
             raise EagleMemoryError(f"{self.what}: a solve of N = {n} samples needs about {need / 2**30:.2f} GiB on "
-                                   f"{b.kind} (the state and work planes{f', {nt} t_eval points x {d} components a sample' if nt else ''}); "
+                                   f"{b.kind} (the state and work planes{f', {nt} t_eval points x {d} components a sample' if nt else ''}"
+                                   f"{''.join(f', {name}: {rows} numbers a sample' for name, rows in extra)}); "
                                    f"it does not fit: solve fewer samples at a time ({e})") from None
         spc = self.steps_per_call or self.scheme_steps_per_call(b)
         fixed = self.controller is None
@@ -308,7 +313,8 @@ class Run:
             top = min(top, math.ceil(float(np.max(np.asarray(self.t1) - np.asarray(self.t0))) / self.values["dt"]) + 1)
         p = self.scheme.prefix
         r.update(spc=spc, rounds=-(-top // spc) + 2, init=getattr(mod, f"{p}_init"), step=getattr(mod, f"{p}_step_drain"),
-                 planes=[r[k] for k in ("W", "I", "M", "IN", "P", "Q", "TE", "YS", "EVT", "EVY", "DONE")],
+                 planes=[r[k] for k in ("W", "I", "M", "IN", "P", "Q", "TE", "YS", "EVT", "EVY", "DONE")] +
+                 [r[name] for name, _ in extra],
                  workers=self.workers or self.default_workers(b, n), threads={}, last=None, sent=None,
                  view=View(self, n, self.source), hp=np.zeros(P_ATOL + 2 * d + 2 + na, dt),
                  hq=np.zeros(Q_SHARED + 3 + na, np.uint32))

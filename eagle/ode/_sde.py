@@ -102,9 +102,13 @@ class SdeScheme:
     error_order = None
     solution = SdeSolution
 
-    def __init__(self, method, *, d, real, return_noise):
+    def __init__(self, method, *, d, real, return_noise, n_noise=None):
         self.method, self.name, self.d, self.real = method, method.name, d, real
         self.return_noise = return_noise
+        # n_noise = m < d: only m Brownian motions, component k driven by W_(k mod m) and the normals
+        # drawn as an m-component path's: the pathwise sensitivities of eagle/ode/_sensitivity.py (an
+        # augmented state (y, S) whose S columns share y's noise, so its y is the plain path's)
+        self.nn = n_noise or d
 
     def w_rows(self, d):
         return (("WN", d if self.return_noise else 0),)
@@ -116,7 +120,8 @@ class SdeScheme:
         else:
             block, per, gen, pick = ("eagle_rng_float4", 4, "eagle_rng_normal4f",
                                      "(m & 3) == 0 ? c->p.x : (m & 3) == 1 ? c->p.y : (m & 3) == 2 ? c->p.z : c->p.w")
-        out = [f"/* The path's normals are one stream: normal m is number m % {per} of Philox block m / {per} "
+        out = [f"#define SDE_NN {self.nn}  /* Brownian motions: component k is driven by W_(k % SDE_NN) */",
+               f"/* The path's normals are one stream: normal m is number m % {per} of Philox block m / {per} "
                f"(<eagle/random.h>'s {gen}),",
                " * and step `step` takes numbers step * D .. step * D + D - 1. The block last drawn is kept, so a",
                f" * path with D < {per} draws one block every {per} / D steps (a call starts with none kept). */",
@@ -124,8 +129,8 @@ class SdeScheme:
                "EAGLE_FN void sde_normals(const uint64_t seed, const uint64_t sample, const int64_t step,",
                "                          sde_rng_cache* c, ode_real* z)",
                "{",
-               "    for (int k = 0; k < D; ++k) {",
-               "        const int64_t m = step * D + k;",
+               "    for (int k = 0; k < SDE_NN; ++k) {",
+               "        const int64_t m = step * SDE_NN + k;",
                f"        const int64_t blk = m / {per};",
                f"        if (blk != c->block) {{ c->p = {gen}(seed, sample, (uint64_t)blk); c->block = blk; }}",
                f"        z[k] = {pick};",
@@ -139,7 +144,7 @@ class SdeScheme:
                "    ode_real f[D], g[D];",
                "    sde_user_a(t, y, a, f);",
                "    sde_user_b(t, y, a, g);",
-               "    for (int k = 0; k < D; ++k) dw[k] = sq * z[k];"]
+               "    for (int k = 0; k < D; ++k) dw[k] = sq * z[k % SDE_NN];"]
         if self.method.name == "EulerMaruyama":
             out.append("    for (int k = 0; k < D; ++k) ynew[k] = y[k] + f[k] * hh + g[k] * dw[k];")
         else:  # derivative-free Milstein: the difference of b at the supporting value stands for b b' sqrt(h)
@@ -192,9 +197,9 @@ class SdeSolver(Front):
 
     def __init__(self, drift, diffusion, *, t_span, dt=None, n_state=None, n_args=None, method="EulerMaruyama",
                  noise="diagonal", seed=0, t_eval=None, events=None, dtype="float64", backend=None, exact=False,
-                 progress=None, return_noise=False, steps_per_call=None, workers=None):
+                 progress=None, return_noise=False, steps_per_call=None, workers=None, _n_noise=None):
         for what, f in (("drift", drift), ("diffusion", diffusion)):
-            if not (callable(f) or isinstance(f, _rhs.C)):
+            if not (callable(f) or isinstance(f, _rhs.C) or hasattr(f, "c_function")):  # or pre-traced
                 raise EagleTypeError(f"eagle.ode.solve_sde: {what} must be a callable {what}(t, y, *args) or "
                                      f"eagle.ode.C(...), got a {type(f).__name__}")
         if not isinstance(method, str) or method not in SDE_METHODS:
@@ -212,7 +217,8 @@ class SdeSolver(Front):
         self.return_noise = bool(return_noise)
         self.events = _check.events_of(events, lambda g: isinstance(g, _rhs.C))
         self._run = Run("eagle.ode.solve_sde", [("drift", drift, "sde_user_a"), ("diffusion", diffusion, "sde_user_b")],
-                        lambda d, real: SdeScheme(m, d=d, real=real, return_noise=self.return_noise), None,
+                        lambda d, real: SdeScheme(m, d=d, real=real, return_noise=self.return_noise,
+                                                  n_noise=_n_noise), None,
                         method=method, events=self.events, t_span=t_span, t_eval=t_eval, dtype=dtype, backend=backend,
                         exact=exact, fast_math=False, steps_per_call=steps_per_call, workers=workers, progress=progress,
                         values=dict(dt=self.dt, max_steps=_check.MAX_STEPS), grid=True, seed=self.seed,

@@ -1,5 +1,5 @@
-"""eagle.ode's ODE front: :class:`Solver` (compile once, solve again and again) and
-:func:`solve_ivp` (scipy's vocabulary, one call): the explicit Runge-Kutta scheme
+"""eagle.ode's ODE front: :class:`Solver` (compile once, solve again and again; the one-call
+:func:`solve_ivp` over it is in eagle/ode/_ivp.py): the explicit Runge-Kutta scheme
 (eagle/ode/_rk.py) and a controller handed to the one ensemble run (eagle/ode/_run.py)."""
 import math
 
@@ -23,9 +23,13 @@ class Solver(Front):
     def __init__(self, fun, *, t_span, n_state=None, n_args=None, method="Tsit5", t_eval=None, events=None, rtol=1e-6,
                  atol=1e-8, dt=None, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf,
                  dtype="float64", backend=None, exact=False, fast_math=False, controller="PI",
-                 steps_per_call=None, workers=None, progress=None, save=None, callbacks=None, max_events=None):
+                 steps_per_call=None, workers=None, progress=None, save=None, callbacks=None, max_events=None,
+                 _scheme=None):
         m = self.method = _method(method)
-        if not (callable(fun) or isinstance(fun, _rhs.C)):
+        # _scheme(method, adaptive=, d=, real=): a RungeKutta of eagle/ode/_sensitivity.py or
+        # eagle/ode/_adjoint.py in place of the plain one; fun may then be a TracedFunction
+        scheme = _scheme or RungeKutta
+        if not (callable(fun) or isinstance(fun, _rhs.C) or hasattr(fun, "c_function")):
             raise EagleTypeError(f"eagle.ode: fun must be a callable f(t, y, *args) or eagle.ode.C(...), got a "
                                  f"{type(fun).__name__}")
         if adaptive is None:
@@ -62,7 +66,7 @@ class Solver(Front):
                                   f"their times, which a fixed-step solve ({m.name}, dt={dt}) cannot: use an adaptive "
                                   f"method")
         self._run = Run("eagle.ode", [("fun", fun, "ode_user_f")],
-                        lambda d, real: RungeKutta(m, adaptive=self.adaptive, d=d, real=real), ctl, method=m.name,
+                        lambda d, real: scheme(m, adaptive=self.adaptive, d=d, real=real), ctl, method=m.name,
                         events=self.events, t_span=t_span, t_eval=t_eval, dtype=dtype, backend=backend, exact=exact,
                         fast_math=fast_math, steps_per_call=steps_per_call, workers=workers, progress=progress,
                         values=values, n_state=n_state, n_args=n_args, max_events=self.max_events,
@@ -81,78 +85,3 @@ class Solver(Front):
         samples' inputs, solves its share, and gets the whole solution back (gathered in sample
         order, host arrays), the same bit for bit as one process's solve."""
         return self._run.solve(y0, args, progress=progress, distributed=distributed)
-
-
-def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e-6, atol=1e-8, dt=None, args=(),
-              backend=None, *, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf, dtype=None,
-              exact=False, fast_math=False, controller="PI", progress=None, distributed=None, save=None,
-              callbacks=None, max_events=None, **scipy):
-    """Integrate N independent initial-value problems y' = fun(t, y, *args) at once, one per lane
-    of the arrays' device, in scipy.integrate.solve_ivp's vocabulary.
-
-    Parameters
-    ----------
-    fun : callable ``fun(t, y, *args)`` or :class:`eagle.ode.C`
-        The right-hand side of ONE sample, written with arithmetic, comparisons and
-        ``eagle.ode.math`` (exp, sin, where, min, max, ... and numpy's ufuncs); it is traced once
-        into C. A Python ``if`` on the state is refused (use ``where``).
-    t_span : (t0, t1)
-        Shared times, or ``t0`` and/or ``t1`` (N,) arrays of per-sample times. t1 > t0.
-    y0 : array (N, d) or (d,)
-        Initial states. Where it lives picks the backend (numpy: the host's kind; a CUDA array:
-        cuda), unless ``backend=`` names one. Its dtype picks the precision (float32 stays float32,
-        everything else is float64) unless ``dtype=`` is given.
-    method : "Tsit5" (default), "RK45", "RK23", "DOP853", "Vern7", "Vern9" (adaptive) or "RK4", "Euler" (fixed).
-    t_eval : 1-d increasing array, optional
-        Shared times at which to store every sample's state (dense output), as ``sol.ys``
-        (N, d, T) on the device.
-    events : callable or list of callables ``g(t, y, *args)``, optional
-        Traced like fun, with scipy's ``terminal`` (True, or a count: stop at that crossing) and
-        ``direction`` attributes, and ``affect(t, y, *args) -> new y`` (traced like fun): the state
-        is replaced at the located crossing and the integration restarts there (see
-        ``eagle.ode.event`` for a lambda; the contract is in eagle/ode/_acts.py). A crossing is
-        located on the dense output; ``sol.t_events``/``y_events`` hold the first one per sample
-        (``max_events=k``: the first k times, (N, k)); ``sol.n_events`` counts them.
-    callbacks : ``eagle.ode.at(times, affect)`` or a list of them, optional
-        The state is changed at given times (shared (m,) or per sample (N, m)); the integrator
-        steps onto each exactly.
-    save : list of reductions or dict reduction -> components, optional
-        Summaries computed during the solve, O(N) memory: "max", "min", "argmax", "argmin",
-        "integral", "mean", "final", and "g": a callable g(t, y, *args) integrated over time.
-        ``sol.saved[name]`` is (N, len(components)).
-    max_events : int, optional
-        Crossing times kept per event and sample; an event with an affect that fires more often
-        fails its sample (its own failure code).
-    rtol, atol : tolerances of the adaptive methods (atol: a number or d numbers).
-    dt : step of a fixed-step solve (Euler, RK4, or an adaptive tableau with adaptive=False).
-    args : numbers or (N,) arrays, passed to fun after (t, y); an (N, k) array is a per-sample
-        vector of k numbers (``fun`` reads ``args[j][c]``; shape (k,): one vector for every sample).
-    backend : kind, "gpu" or eagle.Backend, optional.
-    max_steps : steps (accepted and rejected) a sample may take before it fails (status -1).
-    first_step, max_step : as scipy's.
-    exact : compile bit-exact (every kind gives the same bits); fast_math: let the compiler
-        reassociate. controller: "PI" (default) or "I" (scipy's).
-    progress : None/True shows how far the samples are for solves longer than ~2 s.
-    distributed : True, or an ``eagle.distributed.Job``: the samples are split over MPI ranks
-        (every rank passes all the inputs and gets the gathered solution); see Solver.solve.
-
-    scipy's ``dense_output``, ``vectorized``, ``jac`` ... are refused naming what eagle does instead.
-
-    Returns
-    -------
-    OdeSolution
-        ``t``, ``y``, ``status`` (0 reached t1, 1 terminal event, -1 failed), ``failure``,
-        ``message``, ``nfev``, ``n_accepted``, ``n_rejected``, ``ys``, ``t_events``, ``y_events``,
-        ``source``.
-    """
-    _check.scipy_keywords(scipy, "eagle.ode.solve_ivp")
-    y0 = _check.y0_of(y0)
-    args = () if args is None else _check.args_of(args)
-    if dtype is None:
-        dtype = "float32" if y0.dtype == "float32" else "float64"
-    solver = Solver(fun, t_span=t_span, n_state=y0.shape[-1], n_args=_check.widths_of(args), method=method, t_eval=t_eval,
-                    events=events, rtol=rtol, atol=atol, dt=dt, adaptive=adaptive, max_steps=max_steps,
-                    first_step=first_step, max_step=max_step, dtype=dtype, backend=backend, exact=exact,
-                    fast_math=fast_math, controller=controller, progress=progress, save=save, callbacks=callbacks,
-                    max_events=max_events)
-    return solver.solve(y0, args, distributed=distributed)

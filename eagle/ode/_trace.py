@@ -684,6 +684,7 @@ class TracedFunction:
 
     def __init__(self, g, outputs, n_state, n_args, what):
         self.n_out, self.n_state, self.n_args, self.what = len(outputs), n_state, n_args, what
+        self.graph, self.outputs = g, tuple(outputs)  # eagle/ode/_derive.py differentiates these
         self.dtype = np.dtype(g.np_dtype).name
         self.ctype = "float" if self.dtype == "float32" else "double"
         self.name, self.filename, self.lineno = g.fun_name, g.def_file, g.def_line
