@@ -28,10 +28,16 @@ from ..errors import EagleValueError
 # status codes of the I_STATUS row (the host maps them to sol.status / sol.failure)
 RUNNING, DONE, EVENT, FAIL_STEP, FAIL_MAX_STEPS, FAIL_NONFINITE = 0, 1, 2, 3, 4, 5
 FAILURES = {
-    FAIL_STEP: "the step size fell below the floor (10 eps |t|): the problem may be stiff or singular",
-    FAIL_MAX_STEPS: "max_steps steps were taken before t1",
+    FAIL_STEP: "the step size fell below the floor (10 eps |t|): if the solution is smooth there, the problem looks "
+               "stiff: use method='Rodas5P' (or 'Kvaerno5', 'Rosenbrock23'); else it may be singular",
+    FAIL_MAX_STEPS: "max_steps steps were taken before t1: if the solution is smooth, the problem looks stiff (an "
+                    "explicit method's step is held down by stability, not accuracy): use method='Rodas5P' (or "
+                    "'Kvaerno5', 'Rosenbrock23')",
     FAIL_NONFINITE: "the state or its derivative is not finite (inf or nan)",
     6: "the solve ran out of rounds before the sample finished",
+    # the implicit methods' own (eagle/ode/_implicit.py)
+    7: "the iteration matrix (I/(h gamma) - J) stayed singular (or J not finite) as the step shrank to the floor",
+    8: "the Newton iteration of an implicit stage did not converge as the step shrank to the floor",
 }
 
 

@@ -153,9 +153,14 @@ DOP853 = Method("DOP853", "Dormand-Prince 8(5,3)", 8, 7,
 METHODS = {m.name: m for m in (EULER, RK4, RK23, RK45, TSIT5, DOP853)}
 
 
+from ._stiff_methods import STIFF_METHODS, StiffMethod  # noqa: E402 -- the implicit methods, data too
+
+METHODS.update(STIFF_METHODS)
+
+
 def method(name):
-    """The Method called ``name`` (case-insensitive: 'rk45', 'Tsit5', 'DOP853', ...)."""
-    if isinstance(name, Method):
+    """The Method called ``name`` (case-insensitive: 'rk45', 'Tsit5', 'DOP853', 'Rodas5P', ...)."""
+    if isinstance(name, (Method, StiffMethod)):
         return name
     if not isinstance(name, str):
         raise EagleValueError(f"eagle.ode: method must be a str, one of {', '.join(METHODS)}; got a {type(name).__name__}")

@@ -77,7 +77,9 @@ def build(fun, cname, n_state, n_args, real, *, n_out, what):
     from ._trace import trace
     tf = trace(fun, n_state, n_args, dtype="float32" if real == "float" else "float64",
                n_out=None if n_out == n_state and what in ("fun", "drift", "diffusion") else n_out, what=what)
-    return Rhs(tf.c_function(cname), tf.n_out, _label(fun), getattr(tf, "n_ops", None))
+    r = Rhs(tf.c_function(cname), tf.n_out, _label(fun), getattr(tf, "n_ops", None))
+    r.traced = tf  # eagle/ode/_derive.py differentiates it (the implicit methods' Jacobian)
+    return r
 
 
 def _label(fun):

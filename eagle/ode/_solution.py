@@ -36,6 +36,8 @@ class OdeSolution:
         self.method = solver.method.name
         self.t_eval = solver.t_eval
         self.message = dict(MESSAGES)
+        self.message.update(getattr(solver.method, "messages", {}))  # an implicit method's own wording
+        self.jacobian = getattr(solver, "jacobian_kind", None)  # implicit methods: which Jacobian was used
 
     def _detach(self, backend, stream):
         """Give this solution planes of its own (device-to-device copies, enqueued on ``stream``):

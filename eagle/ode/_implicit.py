@@ -1,0 +1,390 @@
+"""The device code of the implicit (stiff) methods of eagle/ode/_stiff_methods.py, generated on
+top of eagle/ode/_codegen.py's (the same kernels, planes, controller, t_eval, events and status;
+this module replaces the attempted step, the dense output and the step's bookkeeping).
+
+Per sample, in the lane's own memory: the Jacobian J and f_t (``JT``: D*D + D reals, computed at
+most once per (t, y): a rejected step reuses them), the LU factors of the iteration matrix
+(``LUm``: D*D reals and D pivots, refactored when h changes) -- see eagle/ode/_linalg.py.
+
+The Jacobian (:class:`Jacobian`) is, in order of preference: the user's ``jac=`` (traced like
+fun, or eagle.ode.C), else derived from fun's trace (eagle/ode/_derive.py: exact, structural zeros
+skipped), else -- fun given in C -- forward differences with scipy's step (sqrt(eps) max(1, |y_j|),
+sign of y_j), D + 2 evaluations of f. f_t comes from the trace when fun is traced, else by a
+forward difference in t.
+
+A singular iteration matrix (or a non-finite J) and a Newton iteration that diverges or does not
+converge in NEWTON_MAX iterations reject the step (h shrinks by the controller's smallest factor,
+0.2); a sample whose step then falls below the floor fails alone with failure code
+FAIL_SINGULAR or FAIL_NEWTON."""
+import re
+
+from ..errors import EagleValueError
+from . import _codegen, _linalg, _rhs
+
+FAIL_SINGULAR, FAIL_NEWTON = 7, 8
+NEWTON_MAX = 8      # simplified Newton iterations per stage before the step is rejected
+NEWTON_KAPPA = 0.01  # converged when eta * |dz| <= kappa (|.|: the error norm's scaled RMS)
+
+JAC_DERIVED, JAC_USER, JAC_FD = "derived from the trace", "given (jac=)", "finite differences"
+
+
+class Jacobian:
+    """C text defining ``ode_jac(t, y, a, JT, nfev)`` (J row-major into JT[0 .. D*D), f_t into
+    JT[D*D .. D*D + D); with a pattern only its entries are written: JT is zeroed once by the
+    caller), the pattern (None: dense) and ``kind`` (one of the JAC_* strings)."""
+
+    def __init__(self, text, pattern, kind, n_ops=None):
+        self.text, self.pattern, self.kind, self.n_ops = text, pattern, kind, n_ops
+
+
+def _fd_dt(d):
+    return ["    {",
+            "        ode_real f0[D], f1[D];",
+            "        ode_f(t, y, a, f0);",
+            "        ode_real ht = ODE_SQRT(ODE_EPS) * (ODE_FABS(t) > 1 ? ODE_FABS(t) : (ode_real)1);",
+            "        const ode_real tp = t + ht;",
+            "        ht = tp - t;",
+            "        ode_f(tp, y, a, f1);",
+            "        for (int k = 0; k < D; ++k) JT[D * D + k] = (f1[k] - f0[k]) / ht;",
+            "        *nfev += 2;",
+            "    }"]
+
+
+def jacobian(fun, jac, rhs, n_state, n_args, real):
+    """The :class:`Jacobian` of a solve: ``rhs`` is fun's _rhs.Rhs (``rhs.traced``: its
+    TracedFunction, None when fun is C)."""
+    d = n_state
+    head = "EAGLE_FN void ode_jac(const ode_real t, const ode_real* y, const ode_real* a, ode_real* JT, int32_t* nfev)"
+    traced = getattr(rhs, "traced", None)
+    if jac is not None:
+        if isinstance(jac, _rhs.C):
+            user = _rhs.build(jac, "ode_user_jac_y", d, n_args, real, n_out=d * d, what="jac")
+        else:
+            if not callable(jac):
+                raise EagleValueError(f"eagle.ode: jac must be a callable jac(t, y, *args) returning a ({d}, {d}) "
+                                      f"array, or eagle.ode.C(...); got a {type(jac).__name__}")
+            user = _rhs.build(_flat_jac(jac, d), "ode_user_jac_y", d, n_args, real, n_out=d * d, what="jac")
+        body = ["    ode_user_jac_y(t, y, a, JT);"]
+        text = [user.text]
+        if traced is not None:
+            from ._derive import derive
+            dv = derive(traced)
+            text.append(dv.c_function("ode_user_dfdt", ("dt",)))
+            body.append("    ode_user_dfdt(t, y, a, JT + D * D);")
+        else:
+            body += _fd_dt(d)
+        return Jacobian("\n\n".join(text) + f"\n{head}\n{{\n" + "\n".join(body) + "\n}", None, JAC_USER)
+    if traced is not None:
+        from ._derive import derive
+        dv = derive(traced)
+        text = dv.c_function("ode_user_jac", ("jac", "dt"))
+        glue = f"{head}\n{{\n    (void)nfev;\n    ode_user_jac(t, y, a, JT);\n}}"
+        return Jacobian(text + "\n" + glue, dv.pattern, JAC_DERIVED)
+    body = ["    ode_real f0[D], f1[D], yp[D];",
+            "    ode_f(t, y, a, f0);",
+            "    for (int k = 0; k < D; ++k) yp[k] = y[k];",
+            "    for (int j = 0; j < D; ++j) {  /* scipy's step: sqrt(eps) max(1, |y_j|), the sign of y_j */",
+            "        const ode_real ay = ODE_FABS(y[j]);",
+            "        ode_real hj = ODE_SQRT(ODE_EPS) * (ay > 1 ? ay : (ode_real)1);",
+            "        if (y[j] < 0) hj = -hj;",
+            "        yp[j] = y[j] + hj;",
+            "        hj = yp[j] - y[j];",
+            "        ode_f(t, yp, a, f1);",
+            "        for (int i = 0; i < D; ++i) JT[i * D + j] = (f1[i] - f0[i]) / hj;",
+            "        yp[j] = y[j];",
+            "    }",
+            "    *nfev += D + 1;"]
+    body += _fd_dt(d)
+    return Jacobian(f"{head}\n{{\n" + "\n".join(body) + "\n}", None, JAC_FD)
+
+
+def _flat_jac(jac, d):
+    """``jac`` as a traced function of d*d outputs, its result's shape checked."""
+    import numpy as np
+
+    def flat(t, y, *args):
+        r = jac(t, y, *args)
+        shape = np.shape(np.asarray(r, dtype=object))
+        if shape != (d, d):
+            raise EagleValueError(f"jac must return a ({d}, {d}) array (d = n_state), got shape {shape}")
+        return np.asarray(r, dtype=object).reshape(-1)
+    flat.__name__ = getattr(jac, "__name__", "jac")
+    flat.__wrapped__ = jac
+    return flat
+
+
+class StiffGen(_codegen._Gen):
+    """_codegen's generator with the implicit method's attempt, dense output and bookkeeping."""
+
+    def __init__(self, o, jac):
+        super().__init__(o)
+        if not o.adaptive:
+            raise EagleValueError(f"eagle.ode: method {o.method.name} is adaptive only (drop dt= / adaptive=False)")
+        self.jac = jac
+
+    # ---- the pieces before the step: failure codes, linear algebra, the Jacobian
+    def _prelude(self):
+        return "\n\n".join([
+            f"#define ODE_FAIL_SINGULAR {FAIL_SINGULAR}\n#define ODE_FAIL_NEWTON {FAIL_NEWTON}",
+            "/* The Jacobian: " + self.jac.kind + ". */\n" + self.jac.text,
+            _linalg.form_w(self.jac.pattern, self.o.d),
+            _linalg.LU])
+
+    def _head(self):
+        return ["EAGLE_FN ode_acc ode_attempt(const ode_real t, const ode_real h, const ode_real tn, const ode_real* y,",
+                "                            ode_real K[ODE_NK][D], const ode_real* a, ode_real* ynew,",
+                "                            ode_real* JT, ode_real* LUm, int* piv, ode_real* jt, ode_real* luh,",
+                "                            int* why, int32_t* nfev)",
+                "{",
+                "    (void)tn;",
+                "    if (!(*jt == t)) { ode_jac(t, y, a, JT, nfev); *jt = t; *luh = 0; }  /* J at (t, y), once */"]
+
+    def _lu(self, cd, cj):
+        return ["    if (!(*luh == h)) {  /* the iteration matrix of this h, factored once */",
+                f"        ode_form_w(JT, {cd}, {cj}, LUm);",
+                "        if (!ode_lu(LUm, piv)) { *luh = 0; *why = 1; return ODE_INF; }",
+                "        *luh = h;",
+                "    }"]
+
+    def _norm(self, terms_of_k, scale_by_h=False):
+        """The error norm's lines: RMS of (sum of terms) / (atol + rtol max(|y|, |ynew|))."""
+        L = self.L
+        s = " + ".join(f"{L(c)} * {x}" for c, x in terms_of_k if c != 0.0) or "0"
+        e = f"(({s}) * h)" if scale_by_h else f"({s})"
+        return ["    ode_acc acc = 0;",
+                "    for (int k = 0; k < D; ++k) {",
+                "        const ode_real sc = (ODE_ATOL(k) + ODE_RTOL * ODE_FMAX(ODE_FABS(y[k]), ODE_FABS(ynew[k])));",
+                f"        const ode_acc r = (ode_acc)({e} / sc);",
+                "        acc += r * r;",
+                "    }",
+                "    return ODE_ASQRT(acc / (ode_acc)D);",
+                "}"]
+
+    def attempt(self):
+        m = self.m
+        body = {"ros23": self._ros23, "rodas": self._rodas, "esdirk": self._esdirk}[m.scheme]()
+        return self._prelude() + "\n\n" + "\n".join(body)
+
+    def _ros23(self):
+        L, m = self.L, self.m
+        out = ["/* ode23s: K[0] = f(t, y) (FSAL), K[1] = k1, K[2] = F1, K[3] = k2, K[4] = f(tn, ynew), K[5] = k3. */"]
+        out += self._head()
+        out += ["    const ode_real hd = h * " + L(m.gamma) + ";"]
+        out += self._lu(L(1.0), "-hd")
+        out += ["    const ode_real* dT = JT + D * D;",
+                "    ode_real u[D];",
+                "    for (int k = 0; k < D; ++k) K[1][k] = K[0][k] + hd * dT[k];",
+                "    ode_lu_solve(LUm, piv, K[1]);",
+                f"    const ode_real h2 = {L(0.5)} * h;",
+                "    for (int k = 0; k < D; ++k) u[k] = y[k] + h2 * K[1][k];",
+                "    ode_f(t + h2, u, a, K[2]);",
+                "    for (int k = 0; k < D; ++k) K[3][k] = K[2][k] - K[1][k];",
+                "    ode_lu_solve(LUm, piv, K[3]);",
+                "    for (int k = 0; k < D; ++k) K[3][k] += K[1][k];",
+                "    for (int k = 0; k < D; ++k) ynew[k] = y[k] + h * K[3][k];",
+                "    ode_f(tn, ynew, a, K[4]);",
+                f"    for (int k = 0; k < D; ++k) K[5][k] = K[4][k] - {L(m.D[0])} * (K[3][k] - K[2][k]) "
+                f"- {L(2.0)} * (K[1][k] - K[0][k]) + hd * dT[k];",
+                "    ode_lu_solve(LUm, piv, K[5]);",
+                "    *nfev += 2;"]
+        out += self._norm([(1 / 6, "K[1][k]"), (-2 / 6, "K[3][k]"), (1 / 6, "K[5][k]")], scale_by_h=True)
+        return out
+
+    def _rodas(self):
+        L, m = self.L, self.m
+        S = len(m.c)
+        out = [f"/* Rosenbrock, transformed form: K[0] = f(t, y), K[1 .. {S}] = k_1 .. k_{S}. */"]
+        out += self._head()
+        out += self._lu(f"1 / (h * {L(m.gamma)})", L(-1.0))
+        out += ["    const ode_real* dT = JT + D * D;",
+                "    const ode_real ih = 1 / h;",
+                "    ode_real u[D];",
+                "    (void)ih; (void)u;"]
+        for s in range(S):
+            dst = f"K[{1 + s}]"
+            cterms = [f" + ({L(m.C[s][j])} * ih) * K[{1 + j}][k]" for j in range(s) if m.C[s][j] != 0.0]
+            dterm = f" + (h * {L(m.D[s])}) * dT[k]" if m.D[s] != 0.0 else ""
+            if s == 0:
+                out.append(f"    for (int k = 0; k < D; ++k) {dst}[k] = K[0][k]{dterm};")
+            else:
+                aterms = "".join(f" + {L(m.A[s][j])} * K[{1 + j}][k]" for j in range(s) if m.A[s][j] != 0.0)
+                out.append(f"    for (int k = 0; k < D; ++k) u[k] = y[k]{aterms};")
+                tt = "tn" if m.c[s] == 1.0 else f"t + {L(m.c[s])} * h"
+                out.append(f"    ode_f({tt}, u, a, {dst});")
+                if dterm or cterms:
+                    out.append(f"    for (int k = 0; k < D; ++k) {dst}[k] = {dst}[k]{dterm}{''.join(cterms)};")
+            out.append(f"    ode_lu_solve(LUm, piv, {dst});")
+        out.append(f"    *nfev += {S - 1};")
+        bterms = "".join(f" + {L(b)} * K[{1 + j}][k]" for j, b in enumerate(m.B) if b != 0.0)
+        out.append(f"    for (int k = 0; k < D; ++k) ynew[k] = y[k]{bterms};")
+        out += self._norm([(e, f"K[{1 + j}][k]") for j, e in enumerate(m.E)])
+        return out
+
+    def _esdirk(self):
+        L, m = self.L, self.m
+        S = len(m.c)  # stages; stage 0 explicit (K[0] = f(t, y), FSAL), stages 1 .. S-2 in K[s], the last in kl
+        out = [f"/* ESDIRK: K[0] = f(t, y) (FSAL), K[1 .. {S - 2}] the implicit stages' derivatives, kl the last",
+               f" * stage's, K[{S - 1}] = f(tn, ynew) (the next step's first stage). Simplified Newton on each",
+               " * stage z = base + h gamma f(t + c h, z) with the matrix I - h gamma J, factored once a step. */"]
+        out += self._head()
+        out += [f"    const ode_real hg = h * {L(m.gamma)};"]
+        out += self._lu(L(1.0), "-hg")
+        out += ["    ode_real z[D], base[D], dz[D], kl[D];",
+                "    ode_acc eta = 1;"]
+        for s in range(1, S):
+            slot = f"K[{s}]" if s < S - 1 else "kl"
+            aterms = " + ".join(f"{L(m.A[s][j])} * K[{j}][k]" for j in range(s) if m.A[s][j] != 0.0)
+            pterms = " + ".join(f"{L(m.P[s][j])} * K[{j}][k]" for j in range(s) if m.P[s][j] != 0.0)
+            tt = "tn" if m.c[s] == 1.0 else f"t + {L(m.c[s])} * h"
+            out += [f"    /* stage {s + 1} */",
+                    f"    for (int k = 0; k < D; ++k) base[k] = y[k] + h * ({aterms or '0'});",
+                    f"    for (int k = 0; k < D; ++k) z[k] = base[k] + hg * ({pterms or 'K[0][k]'});",
+                    "    {",
+                    "        ode_acc nold = 0;",
+                    "        int conv = 0;",
+                    "        if (eta < (ode_acc)ODE_EPS) eta = (ode_acc)ODE_EPS;",
+                    f"        for (int it = 0; it < {NEWTON_MAX}; ++it) {{",
+                    f"            ode_f({tt}, z, a, dz);",
+                    "            *nfev += 1;",
+                    "            for (int k = 0; k < D; ++k) dz[k] = base[k] + hg * dz[k] - z[k];",
+                    "            ode_lu_solve(LUm, piv, dz);",
+                    "            ode_acc n2 = 0;",
+                    "            for (int k = 0; k < D; ++k) {",
+                    "                const ode_real sc = ODE_ATOL(k) + ODE_RTOL * ODE_FABS(y[k]);",
+                    "                const ode_acc r = (ode_acc)(dz[k] / sc);",
+                    "                n2 += r * r;",
+                    "                z[k] += dz[k];",
+                    "            }",
+                    "            const ode_acc nrm = ODE_ASQRT(n2 / (ode_acc)D);",
+                    "            if (!(nrm <= ODE_ABIG)) break;  /* not finite: diverged */",
+                    "            if (it > 0) {",
+                    "                const ode_acc theta = nrm / nold;",
+                    "                if (!(theta < (ode_acc)0.99)) break;  /* diverging or stalled */",
+                    "                eta = theta / (1 - theta);",
+                    "            }",
+                    f"            if (eta * nrm <= (ode_acc){NEWTON_KAPPA!r} || nrm == 0) {{ conv = 1; break; }}",
+                    "            nold = nrm;",
+                    "        }",
+                    "        if (!conv) { *why = 2; return ODE_INF; }",
+                    "    }",
+                    f"    for (int k = 0; k < D; ++k) {slot}[k] = (z[k] - base[k]) / hg;"]
+        out += ["    for (int k = 0; k < D; ++k) ynew[k] = z[k];",
+                f"    ode_f(tn, ynew, a, K[{S - 1}]);",
+                "    *nfev += 1;"]
+        terms = [(e, f"K[{j}][k]" if j < S - 1 else "kl[k]") for j, e in enumerate(m.E)]
+        out += self._norm(terms, scale_by_h=True)
+        return out
+
+    # ---- dense output
+    def dense(self):
+        m, L = self.m, self.L
+        head = ["EAGLE_FN void ode_dense_prepare(const ode_real t, const ode_real h, const ode_real* y,",
+                "                                const ode_real* ynew, ode_real K[ODE_NK][D], const ode_real* a,",
+                "                                ode_real F[ODE_NF][D], int32_t* nfev)",
+                "{",
+                "    (void)t; (void)h; (void)y; (void)ynew; (void)a; (void)nfev;"]
+        evalh = ["EAGLE_FN void ode_dense_eval(ode_real F[ODE_NF][D], const ode_real* y, const ode_real* ynew,",
+                 "                             const ode_real h, const ode_real th, ode_real* out)",
+                 "{",
+                 "    (void)ynew; (void)h;"]
+        if m.dense == "ros23":
+            q = 1.0 / (1.0 - 2.0 * m.gamma)
+            out = ["/* ode23s's continuous extension: y + h (th (1 - th) k1 + th (th - 2d) k2) / (1 - 2d). */",
+                   "#define ODE_NF 2"] + head
+            out += [f"    for (int k = 0; k < D; ++k) F[0][k] = (h * {L(q)}) * K[1][k];",
+                    f"    for (int k = 0; k < D; ++k) F[1][k] = (h * {L(q)}) * K[3][k];",
+                    "}"] + evalh
+            out += [f"    const ode_real w0 = th * ({L(1.0)} - th), w1 = th * (th - {L(2.0 * m.gamma)});",
+                    "    for (int k = 0; k < D; ++k) out[k] = y[k] + w0 * F[0][k] + w1 * F[1][k];",
+                    "}"]
+        elif m.dense == "rodas":
+            out = ["/* Rodas' dense output: (1 - th) y + th (ynew + (1 - th)(h1 + th (h2 + th h3))). */",
+                   f"#define ODE_NF {len(m.H)}"] + head
+            for r, row in enumerate(m.H):
+                terms = " + ".join(f"{L(x)} * K[{1 + j}][k]" for j, x in enumerate(row) if x != 0.0)
+                out.append(f"    for (int k = 0; k < D; ++k) F[{r}][k] = {terms};")
+            out += ["}"] + evalh
+            inner = f"F[{len(m.H) - 1}][k]"
+            for r in range(len(m.H) - 2, -1, -1):
+                inner = f"F[{r}][k] + th * ({inner})"
+            out += [f"    const ode_real th1 = {L(1.0)} - th;",
+                    f"    for (int k = 0; k < D; ++k) out[k] = th1 * y[k] + th * (ynew[k] + th1 * ({inner}));",
+                    "}"]
+        elif m.dense == "hermite":
+            S = m.stages
+            out = ["/* Cubic Hermite of y, f(t, y) = K[0] and ynew, f(tn, ynew) = K[S] (no evaluation). */",
+                   "#define ODE_NF 2"] + head
+            out += ["    for (int k = 0; k < D; ++k) F[0][k] = K[0][k];",
+                    f"    for (int k = 0; k < D; ++k) F[1][k] = K[{S}][k];",
+                    "}",
+                    "EAGLE_FN void ode_dense_eval(ode_real F[ODE_NF][D], const ode_real* y, const ode_real* ynew,",
+                    "                             const ode_real h, const ode_real th, ode_real* out)",
+                    "{",
+                    "    const ode_real t2 = th * th, t3 = t2 * th;",
+                    f"    const ode_real h00 = {L(2)} * t3 - {L(3)} * t2 + {L(1)}, h10 = t3 - {L(2)} * t2 + th;",
+                    f"    const ode_real h01 = {L(3)} * t2 - {L(2)} * t3, h11 = t3 - t2;",
+                    "    for (int k = 0; k < D; ++k)",
+                    "        out[k] = h00 * y[k] + h10 * h * F[0][k] + h01 * ynew[k] + h11 * h * F[1][k];",
+                    "}"]
+        else:
+            raise EagleValueError(f"eagle.ode: stiff method {m.name} has no dense output {m.dense!r}")
+        return "\n".join(out)
+
+    # ---- the step's bookkeeping: the attempt's extra state, its evaluation count, failure codes
+    def step_body(self):
+        text = super().step_body()
+        S, m = self.m.stages, self.m
+        nf_line = f"        nfev += {S};\n"
+        reps = [
+            ("        const ode_acc err = ode_attempt(t, hh, tn, y, K, a, ynew);\n",
+             "        int ode_why = 0;\n"
+             "        const ode_acc err = ode_attempt(t, hh, tn, y, K, a, ynew, ode_JT, ode_LU, ode_piv, &ode_jt, "
+             "&ode_luh, &ode_why, &nfev);\n"),
+            (nf_line, "" if m.fsal else "        nfev += 1;  /* K[0] = f(t, y) */\n"),
+            ("            flags = ODE_REJECTED | (finite ? 0 : ODE_NONFINITE);\n",
+             "            flags = ODE_REJECTED | (finite ? 0 : ODE_NONFINITE) | (ode_why << 2);\n"),
+            ("status = (flags & ODE_NONFINITE) ? ODE_FAIL_NONFINITE : ODE_FAIL_STEP;",
+             "status = (flags >> 2) == 1 ? ODE_FAIL_SINGULAR : (flags >> 2) == 2 ? ODE_FAIL_NEWTON : "
+             "(flags & ODE_NONFINITE) ? ODE_FAIL_NONFINITE : ODE_FAIL_STEP;"),
+        ]
+        for old, new in reps:
+            if text.count(old) != 1:
+                raise AssertionError(f"eagle/ode/_implicit.py: the step body of _codegen changed: {old.strip()!r}")
+            text = text.replace(old, new)
+        return text
+
+    def kernels(self):
+        text = super().kernels()
+        old = "    ode_real y[D], ynew[D], K[ODE_NK][D], Fd[ODE_NF][D];\n"
+        new = (old + "    /* the implicit method's per-lane state: J and f_t at (ode_jt, y), W's LU for step ode_luh */\n"
+               "    ode_real ode_JT[D * D + D], ode_LU[D * D], ode_jt = ODE_NAN, ode_luh = 0;\n"
+               "    int ode_piv[D];\n"
+               "    for (int q = 0; q < D * D + D; ++q) ode_JT[q] = 0;\n")
+        if text.count(old) != 1:
+            raise AssertionError("eagle/ode/_implicit.py: the step kernel of _codegen changed")
+        return text.replace(old, new)
+
+    def source(self, funcs, header):
+        text = super().source(funcs, header)
+        nk = {"ros23": 6, "rodas": len(self.m.c) + 1, "esdirk": len(self.m.c)}[self.m.scheme]
+        return re.sub(r"#define ODE_NK \d+ ", f"#define ODE_NK {nk} ", text, count=1)
+
+
+def flops_per_step(method, d, nnz, f_ops):
+    """Floating-point operations of one accepted step without rejections (an FMA = 2; a libm call
+    1): f evaluations, one Jacobian (``nnz`` entries, about one op each beyond f's), W, one LU and
+    the solves, the stage combinations. ``f_ops``: the traced rhs's n_ops. Newton iterations of an
+    ESDIRK: one per stage assumed (the fewest)."""
+    w, lu, solve = _linalg.flops(d, nnz)
+    if method.scheme == "rodas":
+        S = len(method.c)
+        nf, ns = S - 1 + 1, S
+        comb = sum(2 * d * (sum(1 for x in method.A[s] if x) + sum(1 for x in method.C[s] if x) + 1) for s in range(S))
+    elif method.scheme == "ros23":
+        nf, ns, comb = 2, 3, 20 * d
+    else:
+        S = len(method.c)
+        nf, ns = (S - 1) + 1, S - 1
+        comb = sum(2 * d * (len(method.A[s]) + len(method.P[s]) + 4) for s in range(1, S))
+    return {"f": nf * f_ops, "jac": 2 * nnz + f_ops, "W": w, "LU": lu, "solves": ns * solve, "combine": comb,
+            "error": 6 * d}
