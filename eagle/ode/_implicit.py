@@ -23,7 +23,7 @@ from . import _codegen, _linalg, _rhs
 
 FAIL_SINGULAR, FAIL_NEWTON = 7, 8
 NEWTON_MAX = 8      # simplified Newton iterations per stage before the step is rejected
-NEWTON_KAPPA = 0.01  # converged when eta * |dz| <= kappa (|.|: the error norm's scaled RMS)
+NEWTON_KAPPA = 1e-3  # converged when eta * |dz| <= kappa (|.|: the error norm's scaled RMS)
 
 JAC_DERIVED, JAC_USER, JAC_FD = "derived from the trace", "given (jac=)", "finite differences"
 
@@ -54,7 +54,7 @@ def jacobian(fun, jac, rhs, n_state, n_args, real):
     """The :class:`Jacobian` of a solve: ``rhs`` is fun's _rhs.Rhs (``rhs.traced``: its
     TracedFunction, None when fun is C)."""
     d = n_state
-    head = "EAGLE_FN void ode_jac(const ode_real t, const ode_real* y, const ode_real* a, ode_real* JT, int32_t* nfev)"
+    head = "ODE_LA_FN void ode_jac(const ode_real t, const ode_real* y, const ode_real* a, ode_real* JT, int32_t* nfev)"
     traced = getattr(rhs, "traced", None)
     if jac is not None:
         if isinstance(jac, _rhs.C):
@@ -118,20 +118,18 @@ class StiffGen(_codegen._Gen):
 
     def __init__(self, o, jac):
         super().__init__(o)
-        if not o.adaptive:
-            raise EagleValueError(f"eagle.ode: method {o.method.name} is adaptive only (drop dt= / adaptive=False)")
         self.jac = jac
 
     # ---- the pieces before the step: failure codes, linear algebra, the Jacobian
     def _prelude(self):
         return "\n\n".join([
             f"#define ODE_FAIL_SINGULAR {FAIL_SINGULAR}\n#define ODE_FAIL_NEWTON {FAIL_NEWTON}",
+            _linalg.LU,
             "/* The Jacobian: " + self.jac.kind + ". */\n" + self.jac.text,
-            _linalg.form_w(self.jac.pattern, self.o.d),
-            _linalg.LU])
+            _linalg.form_w(self.jac.pattern, self.o.d)])
 
     def _head(self):
-        return ["EAGLE_FN ode_acc ode_attempt(const ode_real t, const ode_real h, const ode_real tn, const ode_real* y,",
+        return ["ODE_LA_FN ode_acc ode_attempt(const ode_real t, const ode_real h, const ode_real tn, const ode_real* y,",
                 "                            ode_real K[ODE_NK][D], const ode_real* a, ode_real* ynew,",
                 "                            ode_real* JT, ode_real* LUm, int* piv, ode_real* jt, ode_real* luh,",
                 "                            int* why, int32_t* nfev)",
@@ -334,19 +332,22 @@ class StiffGen(_codegen._Gen):
     def step_body(self):
         text = super().step_body()
         S, m = self.m.stages, self.m
-        nf_line = f"        nfev += {S};\n"
-        reps = [
-            ("        const ode_acc err = ode_attempt(t, hh, tn, y, K, a, ynew);\n",
-             "        int ode_why = 0;\n"
-             "        const ode_acc err = ode_attempt(t, hh, tn, y, K, a, ynew, ode_JT, ode_LU, ode_piv, &ode_jt, "
-             "&ode_luh, &ode_why, &nfev);\n"),
-            (nf_line, "" if m.fsal else "        nfev += 1;  /* K[0] = f(t, y) */\n"),
+        call = ("        int ode_why = 0;\n"
+                "        const ode_acc err = ode_attempt(t, hh, tn, y, K, a, ynew, ode_JT, ode_LU, ode_piv, &ode_jt, "
+                "&ode_luh, &ode_why, &nfev);\n")
+        k0 = "" if m.fsal else "        nfev += 1;  /* K[0] = f(t, y) */\n"
+        reps = [("        const ode_acc err = ode_attempt(t, hh, tn, y, K, a, ynew);\n", call)]
+        if not self.o.adaptive:  # fixed steps: a singular matrix or a failed Newton ends the sample there
+            reps[0] = (reps[0][0], call + k0 + "        if (ode_why) { status = ode_why == 1 ? ODE_FAIL_SINGULAR : "
+                                               "ODE_FAIL_NEWTON; break; }\n")
+            reps.append((f"    nfev += {S} * (nacc - nacc0);\n", "    (void)nacc0;\n"))
+        else:
+            reps += [(f"        nfev += {S};\n", k0),
             ("            flags = ODE_REJECTED | (finite ? 0 : ODE_NONFINITE);\n",
              "            flags = ODE_REJECTED | (finite ? 0 : ODE_NONFINITE) | (ode_why << 2);\n"),
             ("status = (flags & ODE_NONFINITE) ? ODE_FAIL_NONFINITE : ODE_FAIL_STEP;",
              "status = (flags >> 2) == 1 ? ODE_FAIL_SINGULAR : (flags >> 2) == 2 ? ODE_FAIL_NEWTON : "
-             "(flags & ODE_NONFINITE) ? ODE_FAIL_NONFINITE : ODE_FAIL_STEP;"),
-        ]
+             "(flags & ODE_NONFINITE) ? ODE_FAIL_NONFINITE : ODE_FAIL_STEP;")]
         for old, new in reps:
             if text.count(old) != 1:
                 raise AssertionError(f"eagle/ode/_implicit.py: the step body of _codegen changed: {old.strip()!r}")

@@ -25,7 +25,7 @@ def form_w(pattern, d):
     """C of ``ode_form_w(JT, cd, cj, Wm)``: Wm = cd I + cj J, where J (row-major, D*D) is zero
     outside ``pattern`` (a list of (i, j); None: every entry may be nonzero)."""
     out = ["/* The iteration matrix Wm = cd I + cj J; J's structural zeros are not read. */",
-           "EAGLE_FN void ode_form_w(const ode_real* JT, const ode_real cd, const ode_real cj, ode_real* Wm)",
+           "ODE_LA_FN void ode_form_w(const ode_real* JT, const ode_real cd, const ode_real cj, ode_real* Wm)",
            "{"]
     if pattern is None or len(pattern) > UNROLL_NNZ:
         out += ["    for (int q = 0; q < D * D; ++q) Wm[q] = cj * JT[q];",
@@ -44,11 +44,20 @@ def form_w(pattern, d):
     return "\n".join(out)
 
 
-LU = r"""/* LU with partial pivoting of the D x D row-major Wm, in place (L below the diagonal, unit
+LU = r"""/* The linear algebra and the implicit attempt are called, not inlined at every use (EAGLE_FN
+ * inlines): the compile stays short and the code small; a call costs little beside O(D^2) work. */
+#if EAGLE_KIND_GPU
+#define ODE_LA_FN static __device__ __noinline__
+#elif EAGLE_KIND_OPENCL
+#define ODE_LA_FN static
+#else
+#define ODE_LA_FN static __attribute__((noinline))
+#endif
+/* LU with partial pivoting of the D x D row-major Wm, in place (L below the diagonal, unit
  * diagonal implied; U on and above); piv[k] is the row exchanged with row k at step k. A zero
  * multiplier skips its row update (structural zeros cost a compare). Returns 0 when a pivot is
  * zero or not finite: the matrix is singular to working precision (or J was not finite). */
-EAGLE_FN int ode_lu(ode_real* Wm, int* piv)
+ODE_LA_FN int ode_lu(ode_real* Wm, int* piv)
 {
     for (int k = 0; k < D; ++k) {
         int p = k;
@@ -78,7 +87,7 @@ EAGLE_FN int ode_lu(ode_real* Wm, int* piv)
     return 1;
 }
 /* x = Wm^-1 b in place of b, from ode_lu's factors. */
-EAGLE_FN void ode_lu_solve(const ode_real* LUm, const int* piv, ode_real* b)
+ODE_LA_FN void ode_lu_solve(const ode_real* LUm, const int* piv, ode_real* b)
 {
     for (int k = 0; k < D; ++k) {
         const int p = piv[k];
