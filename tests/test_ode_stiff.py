@@ -307,3 +307,15 @@ def test_bad_samples_fail_alone():
         assert list(sol.status) == [0, -1], method
         assert sol.failure[1] == 7 and "singular" in sol.message[7]
         assert abs(sol.y[0, 0] - math.exp(-1.0)) < 1e-5
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_stiff_source_compiles_for_cuda_with_nvrtc_and_no_gpu(method):
+    """The generated stepper (LU, Jacobian, attempt called as __noinline__ device functions) is
+    valid CUDA in exact mode's flags: what the H200 run compiles."""
+    from _nvrtc import BIT_EXACT, nvrtc_compile
+    s = eo.Solver(hires, t_span=(0.0, 1.0), n_state=8, n_args=0, method=method, t_eval=[0.5],
+                  events=[lambda t, y: y[0] - 0.5])
+    res, log, cubin = nvrtc_compile(s.source.encode(), "stiff.cu", BIT_EXACT)
+    assert res == 0, log
+    assert b"ode_step_drain" in cubin and b"ode_init" in cubin
