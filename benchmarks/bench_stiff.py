@@ -184,11 +184,7 @@ class Eagle:
         return np.asarray(s.y), s.n_accepted + s.n_rejected, bool(np.all(s.status == 0))
 
     def flops_per_step(self):
-        from eagle.ode._derive import derive
-        from eagle.ode._implicit import flops_per_step
-        from eagle.ode._methods import method
-        tf = self.solver._rhs.traced
-        return sum(flops_per_step(method(self.method), self.p.d, derive(tf).nnz, tf.n_ops).values())
+        return sum(self.solver.flops_per_step().values())
 
 
 class Diffrax:

@@ -167,6 +167,18 @@ class Solver:
             self.jacobian_kind = self._jacobian.kind
         self.source = self._source(self._default_steps_per_call(None))
 
+    def flops_per_step(self):
+        """An implicit method's floating-point operations per accepted step of one sample (a dict:
+        f, jac, W, LU, solves, combine, error; an FMA counts 2), from the traced rhs's operation
+        count and the Jacobian's nonzeros (eagle/ode/_implicit.py); None for an explicit method
+        or a C rhs. For a benchmark's fraction of peak."""
+        traced = getattr(getattr(self, "_rhs", None), "traced", None)
+        if not getattr(self.method, "implicit", False) or traced is None:
+            return None
+        from ._derive import derive
+        from ._implicit import flops_per_step
+        return flops_per_step(self.method, self.n_state, derive(traced).nnz, traced.n_ops)
+
     # -- inputs -----------------------------------------------------------------------------------
     def _span(self, t_span):
         if not isinstance(t_span, (tuple, list)) or len(t_span) != 2:
