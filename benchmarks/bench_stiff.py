@@ -160,7 +160,8 @@ class Eagle:
         p = self.p
         t = time.perf_counter()
         self.solver = eo.Solver(p.fun, t_span=(0.0, p.t1), n_state=p.d, n_args=p.params.shape[1], method=self.method,
-                                rtol=rtol, atol=rtol * p.atol_ratio, max_steps=1_000_000, backend=self.backend)
+                                rtol=rtol, atol=rtol * p.atol_ratio, max_steps=1_000_000, backend=self.backend,
+                                progress=False)
         self.y0, self.a = self._inputs()
         self.sol = self.solver.solve(self.y0, self.a)
         self.first = time.perf_counter() - t
@@ -285,7 +286,9 @@ class Scipy:
 
     def prepare(self, rtol):
         self.rtol = rtol
-        self.first = 0.0
+        t = time.perf_counter()
+        self.once()
+        self.first = time.perf_counter() - t
         return self
 
     def once(self):
@@ -357,6 +360,9 @@ def main(argv=None):
     ap.add_argument("--check", type=int, default=16, help="samples the errors are measured on")
     ap.add_argument("--scipy-samples", type=int, default=16, help="samples scipy's Radau is timed on")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--budget", type=float, default=60.0,
+                    help="seconds one timed call may take: a size whose time, extrapolated linearly from the "
+                         "previous size, exceeds it is skipped (and said so)")
     ap.add_argument("--peak-tflops", type=float, default=None, help="FP64 FMA peak (default 32.9, the H200's, on cuda)")
     ap.add_argument("--json", help="write the rows, the ladders and the machine to this file")
     args = ap.parse_args(argv)
@@ -387,10 +393,17 @@ def main(argv=None):
                 print(f"    {name}: skipped ({skipped[name]})")
                 if os.environ.get("BENCH_TRACEBACK"):
                     traceback.print_exc()
+        last = {}
         for n in sizes:
             p = full.subset(np.arange(n))
             for name, (rtol, err) in tols.items():
                 row = {"problem": pname, "n": n, "impl": name, "rtol": rtol, "error": err}
+                if name in last and name != "scipy-radau" and last[name][1] * n / last[name][0] > args.budget:
+                    est = last[name][1] * n / last[name][0]
+                    row.update(failed=f"skipped: about {est:.0f} s a call (over --budget {args.budget:g} s)")
+                    rows.append(row)
+                    print(f"  {pname} N={n:8d} {name:24s} {row['failed']}", flush=True)
+                    continue
                 try:
                     if name == "scipy-radau":
                         m = min(args.scipy_samples, n)
@@ -403,6 +416,7 @@ def main(argv=None):
                         sec = measure(impl, args.reps)
                         row.update(seconds=sec, first=impl.first)
                     y, steps, ok = impl.result()
+                    last[name] = (n, row["seconds"])
                     row.update(ok=ok, mean_steps=float(np.mean(steps)))
                     fps = impl.flops_per_step()
                     if fps is not None and name != "scipy-radau":

@@ -501,3 +501,5 @@ def test_a_stiff_ode_solve_over_the_ranks_equals_the_one_process_solve_bit_for_b
     many = eo.solve_ivp(rober, (0.0, 1e5), y0, args=(k1,), distributed=True, **kw)
     for name in ("t", "y", "status", "failure", "nfev", "n_accepted", "n_rejected", "ys", "n_events"):
         np.testing.assert_array_equal(getattr(many, name), getattr(one, name), err_msg=name)
+    assert many.jacobian == one.jacobian == "derived from the trace"
+    assert many.message == one.message

@@ -84,6 +84,8 @@ class GatheredSolution:
         self.method = solver.method.name
         self.t_eval = solver.t_eval
         self.message = dict(MESSAGES)
+        self.message.update(getattr(solver.method, "messages", {}))  # an implicit method's own wording
+        self.jacobian = getattr(solver, "jacobian_kind", None)
         self.ys, self.t_events, self.y_events = None, [], []
         self.n_events = np.zeros((len(fields["t"]), 0), np.int32)
         self.__dict__.update(fields)
