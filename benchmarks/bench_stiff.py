@@ -357,6 +357,8 @@ def main(argv=None):
     ap.add_argument("--problems", default="rober,hires")
     ap.add_argument("--impls", default=",".join(IMPLS))
     ap.add_argument("--target", type=float, default=1e-6, help="the achieved error to match (see above)")
+    ap.add_argument("--ladder", default=",".join(f"{x:g}" for x in LADDER),
+                    help="the rtols tried, loosest first (comma-separated)")
     ap.add_argument("--check", type=int, default=16, help="samples the errors are measured on")
     ap.add_argument("--scipy-samples", type=int, default=16, help="samples scipy's Radau is timed on")
     ap.add_argument("--reps", type=int, default=3)
@@ -371,6 +373,7 @@ def main(argv=None):
         s = s.strip()
         return 2 ** int(s[2:]) if s.startswith("2^") else int(s)
     sizes = [size(s) for s in args.sizes.split(",")]
+    LADDER[:] = sorted((float(x) for x in args.ladder.split(",")), reverse=True)
     peak = args.peak_tflops if args.peak_tflops is not None else (32.9 if args.backend == "cuda" else None)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     _machine.header()

@@ -16,6 +16,7 @@ A singular iteration matrix (or a non-finite J) and a Newton iteration that dive
 converge in NEWTON_MAX iterations reject the step (h shrinks by the controller's smallest factor,
 0.2); a sample whose step then falls below the floor fails alone with failure code
 FAIL_SINGULAR or FAIL_NEWTON."""
+import os
 import re
 
 from ..errors import EagleValueError
@@ -122,8 +123,10 @@ class StiffGen(_codegen._Gen):
 
     # ---- the pieces before the step: failure codes, linear algebra, the Jacobian
     def _prelude(self):
+        inline = os.environ.get("EAGLE_ODE_GPU_INLINE_MAX_D", "")  # a tuning knob for GPU runs (see _linalg)
         return "\n\n".join([
-            f"#define ODE_FAIL_SINGULAR {FAIL_SINGULAR}\n#define ODE_FAIL_NEWTON {FAIL_NEWTON}",
+            f"#define ODE_FAIL_SINGULAR {FAIL_SINGULAR}\n#define ODE_FAIL_NEWTON {FAIL_NEWTON}"
+            + (f"\n#define ODE_GPU_INLINE_MAX_D {int(inline)}" if inline.strip().isdigit() else ""),
             _linalg.LU,
             "/* The Jacobian: " + self.jac.kind + ". */\n" + self.jac.text,
             _linalg.form_w(self.jac.pattern, self.o.d)])

@@ -45,8 +45,15 @@ def form_w(pattern, d):
 
 
 LU = r"""/* The linear algebra and the implicit attempt are called, not inlined at every use (EAGLE_FN
- * inlines): the compile stays short and the code small; a call costs little beside O(D^2) work. */
-#if EAGLE_KIND_GPU
+ * inlines): the compile stays short and the code small; a call costs little beside O(D^2) work.
+ * On a GPU a small system is inlined (D <= ODE_GPU_INLINE_MAX_D): its matrices can then live in
+ * registers rather than in the lane's local memory. */
+#ifndef ODE_GPU_INLINE_MAX_D
+#define ODE_GPU_INLINE_MAX_D 4
+#endif
+#if EAGLE_KIND_GPU && D <= ODE_GPU_INLINE_MAX_D
+#define ODE_LA_FN EAGLE_FN
+#elif EAGLE_KIND_GPU
 #define ODE_LA_FN static __device__ __noinline__
 #elif EAGLE_KIND_OPENCL
 #define ODE_LA_FN static
