@@ -359,3 +359,25 @@ def test_the_solver_floor_uses_only_the_public_api():
     leaks = sorted(f"{n} imports {m}" for n, edges in graph.items() if n.startswith("eagle.ode")
                    for m in edges if not (m.startswith("eagle.ode") or m in ("eagle", "eagle.errors", "eagle.distributed")))
     assert not leaks, "\n".join(leaks)
+
+
+def test_the_solver_floor_holds_no_kind_literal_and_reads_no_private_name_of_eagle():
+    """eagle/ode/ picks no kind by name (the backend comes from where y0 lives, through the core's
+    resolver, or from backend=): no string constant in its code is a kind, and it reads no
+    private attribute of eagle (eagle._x) behind the import graph's back."""
+    from eagle._device_kind import KIND_OF_DEVICE_TYPE
+    kinds = set(KIND_OF_DEVICE_TYPE.values()) | {"gpu", "cpu", "cuda", "hip", "opencl"}
+    found = []
+    for path in sorted((PKG / "ode").rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+                      and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
+                    and node.value.strip().lower() in kinds:
+                found.append(f"{path.name}:{node.lineno}: the kind literal {node.value!r}")
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                    and isinstance(node.value, ast.Name) and node.value.id == "eagle":
+                found.append(f"{path.name}:{node.lineno}: eagle.{node.attr} is private")
+    assert not found, "\n".join(found)

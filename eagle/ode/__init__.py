@@ -2,10 +2,12 @@
 vocabulary (``solve_ivp``) and batched over samples.
 
 The right-hand side is ONE sample's ``fun(t, y, *args)`` in Python, traced once into C (or C
-given directly with :class:`C`); a method is a tableau (eagle/ode/_methods.py); the stepper,
-step-size controller, dense output, events and per-sample status are generated from those
-pieces (eagle/ode/_codegen.py), compiled with ``eagle.compile`` for the arrays' kind and run as
-one recorded graph whose live samples are drained on the device (eagle/ode/_solver.py).
+given directly with :class:`C`); a method is a *scheme* (explicit Runge-Kutta tableaux:
+eagle/ode/_methods.py, eagle/ode/_rk.py; the SDE methods: eagle/ode/_sde.py) and the step-size
+controller an object (eagle/ode/_control.py); eagle/ode/_frame.py generates the drained kernels
+around them (events, t_eval, per-sample status), and ONE ensemble run (eagle/ode/_run.py)
+compiles them once per right-hand side for the arrays' kind and runs them as one recorded graph
+whose live samples are drained on the device. How a scheme plugs in: eagle/ode/SCHEMES.md.
 
 This floor uses eagle's public API and ``eagle.compile`` only."""
 from ._methods import METHODS

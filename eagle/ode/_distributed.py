@@ -4,7 +4,7 @@ per-sample results are gathered, in sample order, to every rank. Each sample's c
 not depend on which rank or lane runs it, so the result equals the one-process solve bit for bit.
 
 Used by ``solve_ivp(..., distributed=True)`` (a Job made here, collectively) or
-``Solver.solve(..., distributed=job)`` (an ``eagle.distributed.Job`` of the caller's over all the
+``Solver.solve(..., distributed=job)``, and the same for solve_sde / SdeSolver.solve (an ``eagle.distributed.Job`` of the caller's over all the
 samples)."""
 import numpy as np
 
@@ -42,50 +42,53 @@ def _gather(v, n, comm):
     return np.ascontiguousarray(got.T).reshape((n,) + rest) if rest else got
 
 
-def solve_over_ranks(solver, y0, args, distributed, backend):
-    """The gathered :class:`GatheredSolution` of every rank's share."""
-    y0 = np.asarray(y0) if not hasattr(y0, "__dlpack_device__") or isinstance(y0, np.ndarray) else y0
+def solve_over_ranks(run, y0, args, distributed, backend, seed=None):
+    """The gathered :class:`GatheredSolution` of every rank's share (``run``: eagle/ode/_run.py)."""
     y0h = np.asarray(y0)
-    n = y0h.shape[0] if y0h.ndim == 2 else max([np.shape(a)[0] for a in args if np.ndim(a) == 1] or [1])
+    n = y0h.shape[0] if y0h.ndim == 2 else max([np.shape(a)[0] for a in (run.t0, run.t1, *args)
+                                               if np.ndim(a) == 1] or [1])
     job = _job(distributed, n, backend)
-    t1 = solver.t1
-    if np.ndim(t1):
-        solver = solver._with_t1(np.asarray(t1)[job.base:job.base + job.count])
     mine = None
     if job.count:
         y0s = y0h if y0h.ndim == 1 else y0h[job.base:job.base + job.count]
-        mine = solver.solve(np.ascontiguousarray(y0s), tuple(_share(np.asarray(a), job, n) for a in args))
+        span = tuple(_share(np.asarray(t), job, n) if np.ndim(t) else t for t in (run.t0, run.t1))
+        mine = run.solve(np.ascontiguousarray(y0s), tuple(_share(np.asarray(a), job, n) for a in args), seed=seed,
+                         span=span, first=job.base)
     fields = {}
-    d = solver.n_state
+    d = run.d
     empty = {"t": np.zeros(0), "y": np.zeros((0, d)), "status": np.zeros(0, np.int32),
              "failure": np.zeros(0, np.int32), "nfev": np.zeros(0, np.int32), "n_accepted": np.zeros(0, np.int32),
              "n_rejected": np.zeros(0, np.int32)}
+    if getattr(run.scheme, "return_noise", False):
+        empty["noise"] = np.zeros((0, d))
     for name, zero in empty.items():
         fields[name] = _gather(getattr(mine, name) if mine is not None else zero, n, job.comm)
-    if solver.t_eval is not None:
-        fields["ys"] = _gather(mine.ys if mine is not None else np.zeros((0, d, solver.t_eval.size)), n, job.comm)
-    ne = len(solver.events)
+    if run.t_eval is not None:
+        fields["ys"] = _gather(mine.ys if mine is not None else np.zeros((0, d, run.t_eval.size)), n, job.comm)
+    ne = len(run.events)
     if ne:
         fields["n_events"] = _gather(mine.n_events if mine is not None else np.zeros((0, ne), np.int32), n, job.comm)
         fields["t_events"] = [_gather(mine.t_events[e] if mine is not None else np.zeros(0), n, job.comm)
                               for e in range(ne)]
         fields["y_events"] = [_gather(mine.y_events[e] if mine is not None else np.zeros((0, d)), n, job.comm)
                               for e in range(ne)]
-    return GatheredSolution(solver, fields)
+    fields["n_steps"] = fields["n_accepted"]
+    return GatheredSolution(run, fields)
 
 
 class GatheredSolution:
-    """The fields of an :class:`OdeSolution`, gathered from every rank in sample order (host
-    arrays): ``t``, ``y``, ``status``, ``failure``, ``nfev``, ``n_accepted``, ``n_rejected``,
-    ``ys``, ``t_events``, ``y_events``, ``n_events``, ``message``, ``source``."""
+    """The fields of an :class:`OdeSolution` (or SdeSolution), gathered from every rank in sample
+    order (host arrays): ``t``, ``y``, ``status``, ``failure``, ``nfev``, ``n_accepted``,
+    ``n_rejected``, ``n_steps``, ``ys``, ``t_events``, ``y_events``, ``n_events``, ``noise`` (an
+    SDE's with return_noise), ``message``, ``source``."""
 
-    def __init__(self, solver, fields):
-        self.source = solver.source
-        self.method = solver.method.name
-        self.t_eval = solver.t_eval
+    def __init__(self, run, fields):
+        self.source = run.source
+        self.method = run.method
+        self.t_eval = run.t_eval
         self.message = dict(MESSAGES)
-        self.message.update(getattr(solver.method, "messages", {}))  # an implicit method's own wording
-        self.jacobian = getattr(solver, "jacobian_kind", None)
+        self.message.update(getattr(run.scheme, "messages", {}))  # an implicit scheme's own wording
+        self.jacobian = getattr(run.scheme, "jacobian_kind", None)
         self.ys, self.t_events, self.y_events = None, [], []
         self.n_events = np.zeros((len(fields["t"]), 0), np.int32)
         self.__dict__.update(fields)

@@ -1,6 +1,7 @@
-"""The device code of the implicit (stiff) methods of eagle/ode/_stiff_methods.py, generated on
-top of eagle/ode/_codegen.py's (the same kernels, planes, controller, t_eval, events and status;
-this module replaces the attempted step, the dense output and the step's bookkeeping).
+"""The implicit (stiff) methods of eagle/ode/_stiff_methods.py as a scheme of the one ensemble run
+(eagle/ode/_run.py; the interface: eagle/ode/SCHEMES.md): the frame (eagle/ode/_frame.py) puts
+the step loop, the controller, t_eval, events and status around it; this module writes the
+attempted step (Jacobian, LU, stages, error norm), the dense output and the bookkeeping.
 
 Per sample, in the lane's own memory: the Jacobian J and f_t (``JT``: D*D + D reals, computed at
 most once per (t, y): a rejected step reuses them), the LU factors of the iteration matrix
@@ -20,7 +21,8 @@ import os
 import re
 
 from ..errors import EagleValueError
-from . import _codegen, _linalg, _rhs
+from . import _linalg, _rhs
+from ._rk import RungeKutta
 
 FAIL_SINGULAR, FAIL_NEWTON = 7, 8
 NEWTON_MAX = 8      # simplified Newton iterations per stage before the step is rejected
@@ -51,7 +53,7 @@ def _fd_dt(d):
             "    }"]
 
 
-def jacobian(fun, jac, rhs, n_state, n_args, real):
+def jacobian(fun, jac, rhs, n_state, n_args, real, arg_widths=None):
     """The :class:`Jacobian` of a solve: ``rhs`` is fun's _rhs.Rhs (``rhs.traced``: its
     TracedFunction, None when fun is C)."""
     d = n_state
@@ -59,12 +61,13 @@ def jacobian(fun, jac, rhs, n_state, n_args, real):
     traced = getattr(rhs, "traced", None)
     if jac is not None:
         if isinstance(jac, _rhs.C):
-            user = _rhs.build(jac, "ode_user_jac_y", d, n_args, real, n_out=d * d, what="jac")
+            user = _rhs.build(jac, "ode_user_jac_y", d, n_args, real, n_out=d * d, what="jac", arg_widths=arg_widths)
         else:
             if not callable(jac):
                 raise EagleValueError(f"eagle.ode: jac must be a callable jac(t, y, *args) returning a ({d}, {d}) "
                                       f"array, or eagle.ode.C(...); got a {type(jac).__name__}")
-            user = _rhs.build(_flat_jac(jac, d), "ode_user_jac_y", d, n_args, real, n_out=d * d, what="jac")
+            user = _rhs.build(_flat_jac(jac, d), "ode_user_jac_y", d, n_args, real, n_out=d * d, what="jac",
+                              arg_widths=arg_widths)
         body = ["    ode_user_jac_y(t, y, a, JT);"]
         text = [user.text]
         if traced is not None:
@@ -114,12 +117,71 @@ def _flat_jac(jac, d):
     return flat
 
 
-class StiffGen(_codegen._Gen):
-    """_codegen's generator with the implicit method's attempt, dense output and bookkeeping."""
+class StiffScheme(RungeKutta):
+    """The scheme of an implicit method (a StiffMethod): RungeKutta's first step and FSAL copy, its
+    own attempt, dense output and per-lane state. ``fun``/``jac``: the user's right-hand side and
+    Jacobian (None: derived); the run hands the traced right-hand side to :meth:`bind`."""
 
-    def __init__(self, o, jac):
-        super().__init__(o)
-        self.jac = jac
+    def __init__(self, method, *, adaptive, d, real, fun, jac):
+        _linalg.check_size(d, method.name)
+        super().__init__(method, adaptive=adaptive, d=d, real=real)
+        self.real, self.fun, self.jac_arg = real, fun, jac
+        self.messages = dict(method.messages)
+        self.jac = self.jacobian_kind = self.traced = None
+
+    def bind(self, fns, na, arg_widths):
+        """The run's built functions (fns[0]: fun's _rhs.Rhs, with ``traced`` when fun was traced)."""
+        self.jac = jacobian(self.fun, self.jac_arg, fns[0], self.d, na, self.real, arg_widths)
+        self.jacobian_kind = self.jac.kind
+        self.traced = getattr(fns[0], "traced", None)
+
+    def w_rows(self, d):
+        return (("WHY", 1),)  # why the last attempt failed (1 singular, 2 Newton): the failure's code
+
+    def helpers(self, fr):
+        nk = {"ros23": 6, "rodas": len(self.m.c) + 1, "esdirk": len(self.m.c)}[self.m.scheme]
+        return "\n\n".join(["/* The right-hand side. */\n"
+                            "EAGLE_FN void ode_f(const ode_real t, const ode_real* y, const ode_real* a, ode_real* dy)\n"
+                            "{\n    ode_user_f(t, y, a, dy);\n}",
+                            f"#define ODE_NK {nk}  /* stage slots */",
+                            self._prelude(), self._attempt_function(), self.dense_output()])
+
+    def init_rows(self, fr):
+        return [f"    {fr.W('WHY')} = 0;"]
+
+    def call_start(self, fr):
+        out = ["    ode_real K[ODE_NK][D], Fd[ODE_NF][D];", "    (void)Fd;",
+               "    /* the per-lane state: J and f_t at (ode_jt, y), W's LU for the step ode_luh */",
+               "    ode_real ode_JT[D * D + D], ode_LU[D * D], ode_jt = ODE_NAN, ode_luh = 0;",
+               "    int ode_piv[D];",
+               "    for (int q = 0; q < D * D + D; ++q) ode_JT[q] = 0;",
+               f"    int ode_whylast = (int){fr.W('WHY')};"]
+        if self.m.fsal:
+            out += ["    ode_f(t, y, a, K[0]);", "    nfev += 1;"]
+        return out
+
+    def attempt(self, fr=None):
+        out = [] if self.m.fsal else ["        ode_f(t, y, a, K[0]);", "        nfev += 1;"]
+        out += ["        int ode_why = 0;",
+                "        const ode_acc err = ode_attempt(t, hh, tn, y, K, a, ynew, tol, ode_JT, ode_LU, ode_piv, &ode_jt,",
+                "                                        &ode_luh, &ode_why, &nfev);",
+                "        (void)err;",
+                "        ode_whylast = ode_why;"]
+        if fr is not None and fr.c is None:  # fixed steps: a singular matrix or a failed Newton ends the sample
+            out.append("        if (ode_why) { status = ode_why == 1 ? ODE_FAIL_SINGULAR : ODE_FAIL_NEWTON; break; }")
+        return out
+
+    def call_end(self, fr):
+        # a sample whose step fell to the floor after rejections the attempt explained fails with that reason
+        return ["    if (status == ODE_FAIL_NONFINITE && ode_whylast)",
+                "        status = ode_whylast == 1 ? ODE_FAIL_SINGULAR : ODE_FAIL_NEWTON;",
+                f"    {fr.W('WHY')} = (ode_real)ode_whylast;"]
+
+    def flops_per_step(self):
+        if self.traced is None:
+            return None
+        from ._derive import derive
+        return flops_per_step(self.m, self.d, derive(self.traced).nnz, self.traced.n_ops)
 
     # ---- the pieces before the step: failure codes, linear algebra, the Jacobian
     def _prelude(self):
@@ -129,15 +191,15 @@ class StiffGen(_codegen._Gen):
             + (f"\n#define ODE_GPU_INLINE_MAX_D {int(inline)}" if inline.strip().isdigit() else ""),
             _linalg.LU,
             "/* The Jacobian: " + self.jac.kind + ". */\n" + self.jac.text,
-            _linalg.form_w(self.jac.pattern, self.o.d)])
+            _linalg.form_w(self.jac.pattern, self.d)])
 
     def _head(self):
         return ["ODE_LA_FN ode_acc ode_attempt(const ode_real t, const ode_real h, const ode_real tn, const ode_real* y,",
-                "                            ode_real K[ODE_NK][D], const ode_real* a, ode_real* ynew,",
-                "                            ode_real* JT, ode_real* LUm, int* piv, ode_real* jt, ode_real* luh,",
-                "                            int* why, int32_t* nfev)",
+                "                              ode_real K[ODE_NK][D], const ode_real* a, ode_real* ynew,",
+                "                              const ode_real* tol, ode_real* JT, ode_real* LUm, int* piv,",
+                "                              ode_real* jt, ode_real* luh, int* why, int32_t* nfev)",
                 "{",
-                "    (void)tn;",
+                "    (void)tn; (void)tol;",
                 "    if (!(*jt == t)) { ode_jac(t, y, a, JT, nfev); *jt = t; *luh = 0; }  /* J at (t, y), once */"]
 
     def _lu(self, cd, cj):
@@ -161,10 +223,9 @@ class StiffGen(_codegen._Gen):
                 "    return ODE_ASQRT(acc / (ode_acc)D);",
                 "}"]
 
-    def attempt(self):
-        m = self.m
-        body = {"ros23": self._ros23, "rodas": self._rodas, "esdirk": self._esdirk}[m.scheme]()
-        return self._prelude() + "\n\n" + "\n".join(body)
+    def _attempt_function(self):
+        body = {"ros23": self._ros23, "rodas": self._rodas, "esdirk": self._esdirk}[self.m.scheme]()
+        return "\n".join(body)
 
     def _ros23(self):
         L, m = self.L, self.m
@@ -277,7 +338,7 @@ class StiffGen(_codegen._Gen):
         return out
 
     # ---- dense output
-    def dense(self):
+    def dense_output(self):
         m, L = self.m, self.L
         head = ["EAGLE_FN void ode_dense_prepare(const ode_real t, const ode_real h, const ode_real* y,",
                 "                                const ode_real* ynew, ode_real K[ODE_NK][D], const ode_real* a,",
@@ -330,48 +391,6 @@ class StiffGen(_codegen._Gen):
         else:
             raise EagleValueError(f"eagle.ode: stiff method {m.name} has no dense output {m.dense!r}")
         return "\n".join(out)
-
-    # ---- the step's bookkeeping: the attempt's extra state, its evaluation count, failure codes
-    def step_body(self):
-        text = super().step_body()
-        S, m = self.m.stages, self.m
-        call = ("        int ode_why = 0;\n"
-                "        const ode_acc err = ode_attempt(t, hh, tn, y, K, a, ynew, ode_JT, ode_LU, ode_piv, &ode_jt, "
-                "&ode_luh, &ode_why, &nfev);\n")
-        k0 = "" if m.fsal else "        nfev += 1;  /* K[0] = f(t, y) */\n"
-        reps = [("        const ode_acc err = ode_attempt(t, hh, tn, y, K, a, ynew);\n", call)]
-        if not self.o.adaptive:  # fixed steps: a singular matrix or a failed Newton ends the sample there
-            reps[0] = (reps[0][0], call + k0 + "        if (ode_why) { status = ode_why == 1 ? ODE_FAIL_SINGULAR : "
-                                               "ODE_FAIL_NEWTON; break; }\n")
-            reps.append((f"    nfev += {S} * (nacc - nacc0);\n", "    (void)nacc0;\n"))
-        else:
-            reps += [(f"        nfev += {S};\n", k0),
-            ("            flags = ODE_REJECTED | (finite ? 0 : ODE_NONFINITE);\n",
-             "            flags = ODE_REJECTED | (finite ? 0 : ODE_NONFINITE) | (ode_why << 2);\n"),
-            ("status = (flags & ODE_NONFINITE) ? ODE_FAIL_NONFINITE : ODE_FAIL_STEP;",
-             "status = (flags >> 2) == 1 ? ODE_FAIL_SINGULAR : (flags >> 2) == 2 ? ODE_FAIL_NEWTON : "
-             "(flags & ODE_NONFINITE) ? ODE_FAIL_NONFINITE : ODE_FAIL_STEP;")]
-        for old, new in reps:
-            if text.count(old) != 1:
-                raise AssertionError(f"eagle/ode/_implicit.py: the step body of _codegen changed: {old.strip()!r}")
-            text = text.replace(old, new)
-        return text
-
-    def kernels(self):
-        text = super().kernels()
-        old = "    ode_real y[D], ynew[D], K[ODE_NK][D], Fd[ODE_NF][D];\n"
-        new = (old + "    /* the implicit method's per-lane state: J and f_t at (ode_jt, y), W's LU for step ode_luh */\n"
-               "    ode_real ode_JT[D * D + D], ode_LU[D * D], ode_jt = ODE_NAN, ode_luh = 0;\n"
-               "    int ode_piv[D];\n"
-               "    for (int q = 0; q < D * D + D; ++q) ode_JT[q] = 0;\n")
-        if text.count(old) != 1:
-            raise AssertionError("eagle/ode/_implicit.py: the step kernel of _codegen changed")
-        return text.replace(old, new)
-
-    def source(self, funcs, header):
-        text = super().source(funcs, header)
-        nk = {"ros23": 6, "rodas": len(self.m.c) + 1, "esdirk": len(self.m.c)}[self.m.scheme]
-        return re.sub(r"#define ODE_NK \d+ ", f"#define ODE_NK {nk} ", text, count=1)
 
 
 def flops_per_step(method, d, nnz, f_ops):

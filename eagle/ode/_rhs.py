@@ -64,9 +64,10 @@ class Rhs:
         self.n_ops = n_ops
 
 
-def build(fun, cname, n_state, n_args, real, *, n_out, what):
+def build(fun, cname, n_state, n_args, real, *, n_out, what, arg_widths=None):
     """The :class:`Rhs` of ``fun`` (a Python callable traced once, or a :class:`C`), defining C
-    function ``cname``."""
+    function ``cname``; ``arg_widths``: per argument 0 (a number) or k (a vector of k: a[] holds
+    its numbers in order)."""
     if isinstance(fun, C):
         glue = (f"EAGLE_FN void {cname}(const ode_real t, const ode_real* y, const ode_real* a, ode_real* out)\n"
                 f"{{\n    {fun.name}(t, y, a, out);\n}}")
@@ -76,7 +77,8 @@ def build(fun, cname, n_state, n_args, real, *, n_out, what):
                              f"{type(fun).__name__}")
     from ._trace import trace
     tf = trace(fun, n_state, n_args, dtype="float32" if real == "float" else "float64",
-               n_out=None if n_out == n_state and what in ("fun", "drift", "diffusion") else n_out, what=what)
+               n_out=None if n_out == n_state and what in ("fun", "drift", "diffusion") else n_out, what=what,
+               arg_widths=arg_widths)
     r = Rhs(tf.c_function(cname), tf.n_out, _label(fun), getattr(tf, "n_ops", None))
     r.traced = tf  # eagle/ode/_derive.py differentiates it (the implicit methods' Jacobian)
     return r

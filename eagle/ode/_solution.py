@@ -3,7 +3,7 @@ t_eval and the events' first crossings. The device planes are read back when a f
 asked for (``sol.y`` ...), so a solve that only feeds another device computation copies nothing."""
 import numpy as np
 
-from ._codegen import DONE, EVENT, FAILURES, RUNNING
+from ._frame import DONE, EVENT, FAILURES, RUNNING
 
 # keys: the values of sol.status (0, 1, -1) and of sol.failure (the codes 3.. of _codegen.FAILURES)
 MESSAGES = {0: "reached t1", 1: "a terminal event stopped the sample", -1: "failed: sol.failure says why",
@@ -28,16 +28,16 @@ class OdeSolution:
     source : the generated C (also ``Solver.source``)
     """
 
-    def __init__(self, solver, W, I, YS, EVT, EVY):
-        self._solver = solver
+    def __init__(self, view, W, I, YS, EVT, EVY):
+        self._view = view  # what the solve was: never the solver's later state
         self._W, self._I, self._YS, self._EVT, self._EVY = W, I, YS, EVT, EVY
         self._cache = {}
-        self.source = solver.source
-        self.method = solver.method.name
-        self.t_eval = solver.t_eval
+        self.source = view.source
+        self.method = view.method
+        self.t_eval = view.t_eval
         self.message = dict(MESSAGES)
-        self.message.update(getattr(solver.method, "messages", {}))  # an implicit method's own wording
-        self.jacobian = getattr(solver, "jacobian_kind", None)  # implicit methods: which Jacobian was used
+        self.message.update(getattr(view.scheme, "messages", {}))  # an implicit scheme's own wording
+        self.jacobian = getattr(view.scheme, "jacobian_kind", None)  # implicit methods: which Jacobian was used
 
     def _detach(self, backend, stream):
         """Give this solution planes of its own (device-to-device copies, enqueued on ``stream``):
@@ -58,7 +58,7 @@ class OdeSolution:
         return v
 
     def _rows(self):
-        return self._solver._rows
+        return self._view.rows
 
     @property
     def t(self):
@@ -68,7 +68,7 @@ class OdeSolution:
     @property
     def y(self):
         w, _, _, _ = self._rows()
-        d = self._solver.n_state
+        d = self._view.n_state
         return np.ascontiguousarray(self._host("W", self._W)[w["Y"]:w["Y"] + d].T)
 
     def _irow(self, name):
@@ -113,15 +113,15 @@ class OdeSolution:
 
     @property
     def n_events(self):
-        ne = len(self._solver.events)
+        ne = len(self._view.events)
         _, i, _, _ = self._rows()
         if not ne:
-            return np.zeros((self._solver.n, 0), np.int32)
+            return np.zeros((self._view.n, 0), np.int32)
         return np.ascontiguousarray(self._host("I", self._I)[i["NEV"]:i["NEV"] + ne].T)
 
     @property
     def t_events(self):
-        ne = len(self._solver.events)
+        ne = len(self._view.events)
         if not ne:
             return []
         ev = self._host("EVT", self._EVT)
@@ -130,7 +130,7 @@ class OdeSolution:
 
     @property
     def y_events(self):
-        ne = len(self._solver.events)
+        ne = len(self._view.events)
         if not ne:
             return []
         ev = self._host("EVY", self._EVY)

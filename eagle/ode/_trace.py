@@ -728,8 +728,11 @@ def _outputs(g, result, n_out, expected):
     return out
 
 
-def trace(fun, n_state, n_args, *, dtype="float64", n_out=None, what="fun"):
+def trace(fun, n_state, n_args, *, dtype="float64", n_out=None, what="fun", arg_widths=None):
     """Call ``fun(t, y, *args)`` once with traced values and return its :class:`TracedFunction`.
+
+    ``arg_widths``: per argument, 0 for a number or k for a vector of k numbers (``args[j][c]``);
+    the arguments' numbers are the C function's ``a[]`` in order (n_args of them in all).
 
     ``n_out=None``: the result is a right-hand side of length ``n_state``; an int: that many
     outputs (1 also takes a scalar: an event function). ``what`` names ``fun`` in messages.
@@ -750,7 +753,20 @@ def trace(fun, n_state, n_args, *, dtype="float64", n_out=None, what="fun"):
         y[k] = g.node("y", payload=k, value=k)
     y = y.view(SymArray)
     y._is_state = True
-    args = [g.node("a", payload=k, value=k) for k in range(n_args)]
+    if arg_widths is None:
+        args = [g.node("a", payload=k, value=k) for k in range(n_args)]
+    else:
+        args, slot = [], 0
+        for w in arg_widths:
+            if not w:
+                args.append(g.node("a", payload=slot, value=slot))
+                slot += 1
+                continue
+            v = np.empty(w, dtype=object)
+            for c in range(w):
+                v[c] = g.node("a", payload=slot + c, value=slot + c)
+            args.append(v.view(SymArray))
+            slot += w
     try:
         result = fun(g.node("t"), y, *args)
     except TraceError:
