@@ -7,7 +7,7 @@ two of them) would spill far past any GPU's registers and local cache and one la
 D^3/3 multiply-adds; such a system is refused with :class:`EagleValueError` (solve it with an
 explicit method, or a dedicated sparse solver) rather than run slowly in silence.
 
-The C needs ``D``, ``ode_real``, ``ODE_FABS`` and ``ode_finite`` (eagle/ode/_codegen.py's)."""
+The C needs ``D``, ``ode_real``, ``ODE_FABS`` and ``ode_finite`` (eagle/ode/_frame.py's)."""
 from ..errors import EagleValueError
 
 MAX_D = 64

@@ -55,7 +55,7 @@ class StiffMethod:
 
 
 # the failure messages of an implicit method where the explicit ones' advice (switch to a stiff
-# method) does not apply; keys are _codegen's failure codes
+# method) does not apply; keys are eagle/ode/_frame.py's failure codes
 _MESSAGES = {3: "the step size fell below the floor (10 eps |t|): the solution may be singular there",
              4: "max_steps steps were taken before t1 (raise max_steps=)"}
 
