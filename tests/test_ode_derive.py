@@ -7,7 +7,7 @@ from eagle.errors import EagleValueError
 from eagle.ode._derive import derive, jacobian
 from eagle.ode._trace import trace
 
-from _stiff_problems import hires, hostile_mix, orego, rober, vdp
+from _stiff_problems import hires, hostile_mix, orego, pollu, rober, vdp
 
 
 def _fd(D, t, y, args, h=1e-6):
@@ -22,7 +22,7 @@ def _fd(D, t, y, args, h=1e-6):
     return J, dt
 
 
-CASES = [(rober, 3, (0.04, 3e7, 1e4)), (hires, 8, ()), (orego, 3, ()), (vdp, 2, (1e3,)),
+CASES = [(rober, 3, (0.04, 3e7, 1e4)), (hires, 8, ()), (orego, 3, ()), (vdp, 2, (1e3,)), (pollu, 20, ()),
          (hostile_mix, 3, (1.3,))]
 
 

@@ -319,3 +319,36 @@ def test_stiff_source_compiles_for_cuda_with_nvrtc_and_no_gpu(method):
     res, log, cubin = nvrtc_compile(s.source.encode(), "stiff.cu", BIT_EXACT)
     assert res == 0, log
     assert b"ode_step_drain" in cubin and b"ode_init" in cubin
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["Rodas5P", "Kvaerno5"])
+def test_pollu_20_species_matches_radau(method):
+    from _stiff_problems import POLLU
+    rtol, atol = 1e-7, 1e-10
+    y0 = np.array(POLLU["y0"])
+    ys = np.stack([y0, y0 * 1.1])
+    sol = eo.solve_ivp(POLLU["fun"], (0.0, 60.0), ys, method=method, rtol=rtol, atol=atol)
+    assert np.all(sol.status == 0), sol.failure
+    for j in range(2):
+        ref = _reference(POLLU["fun"], ys[j], 60.0, ())
+        assert _scaled_error(sol.y[j], ref, rtol, atol) < 50, (method, j)
+
+
+@pytest.mark.slow
+def test_64_components_heat_chain_against_the_matrix_exponential():
+    """The largest system the implicit methods take: y' = A y, A the 64-point second difference
+    (tridiagonal, stiffness ratio ~1.6e3 x 64^2), against expm(A t1) y0."""
+    from scipy.linalg import expm
+    d = 64
+    A = (np.diag(np.full(d, -2.0)) + np.diag(np.ones(d - 1), 1) + np.diag(np.ones(d - 1), -1)) * (d + 1) ** 2
+
+    def heat(t, y):
+        return [(d + 1) ** 2 * ((y[k - 1] if k > 0 else 0.0) - 2.0 * y[k] + (y[k + 1] if k < d - 1 else 0.0))
+                for k in range(d)]
+    x = np.linspace(0, 1, d + 2)[1:-1]
+    y0 = np.sin(np.pi * x) + 0.5 * np.sin(7 * np.pi * x)
+    ref = expm(A * 0.05) @ y0
+    sol = eo.solve_ivp(heat, (0.0, 0.05), y0, method="Rodas5P", rtol=1e-8, atol=1e-10)
+    assert sol.status[0] == 0 and sol.jacobian == "derived from the trace"
+    assert np.max(np.abs(sol.y[0] - ref)) < 1e-6
