@@ -8,7 +8,7 @@ Problems (FP64):
 
 Sizes N = 2^14, 2^17, 2^20 (--sizes). Implementations (--impls; a peer that cannot be imported is
 listed as skipped with the reason):
-  eagle-rodas5p, eagle-rosenbrock23, eagle-kvaerno5
+  eagle-rodas5p, eagle-rosenbrock23, eagle-kvaerno5, eagle-radau
          eagle.ode.Solver(...).solve(y0, args); the Jacobian derived from the trace. The first solve
          (trace, Jacobian, compile, graph record) is reported apart as "first"; timed calls reuse
          the Solver (wall clock around solve(), which returns once the device work is done).
@@ -59,7 +59,8 @@ sys.path.insert(0, HERE)
 import _machine  # noqa: E402
 
 LADDER = [1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10]
-EAGLE_METHODS = {"eagle-rodas5p": "Rodas5P", "eagle-rosenbrock23": "Rosenbrock23", "eagle-kvaerno5": "Kvaerno5"}
+EAGLE_METHODS = {"eagle-rodas5p": "Rodas5P", "eagle-rosenbrock23": "Rosenbrock23", "eagle-kvaerno5": "Kvaerno5",
+                 "eagle-radau": "Radau"}
 IMPLS = list(EAGLE_METHODS) + ["diffrax-kvaerno5", "gradsolve-rosenbrock23", "gradsolve-rodas5p", "scipy-radau"]
 
 

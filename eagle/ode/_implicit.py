@@ -26,6 +26,7 @@ from ._rk import RungeKutta
 
 FAIL_SINGULAR, FAIL_NEWTON = 7, 8
 NEWTON_MAX = 8      # simplified Newton iterations per stage before the step is rejected
+RADAU_NEWTON_MAX = 6  # Radau's (scipy's NEWTON_MAXITER)
 NEWTON_KAPPA = 1e-3  # converged when eta * |dz| <= kappa (|.|: the error norm's scaled RMS)
 
 JAC_DERIVED, JAC_USER, JAC_FD = "derived from the trace", "given (jac=)", "finite differences"
@@ -139,7 +140,7 @@ class StiffScheme(RungeKutta):
         return (("WHY", 1),)  # why the last attempt failed (1 singular, 2 Newton): the failure's code
 
     def helpers(self, fr):
-        nk = {"ros23": 6, "rodas": len(self.m.c) + 1, "esdirk": len(self.m.c)}[self.m.scheme]
+        nk = {"ros23": 6, "rodas": len(self.m.c) + 1, "esdirk": len(self.m.c), "radau": 4}[self.m.scheme]
         return "\n\n".join(["/* The right-hand side. */\n"
                             "EAGLE_FN void ode_f(const ode_real t, const ode_real* y, const ode_real* a, ode_real* dy)\n"
                             "{\n    ode_user_f(t, y, a, dy);\n}",
@@ -156,6 +157,8 @@ class StiffScheme(RungeKutta):
                "    int ode_piv[D];",
                "    for (int q = 0; q < D * D + D; ++q) ode_JT[q] = 0;",
                f"    int ode_whylast = (int){fr.W('WHY')};"]
+        if self.m.scheme == "radau":  # the complex system's LU
+            out += ["    ode_real ode_LUr2[D * D], ode_LUi[D * D];", "    int ode_piv2[D];"]
         if self.m.fsal:
             out += ["    ode_f(t, y, a, K[0]);", "    nfev += 1;"]
         return out
@@ -164,7 +167,8 @@ class StiffScheme(RungeKutta):
         out = [] if self.m.fsal else ["        ode_f(t, y, a, K[0]);", "        nfev += 1;"]
         out += ["        int ode_why = 0;",
                 "        const ode_acc err = ode_attempt(t, hh, tn, y, K, a, ynew, tol, ode_JT, ode_LU, ode_piv, &ode_jt,",
-                "                                        &ode_luh, &ode_why, &nfev);",
+                "                                        &ode_luh, &ode_why, &nfev"
+                + (", ode_LUr2, ode_LUi, ode_piv2);" if self.m.scheme == "radau" else ");"),
                 "        (void)err;",
                 "        ode_whylast = ode_why;"]
         if fr is not None and fr.c is None:  # fixed steps: a singular matrix or a failed Newton ends the sample
@@ -189,7 +193,7 @@ class StiffScheme(RungeKutta):
         return "\n\n".join([
             f"#define ODE_FAIL_SINGULAR {FAIL_SINGULAR}\n#define ODE_FAIL_NEWTON {FAIL_NEWTON}"
             + (f"\n#define ODE_GPU_INLINE_MAX_D {int(inline)}" if inline.strip().isdigit() else ""),
-            _linalg.LU,
+            _linalg.LU + ("\n" + _linalg.LU_COMPLEX if self.m.scheme == "radau" else ""),
             "/* The Jacobian: " + self.jac.kind + ". */\n" + self.jac.text,
             _linalg.form_w(self.jac.pattern, self.d)])
 
@@ -197,7 +201,8 @@ class StiffScheme(RungeKutta):
         return ["ODE_LA_FN ode_acc ode_attempt(const ode_real t, const ode_real h, const ode_real tn, const ode_real* y,",
                 "                              ode_real K[ODE_NK][D], const ode_real* a, ode_real* ynew,",
                 "                              const ode_real* tol, ode_real* JT, ode_real* LUm, int* piv,",
-                "                              ode_real* jt, ode_real* luh, int* why, int32_t* nfev)",
+                "                              ode_real* jt, ode_real* luh, int* why, int32_t* nfev"
+                + (",\n                              ode_real* LUr2, ode_real* LUi, int* piv2)" if self.m.scheme == "radau" else ")"),
                 "{",
                 "    (void)tn; (void)tol;",
                 "    if (!(*jt == t)) { ode_jac(t, y, a, JT, nfev); *jt = t; *luh = 0; }  /* J at (t, y), once */"]
@@ -224,8 +229,113 @@ class StiffScheme(RungeKutta):
                 "}"]
 
     def _attempt_function(self):
-        body = {"ros23": self._ros23, "rodas": self._rodas, "esdirk": self._esdirk}[self.m.scheme]()
+        body = {"ros23": self._ros23, "rodas": self._rodas, "esdirk": self._esdirk, "radau": self._radau}[self.m.scheme]()
         return "\n".join(body)
+
+    def _radau(self):
+        """scipy's Radau step: the collocation system by simplified Newton in the eigenbasis of A
+        (W = TI Z: one real system, mu_r / h - J, and one complex, mu_c / h - J), from Z = 0; the
+        error by one more real solve (f + Z E / h), and, when that exceeds the tolerance, the
+        stiff-aware second estimate from f(y + err) (Hairer and Wanner)."""
+        L, m = self.L, self.m
+        T, TI, (mcr, mci) = m.A, m.C, m.D
+        out = ["/* Radau IIA (3 stages): K[0] = f(t, y), K[1 .. 3] the stages' increments Z. */"]
+        out += self._head()
+        out += ["    const ode_real ih = 1 / h;",
+                "    if (!(*luh == h)) {  /* the real and the complex iteration matrices of this h */",
+                f"        ode_form_w(JT, {L(m.gamma)} * ih, {L(-1.0)}, LUm);",
+                f"        ode_form_w(JT, {L(mcr)} * ih, {L(-1.0)}, LUr2);",
+                "        for (int q = 0; q < D * D; ++q) LUi[q] = 0;",
+                f"        for (int k = 0; k < D; ++k) LUi[k * D + k] = {L(mci)} * ih;",
+                "        if (!ode_lu(LUm, piv) || !ode_lu_c(LUr2, LUi, piv2)) { *luh = 0; *why = 1; return ODE_INF; }",
+                "        *luh = h;",
+                "    }",
+                "    ode_real W0[D], W1[D], W2[D], F0[D], F1[D], F2[D], d0[D], d1[D], d2[D], u[D], sc[D];",
+                "    for (int k = 0; k < D; ++k) {",
+                "        W0[k] = W1[k] = W2[k] = 0;",
+                "        K[1][k] = K[2][k] = K[3][k] = 0;",
+                "        sc[k] = ODE_ATOL(k) + ODE_RTOL * ODE_FABS(y[k]);",
+                "    }",
+                "    /* Newton's tolerance: max(10 eps / rtol, min(0.03, sqrt(rtol))) */",
+                "    ode_acc ntol = ODE_ASQRT((ode_acc)ODE_RTOL);",
+                "    if (ntol > (ode_acc)0.03) ntol = (ode_acc)0.03;",
+                "    if (ntol < 10 * (ode_acc)ODE_EPS / (ode_acc)ODE_RTOL) ntol = 10 * (ode_acc)ODE_EPS / (ode_acc)ODE_RTOL;",
+                "    ode_acc nold = 0, rate = -1;",
+                "    int conv = 0;",
+                f"    const ode_real mr = {L(m.gamma)} * ih, cr = {L(mcr)} * ih, ci = {L(mci)} * ih;",
+                f"    for (int it = 0; it < {RADAU_NEWTON_MAX}; ++it) {{"]
+        for i, c in enumerate(m.c):
+            tt = "tn" if c == 1.0 else f"t + {L(c)} * h"
+            out += [f"        for (int k = 0; k < D; ++k) u[k] = y[k] + K[{1 + i}][k];",
+                    f"        ode_f({tt}, u, a, F{i});"]
+        out += ["        *nfev += 3;",
+                "        int fin = 1;",
+                "        for (int k = 0; k < D; ++k) fin = fin && ode_finite(F0[k]) && ode_finite(F1[k]) && ode_finite(F2[k]);",
+                "        if (!fin) break;",
+                "        for (int k = 0; k < D; ++k) {",
+                f"            d0[k] = {L(TI[0][0])} * F0[k] + {L(TI[0][1])} * F1[k] + {L(TI[0][2])} * F2[k] - mr * W0[k];",
+                f"            const ode_real gr = {L(TI[1][0])} * F0[k] + {L(TI[1][1])} * F1[k] + {L(TI[1][2])} * F2[k];",
+                f"            const ode_real gi = {L(TI[2][0])} * F0[k] + {L(TI[2][1])} * F1[k] + {L(TI[2][2])} * F2[k];",
+                "            d1[k] = gr - (cr * W1[k] - ci * W2[k]);",
+                "            d2[k] = gi - (cr * W2[k] + ci * W1[k]);",
+                "        }",
+                "        ode_lu_solve(LUm, piv, d0);",
+                "        ode_lu_solve_c(LUr2, LUi, piv2, d1, d2);",
+                "        ode_acc n2 = 0;",
+                "        for (int k = 0; k < D; ++k) {",
+                "            const ode_acc r0 = (ode_acc)(d0[k] / sc[k]), r1 = (ode_acc)(d1[k] / sc[k]), r2 = (ode_acc)(d2[k] / sc[k]);",
+                "            n2 += r0 * r0 + r1 * r1 + r2 * r2;",
+                "        }",
+                "        const ode_acc nrm = ODE_ASQRT(n2 / (ode_acc)(3 * D));",
+                "        if (!(nrm <= ODE_ABIG)) break;",
+                "        if (it > 0) rate = nrm / nold;",
+                "        if (rate >= 0) {",
+                "            if (!(rate < 1)) break;",
+                "            ode_acc pw = 1;",
+                f"            for (int q = it; q < {RADAU_NEWTON_MAX}; ++q) pw *= rate;",
+                "            if (pw / (1 - rate) * nrm > ntol) break;  /* it would not converge in the iterations left */",
+                "        }",
+                "        for (int k = 0; k < D; ++k) {",
+                "            W0[k] += d0[k]; W1[k] += d1[k]; W2[k] += d2[k];",
+                f"            K[1][k] = {L(T[0][0])} * W0[k] + {L(T[0][1])} * W1[k] + {L(T[0][2])} * W2[k];",
+                f"            K[2][k] = {L(T[1][0])} * W0[k] + {L(T[1][1])} * W1[k] + {L(T[1][2])} * W2[k];",
+                "            K[3][k] = W0[k] + W1[k];",
+                "        }",
+                "        if (nrm == 0 || (rate >= 0 && rate / (1 - rate) * nrm < ntol)) { conv = 1; break; }",
+                "        nold = nrm;",
+                "    }",
+                "    if (!conv) { *why = 2; return ODE_INF; }",
+                "    for (int k = 0; k < D; ++k) ynew[k] = y[k] + K[3][k];",
+                "    /* the error: (mu_r / h - J)^-1 (f(t, y) + Z E / h) */",
+                "    for (int k = 0; k < D; ++k) {",
+                f"        u[k] = (({L(m.E[0])} * K[1][k] + {L(m.E[1])} * K[2][k] + {L(m.E[2])} * K[3][k]) * ih);",
+                "        d0[k] = K[0][k] + u[k];",
+                "    }",
+                "    ode_lu_solve(LUm, piv, d0);",
+                "    ode_acc acc = 0;",
+                "    for (int k = 0; k < D; ++k) {",
+                "        const ode_real s2 = ODE_ATOL(k) + ODE_RTOL * ODE_FMAX(ODE_FABS(y[k]), ODE_FABS(ynew[k]));",
+                "        const ode_acc r = (ode_acc)(d0[k] / s2);",
+                "        acc += r * r;",
+                "    }",
+                "    ode_acc en = ODE_ASQRT(acc / (ode_acc)D);",
+                "    if (en > 1) {  /* the second estimate: f at y + err damps the stiff components' overestimate */",
+                "        for (int k = 0; k < D; ++k) d1[k] = y[k] + d0[k];",
+                "        ode_f(t, d1, a, d2);",
+                "        *nfev += 1;",
+                "        for (int k = 0; k < D; ++k) d0[k] = d2[k] + u[k];",
+                "        ode_lu_solve(LUm, piv, d0);",
+                "        acc = 0;",
+                "        for (int k = 0; k < D; ++k) {",
+                "            const ode_real s2 = ODE_ATOL(k) + ODE_RTOL * ODE_FMAX(ODE_FABS(y[k]), ODE_FABS(ynew[k]));",
+                "            const ode_acc r = (ode_acc)(d0[k] / s2);",
+                "            acc += r * r;",
+                "        }",
+                "        en = ODE_ASQRT(acc / (ode_acc)D);",
+                "    }",
+                "    return en;",
+                "}"]
+        return out
 
     def _ros23(self):
         L, m = self.L, self.m
@@ -372,6 +482,15 @@ class StiffScheme(RungeKutta):
             out += [f"    const ode_real th1 = {L(1.0)} - th;",
                     f"    for (int k = 0; k < D; ++k) out[k] = th1 * y[k] + th * (ynew[k] + th1 * ({inner}));",
                     "}"]
+        elif m.dense == "radau":
+            out = ["/* Radau's collocation polynomial: y + Q (th, th^2, th^3), Q = Z^T P (scipy's). */",
+                   "#define ODE_NF 3"] + head
+            for j in range(3):
+                terms = " + ".join(f"{L(m.H[i][j])} * K[{1 + i}][k]" for i in range(3))
+                out.append(f"    for (int k = 0; k < D; ++k) F[{j}][k] = {terms};")
+            out += ["}"] + evalh
+            out += ["    for (int k = 0; k < D; ++k) out[k] = y[k] + th * (F[0][k] + th * (F[1][k] + th * F[2][k]));",
+                    "}"]
         elif m.dense == "hermite":
             S = m.stages
             out = ["/* Cubic Hermite of y, f(t, y) = K[0] and ynew, f(tn, ynew) = K[S] (no evaluation). */",
@@ -405,6 +524,10 @@ def flops_per_step(method, d, nnz, f_ops):
         comb = sum(2 * d * (sum(1 for x in method.A[s] if x) + sum(1 for x in method.C[s] if x) + 1) for s in range(S))
     elif method.scheme == "ros23":
         nf, ns, comb = 2, 3, 20 * d
+    elif method.scheme == "radau":  # two Newton iterations assumed; the complex LU costs 4x the real one
+        nf, ns, comb = 6 + 1, 2 * 5 + 1, 2 * 40 * d
+        lu *= 5
+        w *= 2
     else:
         S = len(method.c)
         nf, ns = (S - 1) + 1, S - 1

@@ -121,3 +121,73 @@ def flops(d, nnz=None):
     lu = sum((d - k - 1) * (1 + 2 * (d - k - 1)) for k in range(d)) + d  # multipliers + updates + 1/pivot
     solve = 2 * d * d
     return w, lu, solve
+
+
+LU_COMPLEX = r"""/* The complex counterpart (Radau IIA's second system): Wr + i Wi, D x D row-major, LU with
+ * partial pivoting (by |w|^2) in place; every complex operation written in real arithmetic, so
+ * every kind rounds it the same. Returns 0 when a pivot is zero or not finite. */
+ODE_LA_FN int ode_lu_c(ode_real* Wr, ode_real* Wi, int* piv)
+{
+    for (int k = 0; k < D; ++k) {
+        int p = k;
+        ode_real big = Wr[k * D + k] * Wr[k * D + k] + Wi[k * D + k] * Wi[k * D + k];
+        for (int r = k + 1; r < D; ++r) {
+            const ode_real v = Wr[r * D + k] * Wr[r * D + k] + Wi[r * D + k] * Wi[r * D + k];
+            if (v > big) { big = v; p = r; }
+        }
+        piv[k] = p;
+        if (!(big > 0) || !ode_finite(big)) return 0;
+        if (p != k) {
+            for (int c = 0; c < D; ++c) {
+                ode_real s = Wr[k * D + c]; Wr[k * D + c] = Wr[p * D + c]; Wr[p * D + c] = s;
+                s = Wi[k * D + c]; Wi[k * D + c] = Wi[p * D + c]; Wi[p * D + c] = s;
+            }
+        }
+        const ode_real ir = Wr[k * D + k] / big, ii = -Wi[k * D + k] / big;   /* 1 / pivot */
+        for (int r = k + 1; r < D; ++r) {
+            const ode_real ar = Wr[r * D + k], ai = Wi[r * D + k];
+            const ode_real lr = ar * ir - ai * ii, li = ar * ii + ai * ir;
+            Wr[r * D + k] = lr;
+            Wi[r * D + k] = li;
+            if (lr != 0 || li != 0) {
+                for (int c = k + 1; c < D; ++c) {
+                    const ode_real ur = Wr[k * D + c], ui = Wi[k * D + c];
+                    Wr[r * D + c] -= lr * ur - li * ui;
+                    Wi[r * D + c] -= lr * ui + li * ur;
+                }
+            }
+        }
+    }
+    return 1;
+}
+/* (br + i bi) = (LUr + i LUi)^-1 (br + i bi) in place, from ode_lu_c's factors. */
+ODE_LA_FN void ode_lu_solve_c(const ode_real* LUr, const ode_real* LUi, const int* piv, ode_real* br, ode_real* bi)
+{
+    for (int k = 0; k < D; ++k) {
+        const int p = piv[k];
+        if (p != k) {
+            ode_real s = br[k]; br[k] = br[p]; br[p] = s;
+            s = bi[k]; bi[k] = bi[p]; bi[p] = s;
+        }
+    }
+    for (int r = 1; r < D; ++r) {
+        ode_real sr = br[r], si = bi[r];
+        for (int c = 0; c < r; ++c) {
+            const ode_real lr = LUr[r * D + c], li = LUi[r * D + c];
+            sr -= lr * br[c] - li * bi[c];
+            si -= lr * bi[c] + li * br[c];
+        }
+        br[r] = sr; bi[r] = si;
+    }
+    for (int r = D - 1; r >= 0; --r) {
+        ode_real sr = br[r], si = bi[r];
+        for (int c = r + 1; c < D; ++c) {
+            const ode_real ur = LUr[r * D + c], ui = LUi[r * D + c];
+            sr -= ur * br[c] - ui * bi[c];
+            si -= ur * bi[c] + ui * br[c];
+        }
+        const ode_real dr = LUr[r * D + r], di = LUi[r * D + r], den = dr * dr + di * di;
+        br[r] = (sr * dr + si * di) / den;
+        bi[r] = (si * dr - sr * di) / den;
+    }
+}"""

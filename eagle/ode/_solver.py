@@ -28,7 +28,7 @@ class Solver:
         m = self.method = _method(method)
         implicit = getattr(m, "implicit", False)
         if jac is not None and not implicit:
-            raise EagleValueError(f"eagle.ode: jac= is for the implicit methods (Rodas5P, Kvaerno5, Rosenbrock23); "
+            raise EagleValueError(f"eagle.ode: jac= is for the implicit methods (Rodas5P, Kvaerno5, Rosenbrock23, Radau); "
                                   f"method {m.name} is explicit and does not use a Jacobian")
         if not (callable(fun) or isinstance(fun, _rhs.C)):
             raise EagleTypeError(f"eagle.ode: fun must be a callable f(t, y, *args) or eagle.ode.C(...), got a "
@@ -142,8 +142,9 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
         cuda), unless ``backend=`` names one. Its dtype picks the precision (float32 stays float32,
         everything else is float64) unless ``dtype=`` is given.
     method : "Tsit5" (default), "RK45", "RK23", "DOP853" (adaptive) or "RK4", "Euler" (fixed);
-        for stiff problems the implicit "Rodas5P" (Rosenbrock 5(4)), "Kvaerno5" (ESDIRK 5(4)) or
-        "Rosenbrock23" (ode23s), at most 64 state components (eagle/ode/_implicit.py).
+        for stiff problems the implicit "Rodas5P" (Rosenbrock 5(4)), "Kvaerno5" (ESDIRK 5(4)),
+        "Rosenbrock23" (ode23s) or "Radau" (Radau IIA, order 5), at most 64 state components
+        (eagle/ode/_implicit.py).
     t_eval : 1-d increasing array, optional
         Shared times at which to store every sample's state (dense output), as ``sol.ys``
         (N, d, T) on the device.

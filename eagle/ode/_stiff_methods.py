@@ -143,3 +143,28 @@ KVAERNO5 = StiffMethod(
     B=_KB, E=tuple(b - bh for b, bh in zip(_KB, _KBH)), P=_KP)
 
 STIFF_METHODS = {m.name: m for m in (ROSENBROCK23, RODAS5P, KVAERNO5)}
+
+# ---------------------------------------------------------------- Radau IIA (3 stages, order 5)
+# scipy.integrate.Radau's algorithm (Hairer and Wanner's RADAU5): the collocation system solved by
+# simplified Newton in the eigenbasis of the coefficient matrix (one real and one complex LU).
+_S6 = math.sqrt(6.0)
+_MU_REAL = 3.0 + 3.0 ** (2.0 / 3.0) - 3.0 ** (1.0 / 3.0)
+_MU_COMPLEX = (3.0 + 0.5 * (3.0 ** (1.0 / 3.0) - 3.0 ** (2.0 / 3.0)), -0.5 * (3.0 ** (5.0 / 6.0) + 3.0 ** (7.0 / 6.0)))
+RADAU = StiffMethod(
+    "Radau", "Radau IIA, 3 stages, order 5 (scipy's Radau); stiffly accurate, L-stable", 5, 3, "radau", _MU_REAL,
+    stages=4, fsal=False, dense="radau", messages=_MESSAGES,
+    c=((4.0 - _S6) / 10.0, (4.0 + _S6) / 10.0, 1.0),
+    E=((-13.0 - 7.0 * _S6) / 3.0, (-13.0 + 7.0 * _S6) / 3.0, -1.0 / 3.0),
+    # T, TI (the eigenbasis), then MU_COMPLEX as (re, im): in A and C for want of named fields
+    A=((0.09443876248897524, -0.14125529502095421, 0.03002919410514742),
+       (0.25021312296533332, 0.20412935229379994, -0.38294211275726192),
+       (1.0, 1.0, 0.0)),
+    C=((4.17871859155190428, 0.32768282076106237, 0.52337644549944951),
+       (-4.17871859155190428, -0.32768282076106237, 0.47662355450055044),
+       (0.50287263494578682, -2.57192694985560522, 0.59603920482822492)),
+    D=_MU_COMPLEX,
+    H=((13.0 / 3.0 + 7.0 * _S6 / 3.0, -23.0 / 3.0 - 22.0 * _S6 / 3.0, 10.0 / 3.0 + 5.0 * _S6),
+       (13.0 / 3.0 - 7.0 * _S6 / 3.0, -23.0 / 3.0 + 22.0 * _S6 / 3.0, 10.0 / 3.0 - 5.0 * _S6),
+       (1.0 / 3.0, -8.0 / 3.0, 10.0 / 3.0)))
+
+STIFF_METHODS["Radau"] = RADAU
