@@ -192,40 +192,55 @@ class Eagle:
 
 
 class Diffrax:
+    """jit(vmap(diffeqsolve)) with the tolerances as traced arguments: one compile per problem
+    and size (cached here), not per rung of the ladder."""
+    compiled = {}
+
     def __init__(self, name, p, backend):
         import diffrax  # noqa: F401
         import jax
         jax.config.update("jax_enable_x64", True)
         self.p, self.backend = p, backend
 
-    def prepare(self, rtol):
+    def _fn(self):
         import diffrax
         import jax
         import jax.numpy as jnp
         p = self.p
+        key = (p.name, self.backend)
+        if key in Diffrax.compiled:
+            return Diffrax.compiled[key]
         f = p.fun
 
         def vf(t, y, args):
             return jnp.stack(f(t, y, *args))
         term = diffrax.ODETerm(vf)
-        ctrl = diffrax.PIDController(rtol=rtol, atol=rtol * p.atol_ratio)
 
-        def one(y0, args):
+        def one(y0, args, rtol):
+            ctrl = diffrax.PIDController(rtol=rtol, atol=rtol * p.atol_ratio)
             s = diffrax.diffeqsolve(term, diffrax.Kvaerno5(), 0.0, p.t1, None, y0, args=args, stepsize_controller=ctrl,
                                     saveat=diffrax.SaveAt(t1=True), max_steps=200_000, throw=False)
             return s.ys[0], s.stats["num_accepted_steps"] + s.stats["num_rejected_steps"], s.result == diffrax.RESULTS.successful
+        fn = Diffrax.compiled[key] = jax.jit(jax.vmap(one, in_axes=(0, 0, None)))
+        return fn
+
+    def prepare(self, rtol):
+        import jax
+        import jax.numpy as jnp
+        p = self.p
         dev = jax.devices("gpu" if self.backend == "cuda" else "cpu")[0]
-        self.fn = jax.jit(jax.vmap(one))
+        self.fn = self._fn()
         self.y0 = jax.device_put(jnp.asarray(p.y0), dev)
         self.a = tuple(jax.device_put(jnp.asarray(x), dev) for x in p.args())
+        self.rtol = jax.device_put(jnp.asarray(rtol, dtype=jnp.float64), dev)
         t = time.perf_counter()
-        self.out = jax.block_until_ready(self.fn(self.y0, self.a))
+        self.out = jax.block_until_ready(self.fn(self.y0, self.a, self.rtol))
         self.first = time.perf_counter() - t
         return self
 
     def once(self):
         import jax
-        self.out = jax.block_until_ready(self.fn(self.y0, self.a))
+        self.out = jax.block_until_ready(self.fn(self.y0, self.a, self.rtol))
 
     def result(self):
         y, steps, ok = self.out
@@ -433,6 +448,7 @@ def main(argv=None):
                 except Exception as e:  # noqa: BLE001
                     row.update(failed=f"{type(e).__name__}: {e}".splitlines()[0][:200])
                 rows.append(row)
+                save(args, rows, ladders, skipped)
                 print(f"  {pname} N={n:8d} {name:24s} rtol {rtol:6.0e} error {err:8.2e}: "
                       + (f"{row['seconds'] * 1e3:10.1f} ms" if "seconds" in row else row.get("failed", "?"))
                       + (f" ({row['extrapolated']})" if "extrapolated" in row else "")
@@ -453,15 +469,19 @@ def main(argv=None):
                 for b in sorted(peers, key=lambda r: r["seconds"]):
                     print(f"  {pname} N={n}: {a['impl']} {a['seconds'] * 1e3:.1f} ms vs {b['impl']} "
                           f"{b['seconds'] * 1e3:.1f} ms: {b['seconds'] / a['seconds']:.1f}x")
-    if args.backend == "cpu":
-        first_solve()
+    first = first_solve() if args.backend == "cpu" else None
     for k, v in skipped.items():
         print(f"skipped {k}: {v}")
+    save(args, rows, ladders, skipped, first)
+    return 0
+
+
+def save(args, rows, ladders, skipped, first=None):
+    """The JSON (after every row: a run cut short keeps what it measured)."""
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"machine": _machine.machine(), "command": sys.argv, "rows": rows, "ladders": ladders,
-                       "skipped": skipped, "target": args.target}, fh, indent=1)
-    return 0
+                       "skipped": skipped, "target": args.target, "first_solve_s": first}, fh, indent=1)
 
 
 FIRST = """
