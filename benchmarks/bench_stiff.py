@@ -90,7 +90,9 @@ HIRES_SOURCE = """def hires(t, y):
             r - 1.81 * y7,
             -r + 1.81 * y7]
 """
-exec(HIRES_SOURCE)  # hires(t, y): the source is kept for the first-solve timing (a module of a new name)
+_NS = {}
+exec(HIRES_SOURCE, _NS)  # noqa: S102 -- hires(t, y); its source text serves the first-solve timing (a new module)
+hires = _NS["hires"]
 
 
 def hires_jac(t, y):

@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp as scipy_ivp
 
-import eagle
 import eagle.ode as eo
-from eagle.errors import EagleError, EagleValueError
+from eagle.errors import EagleValueError
 from eagle.ode import math as em
 from eagle.ode._trace import TraceError
 
-from _stiff_problems import HIRES, OREGO, ROBER, hires, orego, rober, vdp
+from _stiff_problems import HIRES, OREGO, ROBER, hires, rober, vdp
 
 METHODS = ["Rodas5P", "Kvaerno5", "Rosenbrock23", "Radau"]
 ORDERS = {"Rodas5P": 5, "Kvaerno5": 5, "Rosenbrock23": 2, "Radau": 5}

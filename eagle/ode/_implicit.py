@@ -18,7 +18,6 @@ converge in NEWTON_MAX iterations reject the step (h shrinks by the controller's
 0.2); a sample whose step then falls below the floor fails alone with failure code
 FAIL_SINGULAR or FAIL_NEWTON."""
 import os
-import re
 
 from ..errors import EagleValueError
 from . import _linalg, _rhs

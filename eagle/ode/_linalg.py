@@ -3,7 +3,7 @@ W = c_diag I + c_jac J formed from the Jacobian's sparsity pattern, its LU facto
 partial pivoting in place (in the lane's own memory: D*D reals and D ints), and the solve.
 
 The size is bounded: :data:`MAX_D` components. Above it the per-lane matrices (D*D reals each,
-two of them) would spill far past any GPU's registers and local cache and one lane's LU costs
+two to four of them) would spill far past any GPU's registers and local cache and one lane's LU costs
 D^3/3 multiply-adds; such a system is refused with :class:`EagleValueError` (solve it with an
 explicit method, or a dedicated sparse solver) rather than run slowly in silence.
 
