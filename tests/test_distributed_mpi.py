@@ -503,3 +503,30 @@ def test_a_stiff_ode_solve_over_the_ranks_equals_the_one_process_solve_bit_for_b
         np.testing.assert_array_equal(getattr(many, name), getattr(one, name), err_msg=name)
     assert many.jacobian == one.jacobian == "derived from the trace"
     assert many.message == one.message
+
+
+@pytest.mark.parametrize("n", [1, 5, 64])
+def test_an_sde_solve_over_the_ranks_equals_the_one_process_solve_bit_for_bit(n):
+    """eagle.ode.solve_sde(distributed=True) (issue 38: the one run gives solve_sde what solve_ivp
+    has): a path's normals depend on its index and the seed alone, so the gathered paths, per-path
+    ends, noise, t_eval states and barrier crossings equal the one-process solve bit for bit."""
+    import eagle.ode as eo
+
+    def barrier(t, y, mu):
+        return y[0] - 1.3
+    barrier.terminal = True
+    mu = np.linspace(0.0, 0.5, n)
+    t1 = np.linspace(0.5, 1.0, n)
+    kw = dict(dt=1 / 64, method="Milstein", seed=11, t_eval=[0.25, 0.5], events=[barrier], args=(mu,),
+              return_noise=True, backend="cpu")
+    drift, diffusion = (lambda t, y, mu: (mu * y[0],)), (lambda t, y, mu: (0.3 * y[0],))
+    one = eo.solve_sde(drift, diffusion, (0.0, t1), np.ones(1), n_paths=n, **kw)
+    many = eo.solve_sde(drift, diffusion, (0.0, t1), np.ones(1), n_paths=n, distributed=True, **kw)
+    for name in ("t", "y", "status", "n_steps", "ys", "n_events", "noise"):
+        np.testing.assert_array_equal(getattr(many, name), getattr(one, name), err_msg=name)
+    np.testing.assert_array_equal(many.t_events[0], one.t_events[0])
+    shared = eo.solve_sde(drift, diffusion, (0.0, 1.0), np.ones(1), n_paths=n, distributed=True, dt=1 / 16, seed=3,
+                          args=(0.1,), backend="cpu")
+    alone = eo.solve_sde(drift, diffusion, (0.0, 1.0), np.ones(1), n_paths=n, dt=1 / 16, seed=3, args=(0.1,),
+                         backend="cpu")
+    np.testing.assert_array_equal(shared.y, alone.y)

@@ -25,9 +25,9 @@ def test_a_second_solve_ivp_with_other_span_tolerances_and_t_eval_does_not_compi
     first = eagle.ode.solve_ivp(decay, (0.0, 1.0), y0, args=(k,), t_eval=[0.0, 0.5, 1.0], backend="cpu")
     before = _run.compiles[0]
     runs = [dict(t_span=(0.0, 2.0), rtol=1e-9, atol=1e-11, t_eval=[0.25, 2.0]),
-            dict(t_span=(0.5, np.linspace(1.0, 3.0, 6)), rtol=1e-7, atol=[1e-9, 1e-12], t_eval=[0.75, 1.0, 1.5],
+            dict(t_span=(0.5, np.linspace(1.0, 3.0, 6)), rtol=1e-7, atol=1e-12, t_eval=[0.75, 1.0, 1.5],
                  max_steps=5000, first_step=1e-4),
-            dict(t_span=(0.0, 0.3), rtol=1e-5, atol=1e-7, t_eval=np.linspace(0.0, 0.3, 7), max_step=0.01)]
+            dict(t_span=(0.0, 0.3), rtol=1e-5, atol=1e-7, t_eval=np.linspace(0.0, 0.3, 7))]
     for kw in runs:
         span = kw.pop("t_span")
         sol = eagle.ode.solve_ivp(decay, span, y0, args=(k,), backend="cpu", **kw)
@@ -42,9 +42,16 @@ def test_a_second_solve_ivp_with_other_span_tolerances_and_t_eval_does_not_compi
             np.testing.assert_allclose(got[live], ref[live], rtol=500 * kw["rtol"], atol=1e-8)
     assert _run.compiles[0] == before, "a new span, tolerance or t_eval compiled the module again"
     assert first.status.tolist() == [0] * 6
+    # an atol per component and a finite max_step are code (fewer registers without): once, then their values vary
+    for atol, max_step in (([1e-9, 1e-12], 0.01), ([1e-7, 1e-8], 0.05)):
+        sol = eagle.ode.solve_ivp(decay, (0.0, 0.3), y0, args=(k,), atol=atol, max_step=max_step, rtol=1e-8,
+                                  t_eval=[0.3], backend="cpu")
+        assert sol.n_accepted.min() >= 0.3 / max_step
+        np.testing.assert_allclose(sol.y, exact(0.0, 0.3, y0, k[:, None])[:, 0], rtol=1e-6)
+    assert _run.compiles[0] == before + 1
     # what does change the code compiles: a different right-hand side
     eagle.ode.solve_ivp(lambda t, y, k: (-k * y[0], -k * y[1]), (0.0, 1.0), y0, args=(k,), backend="cpu")
-    assert _run.compiles[0] == before + 1
+    assert _run.compiles[0] == before + 2
 
 
 def test_fixed_steps_take_dt_at_run_time(cpu):
@@ -100,6 +107,11 @@ def test_solve_sde_takes_per_path_ends(cpu):
     np.testing.assert_array_equal(sol.t, t1)
     np.testing.assert_allclose(sol.y[:, 0], t1, rtol=1e-12)
     np.testing.assert_array_equal(sol.n_steps, np.ceil(t1 / 0.1 - 1e-9).astype(int))
+    # t_eval at step ends; a point at t1 itself waits for the (here very short) last step
+    end = 1.0000001
+    s = eagle.ode.solve_sde(lambda t, y: (1.0,), lambda t, y: (0.0,), (0.0, end), np.zeros((2, 1)), dt=0.1,
+                            t_eval=[0.5, 1.0, end], backend="cpu")
+    np.testing.assert_allclose(s.ys[:, 0], [[0.5, 1.0, end]] * 2, rtol=1e-12)
 
 
 def test_a_solution_keeps_its_own_shape_after_a_later_solve(cpu):
@@ -174,3 +186,83 @@ def test_a_per_sample_vector_argument(cpu):
     np.testing.assert_allclose(shared.y, np.exp(-s[:, None] * np.array([1.0, 2.0, 3.0])), rtol=1e-8)
     with pytest.raises(eagle.EagleValueError, match=r"args\[0\].*\(N, 3\)"):
         eagle.ode.Solver(f, t_span=(0.0, 1.0), n_state=3, n_args=(3, 0)).solve(np.ones(3), (np.ones((n, 2)), 0.5))
+
+
+@pytest.mark.slow  # a compile of a 256-state right-hand side: about 2 s (was 28 s), plus the solve
+def test_a_256_state_method_of_lines_compiles_in_seconds(cpu):
+    """The heat equation on 256 interior points: the sine mode of the semi-discrete system decays
+    at exactly lambda = 4 (d+1)^2 sin^2(pi / (2 (d+1))) (closed form). Its right-hand side is
+    compiled out of line (ODE_OUTLINE): the compile took 24-28 s inlined at every call site."""
+    import time
+    d = 256
+
+    def heat(t, u):
+        h2 = float((d + 1) ** 2)
+        return [h2 * ((u[k - 1] if k else 0.0) - 2.0 * u[k] + (u[k + 1] if k < d - 1 else 0.0)) for k in range(d)]
+    x = np.arange(1, d + 1) / (d + 1)
+    t = time.perf_counter()
+    S = eagle.ode.Solver(heat, t_span=(0.0, 0.01), n_state=d, n_args=0, backend="cpu", rtol=1e-8, atol=1e-10)
+    S.compile("cpu")
+    took = time.perf_counter() - t
+    sol = S.solve(np.sin(np.pi * x)[None].repeat(2, 0))
+    lam = 4 * (d + 1) ** 2 * np.sin(np.pi / (2 * (d + 1))) ** 2
+    np.testing.assert_allclose(sol.y, np.exp(-lam * 0.01) * np.sin(np.pi * x)[None].repeat(2, 0), rtol=1e-6,
+                               atol=1e-9)
+    assert took < 10.0, f"trace + compile of a 256-state rhs took {took:.1f} s"
+
+
+def test_a_closed_over_table_at_a_traced_point(cpu):
+    """numpy arrays the right-hand side closes over, read at traced points: np.interp (and
+    eagle.ode.math.interp) integrate to scipy's quadrature of the same interpolant; a step table
+    indexed by the state (eagle.ode.math.take) gives y' = -k(s) y with k = 1, 2, 3 on s in [0, 1),
+    [1, 2), [2, 3): y(2.5) = exp(-(1 + 2 + 1.5)) in closed form."""
+    quad = pytest.importorskip("scipy.integrate", reason="scipy's quad is the reference").quad
+    xp = np.linspace(0.0, 2.0, 9)
+    fp = np.cos(xp) ** 2 + xp
+    tab = np.array([1.0, 2.0, 3.0])
+
+    def f(t, y):
+        return [np.interp(t, xp, fp), eagle.ode.math.interp(t, xp, fp), 0.0 * y[2]]
+    s = eagle.ode.solve_ivp(f, (0.0, 2.0), np.zeros((2, 3)), rtol=1e-10, atol=1e-12, backend="cpu")
+    ref = quad(lambda t: np.interp(t, xp, fp), 0.0, 2.0, points=xp, epsabs=1e-13)[0]
+    np.testing.assert_allclose(s.y[:, :2], ref, rtol=1e-8)
+
+    def g(t, y):
+        return [-eagle.ode.math.take(tab, y[1]) * y[0], 1.0]
+    s = eagle.ode.solve_ivp(g, (0.0, 2.5), np.array([[1.0, 0.0]]), rtol=1e-10, atol=1e-12, backend="cpu")
+    np.testing.assert_allclose(s.y[0, 0], np.exp(-4.5), rtol=1e-7)
+
+
+def test_a_stencil_right_hand_side_is_emitted_as_loops_and_solves_bit_for_bit_as_straight_line(cpu, monkeypatch):
+    """Outputs of one shape at the same offsets from their index become one C loop (the compiler's
+    time grows faster than a straight-line body); the loop computes the same operations in the same
+    order, so in exact mode the solve equals the straight-line one bit for bit, and both the closed
+    form of the semi-discrete heat equation's sine mode."""
+    from eagle.ode import _trace
+    d = 96
+
+    def heat(t, u, c):
+        h2 = float((d + 1) ** 2)
+        return [c * h2 * ((u[k - 1] if k else 0.0) - 2.0 * u[k] + (u[k + 1] if k < d - 1 else 0.0)) for k in range(d)]
+    src = _trace.trace(heat, d, 1).c_function("f")
+    assert "for (int k = 1; k < 95; ++k) out[k] =" in src and src.count("out[") == 3, src
+    x = np.arange(1, d + 1) / (d + 1)
+    y0 = np.sin(np.pi * x)[None].repeat(3, 0)
+    kw = dict(args=(np.array([0.5, 1.0, 2.0]),), rtol=1e-9, atol=1e-12, exact=True, backend="cpu")
+    looped = eagle.ode.solve_ivp(heat, (0.0, 0.01), y0, **kw)
+    monkeypatch.setattr(_trace, "REROLL_MIN_OUTPUTS", 10**9)
+    straight = eagle.ode.solve_ivp(heat, (0.0, 0.01), y0, **kw)
+    assert "for (int k" not in straight.source.split("ode_user_f")[1].split("}")[0]
+    np.testing.assert_array_equal(looped.y, straight.y)
+    lam = 4 * (d + 1) ** 2 * np.sin(np.pi / (2 * (d + 1))) ** 2
+    np.testing.assert_allclose(looped.y, np.exp(-lam * 0.01 * kw["args"][0])[:, None] * y0, rtol=1e-6, atol=1e-10)
+
+
+@pytest.mark.slow  # about 3 s of compile (was 291 s: issue 42's hang)
+def test_a_10000_component_right_hand_side_compiles_in_seconds(cpu):
+    import time
+    t = time.perf_counter()
+    sol = eagle.ode.solve_ivp(lambda t, y: -y, (0.0, 1.0), np.ones((2, 10_000)), method="DOP853", backend="cpu")
+    took = time.perf_counter() - t
+    np.testing.assert_allclose(sol.y, np.exp(-1.0), rtol=1e-5)
+    assert took < 60, f"a 10 000-component -y took {took:.0f} s to trace, compile and solve"

@@ -42,18 +42,19 @@ def _gather(v, n, comm):
     return np.ascontiguousarray(got.T).reshape((n,) + rest) if rest else got
 
 
-def solve_over_ranks(run, y0, args, distributed, backend, seed=None):
+def solve_over_ranks(run, y0, args, distributed, backend, seed=None, n_paths=None):
     """The gathered :class:`GatheredSolution` of every rank's share (``run``: eagle/ode/_run.py)."""
     y0h = np.asarray(y0)
-    n = y0h.shape[0] if y0h.ndim == 2 else max([np.shape(a)[0] for a in (run.t0, run.t1, *args)
-                                               if np.ndim(a) == 1] or [1])
+    n = y0h.shape[0] if y0h.ndim == 2 else n_paths if n_paths is not None else max(
+        [np.shape(a)[0] for a in (run.t0, run.t1, *args) if np.ndim(a) >= 1 and not (np.ndim(a) == 2 and
+                                                                                      np.shape(a)[0] == 1)] or [1])
     job = _job(distributed, n, backend)
     mine = None
     if job.count:
         y0s = y0h if y0h.ndim == 1 else y0h[job.base:job.base + job.count]
         span = tuple(_share(np.asarray(t), job, n) if np.ndim(t) else t for t in (run.t0, run.t1))
         mine = run.solve(np.ascontiguousarray(y0s), tuple(_share(np.asarray(a), job, n) for a in args), seed=seed,
-                         span=span, first=job.base)
+                         span=span, first=job.base, n_paths=None if n_paths is None else job.count)
     fields = {}
     d = run.d
     empty = {"t": np.zeros(0), "y": np.zeros((0, d)), "status": np.zeros(0, np.int32),

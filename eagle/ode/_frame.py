@@ -70,8 +70,11 @@ class Frame:
     """The source of one solve's kernels: ``scheme`` x ``controller`` x the problem's shape (d, the
     arguments' count, the events' (terminal, direction), whether t_eval is used, precision)."""
 
-    def __init__(self, scheme, controller, *, d, na, events, t_eval, real, exact):
-        self.s, self.c = scheme, controller
+    def __init__(self, scheme, controller, *, d, na, events, t_eval, real, exact, outline=(False, False),
+                 atol_each=False, max_step=False):
+        # what changes the code besides the shape: an atol per component (else one, fewer registers)
+        # and a finite max_step (else no clamp): their values are still run-time values
+        self.s, self.c, self.outline, self.atol_each, self.max_step = scheme, controller, outline, atol_each, max_step
         self.d, self.na, self.events, self.nt, self.real, self.exact = d, na, events, bool(t_eval), real, exact
         self.rows = layout(scheme, controller, d, len(events), self.nt)
         self.L = lambda x: lit(x, real)
@@ -114,8 +117,20 @@ class Frame:
                 "#define ODE_BIG 1.7976931348623157e308\n#define ODE_EPS 2.220446049250313e-16\n"
                 "#define ODE_HTINY 2.2250738585072014e-307"),
                "#define ODE_INF (ODE_BIG * 2)\n#define ODE_NAN (ODE_INF - ODE_INF)",
+               "/* a large right-hand side is compiled once, out of line, and called (the compiler's time grows",
+               " * faster than the code it inlines: a 256-state one took 28 s inlined at its ten call sites) */",
+               "#if EAGLE_KIND_GPU\n#define ODE_OUTLINE static __device__ __noinline__\n#elif EAGLE_KIND_OPENCL\n"
+               "#define ODE_OUTLINE static\n#elif defined(__GNUC__) && !defined(__clang__)\n"
+               "/* gcc's SLP vectorizer over a long straight-line body costs more than the rest together */\n"
+               "#define ODE_OUTLINE static __attribute__((noinline, optimize(\"no-tree-slp-vectorize\")))\n#else\n"
+               "#define ODE_OUTLINE static __attribute__((noinline))\n#endif",
+               "/* the schemes' calls of the functions: out of line past 100 traced ops (1000 on a GPU, where the",
+               " * arrays a call takes by pointer leave the registers) */",
+               f"#if EAGLE_KIND_GPU\n#define ODE_FN {'ODE_OUTLINE' if self.outline[1] else 'EAGLE_FN'}\n#else\n"
+               f"#define ODE_FN {'ODE_OUTLINE' if self.outline[0] else 'EAGLE_FN'}\n#endif",
                "/* the rtol and atol of the error norm (tol[0], tol[1 + k]) */",
-               "#define ODE_RTOL tol[0]\n#define ODE_ATOL(k) tol[1 + (k)]"]
+               f"#define ODE_NATOL {'D' if self.atol_each else 1}",
+               f"#define ODE_RTOL tol[0]\n#define ODE_ATOL(k) tol[{'1 + (k)' if self.atol_each else '1'}]"]
         return "\n".join(out)
 
     def source(self, funcs, header):
@@ -173,9 +188,9 @@ class Frame:
                 "    for (int k = 0; k < ODE_NA; ++k) a[k] = Q[Q_SH_A + k] ? P[P_A + k] : IN[(int64_t)(2 + k) * n + i];",
                 "    const ode_real t0 = Q[Q_SH_T0] ? P[P_T0] : IN[i];",
                 "    const ode_real t1 = Q[Q_SH_T1] ? P[P_T1] : IN[n + i];",
-                "    ode_real tol[1 + D];",
+                "    ode_real tol[1 + ODE_NATOL];",
                 "    tol[0] = P[P_RTOL];",
-                "    for (int k = 0; k < D; ++k) tol[1 + k] = P[P_ATOL + k];",
+                "    for (int k = 0; k < ODE_NATOL; ++k) tol[1 + k] = P[P_ATOL + k];",
                 "    const ode_real dt = P[P_DT];",
                 "    const int32_t nt = (int32_t)Q[Q_NT], max_steps = (int32_t)Q[Q_MAX_STEPS];",
                 "    (void)a; (void)t0; (void)t1; (void)tol; (void)dt; (void)nt; (void)max_steps;",
@@ -197,7 +212,8 @@ class Frame:
                 *s.init(self),
                 "    int32_t status = ok ? ODE_RUNNING : ODE_FAIL_NONFINITE;"]
         if c is not None:
-            init += ["    if (h > P[P_MAX_STEP]) h = P[P_MAX_STEP];", f"    {W('H')} = h;", *c.init(self)]
+            init += [*(["    if (h > P[P_MAX_STEP]) h = P[P_MAX_STEP];"] if self.max_step else []), f"    {W('H')} = h;",
+                     *c.init(self)]
         init += [*s.init_rows(self), f"    {W('T')} = t0;"]
         if nt:
             init += ["    for (int64_t q = 0; q < (int64_t)D * nt; ++q) YS[(int64_t)i * D * nt + q] = ODE_NAN;",
@@ -232,7 +248,8 @@ class Frame:
         if nt:
             step.append(f"    int32_t next = {I('NEXT')};")
         if c is not None:
-            step += [f"    ode_real h = {W('H')};", "    const ode_real max_step = P[P_MAX_STEP];", *c.load(self)]
+            step += [f"    ode_real h = {W('H')};", *(["    const ode_real max_step = P[P_MAX_STEP];"] if self.max_step else []),
+                     *c.load(self)]
         if ne:
             step += ["    ode_real gold[ODE_NE];", "    int32_t nev[ODE_NE];",
                      f"    for (int e = 0; e < ODE_NE; ++e) {{ gold[e] = {W('G', 'e')}; nev[e] = {I('NEV', 'e')}; }}"]
@@ -258,7 +275,7 @@ class Frame:
             step += ["    for (int32_t ode_s = 0; ode_s < spc && status == ODE_RUNNING; ++ode_s) {",
                      "        if (nacc + nrej >= max_steps) { status = ODE_FAIL_MAX_STEPS; break; }",
                      "        const ode_real hmin = 10 * ODE_EPS * ODE_FABS(t) + ODE_HTINY;",
-                     "        if (h > max_step) h = max_step;",
+                     *(["        if (h > max_step) h = max_step;"] if self.max_step else []),
                      "        if (!(h >= hmin)) {",
                      "            if (flags & ODE_REJECTED) { status = (flags & ODE_NONFINITE) ? ODE_FAIL_NONFINITE : ODE_FAIL_STEP; break; }",
                      "            h = hmin;",
@@ -317,7 +334,8 @@ class Frame:
                     "        }"]
         if nt:
             # a grid scheme's t_eval points lie on its step ends: within a thousandth of the step
-            reach = "tstop" if dense else "tstop + (ode_real)0.001 * hh"
+            # (a point at t1 itself waits for the step that lands there, however short)
+            reach = "tstop" if dense else "tstop + (ode_real)0.001 * hh && (TE[next] < t1 || tn == t1)"
             out += [f"        while (next < nt && TE[next] <= {reach}) {{",
                     "            ode_real yo[D];",
                     (f"            {prep}\n            if (TE[next] == tn) {{ for (int k = 0; k < D; ++k) yo[k] = ynew[k]; }}\n"

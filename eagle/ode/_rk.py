@@ -36,7 +36,7 @@ class RungeKutta:
 
     def helpers(self, fr):
         return "\n\n".join(["/* The right-hand side. */\n"
-                             "EAGLE_FN void ode_f(const ode_real t, const ode_real* y, const ode_real* a, ode_real* dy)\n"
+                             "ODE_FN void ode_f(const ode_real t, const ode_real* y, const ode_real* a, ode_real* dy)\n"
                              "{\n    ode_user_f(t, y, a, dy);\n}",
                              f"#define ODE_NK {self.m.stages + 1 + len(self.m.C_extra or ())}  /* stage slots */",
                              self.attempt(), self.dense_output()])

@@ -33,6 +33,8 @@ from ._solution import OdeSolution
 _MODULES = {}  # (backend path, source, exact, fast_math) -> module: one compile per right-hand side
 _MODULES_LOCK = threading.Lock()
 compiles = [0]  # modules compiled by this process (tests read it)
+OUTLINE_OPS = 100  # traced operations past which the functions are called out of line (ODE_OUTLINE)
+OUTLINE_OPS_GPU = 1000  # the same on a GPU
 _HOST = []
 
 
@@ -116,7 +118,7 @@ class Run:
         """Fix the state's components and the arguments (``widths``: their count, or per argument
         0 for a number and k for a per-sample vector of k) and trace the functions (once: at
         construction when both are given, else at the first solve, from y0 and args)."""
-        if d is None or widths is None:
+        if d is None or widths is None or (d == self.d and widths == self.widths):
             return
         d = _check.count(d, "n_state (the state's components)", 1, 1 << 20)
         if not isinstance(widths, tuple):
@@ -153,8 +155,12 @@ class Run:
         bind = getattr(self.scheme, "bind", None)  # a scheme that differentiates its functions (_implicit.py)
         if bind is not None:
             bind(fns[:len(self.fns)], na, wide)
+        ops = sum(r.n_ops or 0 for r in fns)
         self.frame = Frame(self.scheme, self.controller, d=d, na=na, events=[(t, x) for _, t, x in self.events],
-                           t_eval=self.t_eval is not None, real=self.real, exact=self.exact)
+                           t_eval=self.t_eval is not None, real=self.real, exact=self.exact,
+                           outline=(ops > OUTLINE_OPS, ops > OUTLINE_OPS_GPU),
+                           atol_each=bool(np.ndim(self.values.get("atol", 0))),
+                           max_step=self.values.get("max_step", math.inf) < math.inf)
         header = (f"/* {self.what}: {self.scheme.name}{', ' + self.controller.name + ' controller' if self.controller else ', fixed steps'}, "
                   f"{self.dtype.name}, d = {d}, {na} argument(s), {len(self.events)} event(s)"
                   f"{', t_eval' if self.t_eval is not None else ''}.\n"
@@ -312,7 +318,8 @@ class Run:
         if distributed is not None and distributed is not False:
             from ._distributed import solve_over_ranks
             return solve_over_ranks(self, y0, _check.args_of(args), distributed,
-                                    backend_of(self.backend_arg, _check.y0_of(y0), self.what), seed=seed)
+                                    backend_of(self.backend_arg, _check.y0_of(y0), self.what), seed=seed,
+                                    n_paths=n_paths)
         t0, t1 = span if span is not None else (self.t0, self.t1)
         seed = self.seed if seed is None else _check.seed_of(seed)
         with self._lock:
@@ -375,10 +382,11 @@ class Run:
         else:
             shared[0] = 0
             self.copy_in(s, r["Y0"].address, y0, n * d)
-        if r["sent"] is None or not (np.array_equal(hp, r["sent"][0]) and np.array_equal(hq, r["sent"][1])):
+        sent = hp.tobytes() + hq.tobytes()
+        if sent != r["sent"]:
             s.copy(r["P"], hp)  # the values changed (or never went): P and Q are only read by the kernels
             s.copy(r["Q"], hq)
-            r["sent"] = (hp.copy(), hq.copy())
+            r["sent"] = sent
 
     def copy_in(self, s, dst, x, count):
         """Host values ``x`` (count of them, any real dtype and layout) to the device address dst."""
@@ -389,3 +397,29 @@ class Run:
     @property
     def n(self):
         return max((k[1] for k in self._runs), default=0)
+
+
+class Front:
+    """What every solver front (Solver, SdeSolver) shows of its run (``self._run``)."""
+
+    @property
+    def source(self):
+        """The generated C (the same for every backend)."""
+        return self._run.source
+
+    @property
+    def n_state(self):
+        return self._run.d
+
+    @property
+    def n_args(self):
+        return None if self._run.widths is None else len(self._run.widths)
+
+    @property
+    def n(self):
+        return self._run.n
+
+    def compile(self, backend=None):
+        """Compile for ``backend`` (a kind or eagle.Backend; default: the host's kind) now; returns
+        the module. Needs n_state and n_args (given to the constructor, or known from a solve)."""
+        return self._run.compile(backend)

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..errors import EagleTypeError, EagleValueError
 from . import _check, _rhs
-from ._run import Run
+from ._run import Front, Run
 from ._solution import OdeSolution
 
 #: name -> (description, strong order, weak order, diffusion evaluations a step)
@@ -133,7 +133,7 @@ class SdeScheme:
                "}",
                "/* One step of the method from (t, y) over hh (sq = sqrt(hh)) with the normals z: ynew, and the",
                " * Brownian increments dw = sq z. */",
-               "EAGLE_FN void sde_step_one(const ode_real t, const ode_real hh, const ode_real sq, const ode_real* y,",
+               "ODE_FN void sde_step_one(const ode_real t, const ode_real hh, const ode_real sq, const ode_real* y,",
                "                           const ode_real* z, const ode_real* a, ode_real* ynew, ode_real* dw)",
                "{",
                "    ode_real f[D], g[D];",
@@ -181,7 +181,7 @@ class SdeScheme:
         return [f"    for (int k = 0; k < D; ++k) {fr.W('WN', 'k')} = wn[k];"] if self.return_noise else []
 
 
-class SdeSolver:
+class SdeSolver(Front):
     """An SDE ensemble solver compiled once and solved again and again (new y0, args or seed;
     same drift, diffusion, method, grid and outputs). See :func:`solve_sde` for the parameters;
     ``n_state`` and ``n_args`` say what drift and diffusion take (else they are learnt from the
@@ -223,27 +223,6 @@ class SdeSolver:
     def n_steps(self):
         """The grid's steps from t0 to t1 (the longest span's, with per-path ends)."""
         return math.ceil(float(np.max(np.asarray(self.t1) - np.asarray(self.t0))) / self.dt - 1e-9)
-
-    @property
-    def source(self):
-        return self._run.source
-
-    @property
-    def n_state(self):
-        return self._run.d
-
-    @property
-    def n_args(self):
-        return None if self._run.widths is None else len(self._run.widths)
-
-    @property
-    def n(self):
-        return self._run.n
-
-    def compile(self, backend=None):
-        """Compile for ``backend`` (default: the host's kind) now; returns the module. Needs n_state
-        and n_args."""
-        return self._run.compile(backend)
 
     def solve(self, y0, args=(), *, seed=None, n_paths=None, progress=None, distributed=None):
         """Integrate every path from ``y0`` ((N, d) or (d,)) with ``args`` (numbers or (N,) arrays)

@@ -8,10 +8,10 @@ from ..errors import EagleTypeError, EagleValueError
 from . import _check, _control, _rhs
 from ._methods import method as _method
 from ._rk import RungeKutta
-from ._run import Run
+from ._run import Front, Run
 
 
-class Solver:
+class Solver(Front):
     """An ensemble solver compiled once and solved again and again (new y0, new args, same
     method, span, tolerances and outputs). See :func:`solve_ivp` for the parameters; ``n_state``
     and ``n_args`` say what ``fun`` takes. The module is compiled and the graph recorded at the
@@ -77,10 +77,6 @@ class Solver:
         self.controller = controller
 
     @property
-    def source(self):
-        return self._run.source
-
-    @property
     def jacobian_kind(self):
         """An implicit method's Jacobian: 'derived from the trace', 'given (jac=)' or 'finite
         differences' (known once traced); None for an explicit method."""
@@ -93,23 +89,6 @@ class Solver:
         or a C rhs. For a benchmark's fraction of peak."""
         f = getattr(getattr(self._run, "scheme", None), "flops_per_step", None)
         return f() if f is not None else None
-
-    @property
-    def n_state(self):
-        return self._run.d
-
-    @property
-    def n_args(self):
-        return None if self._run.widths is None else len(self._run.widths)
-
-    @property
-    def n(self):
-        return self._run.n
-
-    def compile(self, backend=None):
-        """Compile for ``backend`` (a kind or eagle.Backend; default: the host's kind) now; returns
-        the module. Needs n_state and n_args (given to the constructor, or known from a solve)."""
-        return self._run.compile(backend)
 
     def solve(self, y0, args=(), *, progress=None, distributed=None):
         """Integrate every sample from ``y0`` ((N, d) or (d,)) with ``args`` (numbers or (N,)

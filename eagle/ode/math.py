@@ -110,6 +110,21 @@ def _where1(c, a, b):
     return _np.where(c, a, b)[()]
 
 
+def interp(x, xp, fp, left=None, right=None):
+    """numpy.interp over a constant table (``xp`` increasing, ``fp``; numpy arrays the right-hand
+    side closes over) at a traced ``x``: ``np.interp`` itself works too. One select a segment."""
+    return _trace.table_interp(x, xp, fp, left, right)
+
+
+def take(table, index):
+    """``table[floor(index)]`` of a constant table (a numpy array the right-hand side closes over)
+    at a traced index, clamped to the table; one select an entry. (numpy.take and ``table[i]`` do
+    not see a traced index: numpy asks it for a Python int.)"""
+    if _symbolic(index):
+        return _trace.table_take(table, index)
+    return _np.take(table, _np.clip(_np.floor(index).astype(int), 0, len(table) - 1))
+
+
 def clip(x, lo, hi):
     """``x`` limited to ``[lo, hi]`` (numpy.clip: a NaN propagates)."""
     if _symbolic(x) or _symbolic(lo) or _symbolic(hi):
