@@ -141,7 +141,7 @@ class StiffScheme(RungeKutta):
     def helpers(self, fr):
         nk = {"ros23": 6, "rodas": len(self.m.c) + 1, "esdirk": len(self.m.c), "radau": 4}[self.m.scheme]
         return "\n\n".join(["/* The right-hand side. */\n"
-                            "EAGLE_FN void ode_f(const ode_real t, const ode_real* y, const ode_real* a, ode_real* dy)\n"
+                            "ODE_FN void ode_f(const ode_real t, const ode_real* y, const ode_real* a, ode_real* dy)\n"
                             "{\n    ode_user_f(t, y, a, dy);\n}",
                             f"#define ODE_NK {nk}  /* stage slots */",
                             self._prelude(), self._attempt_function(), self.dense_output()])
