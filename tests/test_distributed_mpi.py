@@ -479,6 +479,32 @@ def test_an_ode_solve_over_the_ranks_equals_the_one_process_solve_bit_for_bit(n)
     np.testing.assert_array_equal(many.y_events[0], one.y_events[0])
 
 
+@pytest.mark.parametrize("method", ["Rodas5P", "Kvaerno5"])
+def test_a_stiff_ode_solve_over_the_ranks_equals_the_one_process_solve_bit_for_bit(method):
+    """The implicit methods (eagle/ode/_implicit.py) over the ranks: Robertson's kinetics with a
+    per-sample rate, t_eval and a terminal event; the gathered solution equals one process's."""
+    import eagle.ode as eo
+
+    def rober(t, y, k1):
+        return [-k1 * y[0] + 1e4 * y[1] * y[2], k1 * y[0] - 3e7 * y[1] ** 2 - 1e4 * y[1] * y[2], 3e7 * y[1] ** 2]
+
+    def half(t, y, k1):
+        return y[0] - 0.5
+    half.terminal = True
+
+    n = 9
+    k1 = 0.04 * np.linspace(0.8, 1.2, n)
+    y0 = np.tile([1.0, 0.0, 0.0], (n, 1))
+    kw = dict(method=method, rtol=1e-6, atol=1e-10, t_eval=np.array([1.0, 10.0, 100.0]), events=[half],
+              backend="cpu")
+    one = eo.solve_ivp(rober, (0.0, 1e5), y0, args=(k1,), **kw)
+    many = eo.solve_ivp(rober, (0.0, 1e5), y0, args=(k1,), distributed=True, **kw)
+    for name in ("t", "y", "status", "failure", "nfev", "n_accepted", "n_rejected", "ys", "n_events"):
+        np.testing.assert_array_equal(getattr(many, name), getattr(one, name), err_msg=name)
+    assert many.jacobian == one.jacobian == "derived from the trace"
+    assert many.message == one.message
+
+
 @pytest.mark.parametrize("n", [1, 5, 64])
 def test_an_sde_solve_over_the_ranks_equals_the_one_process_solve_bit_for_bit(n):
     """eagle.ode.solve_sde(distributed=True) (issue 38: the one run gives solve_sde what solve_ivp

@@ -198,6 +198,23 @@ def test_bouncing_balls_count_the_closed_form_impacts_and_stop_the_zeno_ones(cpu
         assert np.load(tmp_path / "bounces.npz")["count"].shape == (50,)
 
 
+def test_robertson_example_runs_as_a_script_and_writes_its_picture(cpu, tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), MPLBACKEND="Agg")
+    env.pop("DISPLAY", None)
+    out = tmp_path / "robertson.png"
+    proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, "ode", "robertson_ensemble.py"), "--backend", "cpu",
+                           "--n", "50", "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "50 Robertson samples on cpu" in proc.stdout and "0 failed" in proc.stdout
+    try:
+        import matplotlib  # noqa: F401
+        assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    except ImportError:
+        assert "matplotlib is not installed" in proc.stdout
+        data = np.load(tmp_path / "robertson.npz")
+        assert data["ys"].shape == (50, 3, 61) and np.all(data["status"] == 0)
+
+
 # Command lines no run can take: argparse refuses each (status 2, "argument --X: ..."), before
 # anything runs: zero samples (barrier's error bar needs two paths), zero or negative K, a blank
 # backend name.
@@ -215,6 +232,7 @@ BAD_COMMAND_LINES = [
     ("ode/lorenz_bifurcation.py", ["--backend", "cpu", "--n", "1"], "argument --n: must be >= 2"),
     ("ode/lorenz_bifurcation.py", ["--backend", "", "--n", "10"], "argument --backend"),
     ("ode/bouncing_balls.py", ["--backend", "cpu", "--n", "1"], "argument --n: must be >= 2"),
+    ("ode/robertson_ensemble.py", ["--backend", "cpu", "--n", "0"], "argument --n: must be >= 1"),
 ]
 
 

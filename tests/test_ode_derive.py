@@ -7,7 +7,7 @@ from eagle.errors import EagleValueError
 from eagle.ode._derive import derive, jacobian
 from eagle.ode._trace import trace
 
-from _stiff_problems import hires, hostile_mix, orego, rober, vdp
+from _stiff_problems import hires, hostile_mix, orego, pollu, rober, vdp
 
 
 def _fd(D, t, y, args, h=1e-6):
@@ -22,7 +22,7 @@ def _fd(D, t, y, args, h=1e-6):
     return J, dt
 
 
-CASES = [(rober, 3, (0.04, 3e7, 1e4)), (hires, 8, ()), (orego, 3, ()), (vdp, 2, (1e3,)),
+CASES = [(rober, 3, (0.04, 3e7, 1e4)), (hires, 8, ()), (orego, 3, ()), (vdp, 2, (1e3,)), (pollu, 20, ()),
          (hostile_mix, 3, (1.3,))]
 
 
@@ -55,12 +55,12 @@ def test_dargs_equals_finite_differences():
 
 def test_sparsity_kept_and_zeros_folded():
     D = jacobian(hires, 8, 0)
-    # HIRES: 8x8 with 24 structural nonzeros; no derivative node multiplies by a constant 0 or 1
-    assert D.nnz == 24
+    # HIRES: 8x8 with 25 structural nonzeros; no derivative node multiplies by a constant 0 or 1
+    assert D.nnz == 25
     assert (0, 4) not in D.jac and (1, 0) in D.jac
     assert D.dt == {}
     src = D.c_function("ode_user_jac")
-    assert src.count("out[") == 24
+    assert src.count("out[") == 25
     assert "* 0.0" not in src and "* 1.0" not in src and "0.0 *" not in src
     # a constant Jacobian entry is a literal, not a computation
     assert "out[0] = (-1.71);" in src

@@ -3,7 +3,10 @@ vocabulary (``solve_ivp``) and batched over samples.
 
 The right-hand side is ONE sample's ``fun(t, y, *args)`` in Python, traced once into C (or C
 given directly with :class:`C`); a method is a *scheme* (explicit Runge-Kutta tableaux:
-eagle/ode/_methods.py, eagle/ode/_rk.py; the SDE methods: eagle/ode/_sde.py) and the step-size
+eagle/ode/_methods.py, eagle/ode/_rk.py; the implicit stiff methods Rodas5P, Kvaerno5 and
+Rosenbrock23: eagle/ode/_stiff_methods.py, eagle/ode/_implicit.py, with the Jacobian derived from
+the trace by eagle/ode/_derive.py and a per-sample LU from eagle/ode/_linalg.py; the SDE methods:
+eagle/ode/_sde.py) and the step-size
 controller an object (eagle/ode/_control.py); eagle/ode/_frame.py generates the drained kernels
 around them (events, t_eval, per-sample status), and ONE ensemble run (eagle/ode/_run.py)
 compiles them once per right-hand side for the arrays' kind and runs them as one recorded graph

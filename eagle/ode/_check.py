@@ -17,10 +17,10 @@ SCIPY_INSTEAD = {
                     "sol.ys) or events=",
     "vectorized": "fun is ONE sample's right-hand side, traced once into C and run for every sample at once: "
                   "no vectorized= is needed",
-    "jac": "the explicit methods need no Jacobian",
-    "jac_sparsity": "the explicit methods need no Jacobian",
-    "lband": "the explicit methods need no Jacobian",
-    "uband": "the explicit methods need no Jacobian",
+    "jac_sparsity": "the implicit methods keep the sparsity of the Jacobian they derive from fun's trace (or of "
+                    "jac=); no pattern is needed",
+    "lband": "the implicit methods factor the full (at most 64 x 64) matrix per sample, skipping zeros",
+    "uband": "the implicit methods factor the full (at most 64 x 64) matrix per sample, skipping zeros",
     "min_step": "the step floor is 10 eps |t| (a sample below it fails with status -1)",
 }
 

@@ -309,7 +309,7 @@ class Derivatives:
         items = self._entries(parts)
         tf = self.traced
         what = f"d({tf.what})/d({', '.join(parts)})"
-        sub = TracedFunction(tf.graph, [e for _, e in items] or [tf.graph.const(0.0)], tf.n_state, tf.n_args, what)
+        sub = _StraightLine(tf.graph, [e for _, e in items] or [tf.graph.const(0.0)], tf.n_state, tf.n_args, what)
         text = sub.c_function(cname)
         if not items:  # nothing to write: a function that only reads its arguments
             return text.replace("    out[0] = 0.0;\n", "    (void)out;\n").replace("    out[0] = 0.0f;\n", "    (void)out;\n")
@@ -330,6 +330,14 @@ class Derivatives:
         for (pos, _), v in zip(items, values):
             out[pos] = v
         return out
+
+
+class _StraightLine(TracedFunction):
+    """A TracedFunction whose body is never rerolled into loops: one ``out[k] = ...;`` line per
+    output, which c_function renumbers to the entry's place in the layout."""
+
+    def _reroll(self, order, outputs):
+        return None
 
 
 def _name(parts, pos, d):

@@ -101,6 +101,8 @@ class GatheredSolution:
         self.method = run.method
         self.t_eval = run.t_eval
         self.message = dict(MESSAGES)
+        self.message.update(getattr(run.scheme, "messages", {}))  # an implicit scheme's own wording
+        self.jacobian = getattr(run.scheme, "jacobian_kind", None)
         self.ys, self.t_events, self.y_events, self.saved = None, [], [], {}
         self.n_events = np.zeros((len(fields["t"]), 0), np.int32)
         self.__dict__.update(fields)

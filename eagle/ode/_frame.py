@@ -24,14 +24,20 @@ the others see events and t_eval at step ends only (t_eval on their grid)."""
 RUNNING, DONE, EVENT, FAIL_STEP, FAIL_MAX_STEPS, FAIL_NONFINITE = 0, 1, 2, 3, 4, 5
 FAIL_AFFECT, FAIL_MAX_EVENTS = 7, 8
 FAILURES = {
-    FAIL_STEP: "the step size fell below the floor (10 eps |t|): the problem may be stiff or singular",
-    FAIL_MAX_STEPS: "max_steps steps were taken before t1",
+    FAIL_STEP: "the step size fell below the floor (10 eps |t|): if the solution is smooth there, the problem looks "
+               "stiff: use method='Rodas5P' (or 'Kvaerno5', 'Rosenbrock23'); else it may be singular",
+    FAIL_MAX_STEPS: "max_steps steps were taken before t1: if the solution is smooth, the problem looks stiff (an "
+                    "explicit method's step is held down by stability, not accuracy): use method='Rodas5P' (or "
+                    "'Kvaerno5', 'Rosenbrock23')",
     FAIL_NONFINITE: "the state or its derivative is not finite (inf or nan)",
     6: "the solve ran out of rounds before the sample finished",
     FAIL_AFFECT: "an event's or callback's affect returned a state that is not finite (inf or nan)",
     FAIL_MAX_EVENTS: "an event with an affect fired more than max_events times, or again within the root "
                      "finder's resolution of the last (it re-triggers itself, or its crossings accumulate, as "
                      "a ball bouncing to rest)",
+    # the implicit schemes' own (eagle/ode/_implicit.py)
+    9: "the iteration matrix (I/(h gamma) - J) stayed singular (or J not finite) as the step shrank to the floor",
+    10: "the Newton iteration of an implicit stage did not converge as the step shrank to the floor",
 }
 # P's fixed words, then atol; Q's fixed words, then the shared flags
 P_RTOL, P_DT, P_FIRST, P_MAX_STEP, P_ATOL = range(5)

@@ -12,7 +12,7 @@ from ._solver import Solver
 def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e-6, atol=1e-8, dt=None, args=(),
               backend=None, *, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf, dtype=None,
               exact=False, fast_math=False, controller="PI", progress=None, distributed=None, save=None,
-              callbacks=None, max_events=None, sensitivity=None, adjoint=None, **scipy):
+              callbacks=None, max_events=None, jac=None, sensitivity=None, adjoint=None, **scipy):
     """Integrate N independent initial-value problems y' = fun(t, y, *args) at once, one per lane
     of the arrays' device, in scipy.integrate.solve_ivp's vocabulary.
 
@@ -28,7 +28,10 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
         Initial states. Where it lives picks the backend (numpy: the host's kind; a CUDA array:
         cuda), unless ``backend=`` names one. Its dtype picks the precision (float32 stays float32,
         everything else is float64) unless ``dtype=`` is given.
-    method : "Tsit5" (default), "RK45", "RK23", "DOP853", "Vern7", "Vern9" (adaptive) or "RK4", "Euler" (fixed).
+    method : "Tsit5" (default), "RK45", "RK23", "DOP853", "Vern7", "Vern9" (adaptive) or "RK4", "Euler" (fixed);
+        for stiff problems the implicit "Rodas5P" (Rosenbrock 5(4)), "Kvaerno5" (ESDIRK 5(4)),
+        "Rosenbrock23" (ode23s) or "Radau" (Radau IIA, order 5), at most 64 state components
+        (eagle/ode/_implicit.py).
     t_eval : 1-d increasing array, optional
         Shared times at which to store every sample's state (dense output), as ``sol.ys``
         (N, d, T) on the device.
@@ -62,6 +65,10 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
     distributed : True, or an ``eagle.distributed.Job``: the samples are split over MPI ranks
         (every rank passes all the inputs and gets the gathered solution); see Solver.solve.
 
+    jac : callable ``jac(t, y, *args)`` returning the (d, d) Jacobian df/dy (traced like fun), or
+        :class:`eagle.ode.C` writing its d*d entries row-major; implicit methods only. Default:
+        derived exactly from fun's trace (a C fun: finite differences). ``sol.jacobian`` says
+        which was used.
     sensitivity : True, 'y0', an arg's position or name, or a sequence of them, optional
         Forward sensitivities (eagle/ode/_sensitivity.py): the solution also holds ``dy_dargs``
         (N, d, P), ``dy_dy0`` (N, d, d) and, with t_eval, ``dys_dargs``/``dys_dy0``. They are the
@@ -72,7 +79,7 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
         Record the accepted steps for reverse mode: ``sol.vjp(cotangent_y, cotangent_ys=None)``
         gives the gradients for y0 and the args by the discrete adjoint (eagle/ode/_adjoint.py).
 
-    scipy's ``dense_output``, ``vectorized``, ``jac`` ... are refused naming what eagle does instead.
+    scipy's ``dense_output``, ``vectorized`` ... are refused naming what eagle does instead.
 
     Returns
     -------
@@ -90,6 +97,9 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
                   first_step=first_step, max_step=max_step, backend=backend, exact=exact, fast_math=fast_math,
                   controller=controller, progress=progress)
     derivatives = (sensitivity is not None and sensitivity is not False) or (adjoint is not None and adjoint is not False)
+    if derivatives and jac is not None:
+        raise EagleValueError("eagle.ode: jac= is for the implicit methods, and sensitivity=/adjoint= for the explicit "
+                              "ones: solve without jac=")
     if derivatives and (save is not None or callbacks is not None or max_events is not None
                         or any(getattr(g, "affect", None) is not None for g in _events_list(events))):
         raise EagleValueError("eagle.ode: sensitivity= and adjoint= do not take save=, callbacks=, max_events= or "
@@ -108,7 +118,7 @@ def solve_ivp(fun, t_span, y0, method="Tsit5", t_eval=None, events=None, rtol=1e
                     events=events, rtol=rtol, atol=atol, dt=dt, adaptive=adaptive, max_steps=max_steps,
                     first_step=first_step, max_step=max_step, dtype=dtype, backend=backend, exact=exact,
                     fast_math=fast_math, controller=controller, progress=progress, save=save, callbacks=callbacks,
-                    max_events=max_events)
+                    max_events=max_events, jac=jac)
     return solver.solve(y0, args, distributed=distributed)
 
 

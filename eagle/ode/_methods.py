@@ -165,9 +165,14 @@ VERN9 = Method("Vern9", "Verner 9(8)", 9, 8, C=_v.VERN9_C[:16], A=_v.VERN9_A[:16
 METHODS = {m.name: m for m in (EULER, RK4, RK23, RK45, TSIT5, DOP853, VERN7, VERN9)}
 
 
+from ._stiff_methods import STIFF_METHODS, StiffMethod  # noqa: E402 -- the implicit methods, data too
+
+METHODS.update(STIFF_METHODS)
+
+
 def method(name):
-    """The Method called ``name`` (case-insensitive: 'rk45', 'Tsit5', 'DOP853', ...)."""
-    if isinstance(name, Method):
+    """The Method called ``name`` (case-insensitive: 'rk45', 'Tsit5', 'DOP853', 'Rodas5P', ...)."""
+    if isinstance(name, (Method, StiffMethod)):
         return name
     if not isinstance(name, str):
         raise EagleValueError(f"eagle.ode: method must be a str, one of {', '.join(METHODS)}; got a {type(name).__name__}")

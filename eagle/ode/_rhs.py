@@ -82,7 +82,9 @@ def build(fun, cname, n_state, n_args, real, *, n_out, what, arg_widths=None):
     tf = trace(fun, n_state, n_args, dtype="float32" if real == "float" else "float64",
                n_out=None if n_out == n_state and what in ("fun", "drift", "diffusion") else n_out, what=what,
                arg_widths=arg_widths)
-    return Rhs(tf.c_function(cname), tf.n_out, _label(fun), getattr(tf, "n_ops", None))
+    r = Rhs(tf.c_function(cname), tf.n_out, _label(fun), getattr(tf, "n_ops", None))
+    r.traced = tf  # eagle/ode/_derive.py differentiates it (the implicit methods' Jacobian)
+    return r
 
 
 def _label(fun):

@@ -173,6 +173,9 @@ class Run:
                                           f"one number a sample")
                 slot += max(w, 1)
         self.scheme = self.make_scheme(d, self.real)
+        bind = getattr(self.scheme, "bind", None)  # a scheme that differentiates its functions (_implicit.py)
+        if bind is not None:
+            bind(fns[:len(self.fns)], na, wide)
         ops = sum(r.n_ops or 0 for r in fns)
         self.frame = Frame(self.scheme, self.controller, d=d, na=na,
                            events=[(e.terminal, e.direction, e.acts) for e in self.events],

@@ -39,6 +39,8 @@ class OdeSolution:
         self.method = view.method
         self.t_eval = view.t_eval
         self.message = dict(MESSAGES)
+        self.message.update(getattr(view.scheme, "messages", {}))  # an implicit scheme's own wording
+        self.jacobian = getattr(view.scheme, "jacobian_kind", None)  # implicit methods: which Jacobian was used
 
     def _detach(self, backend, stream):
         """Give this solution planes of its own (device-to-device copies, enqueued on ``stream``):

@@ -1,6 +1,7 @@
 """eagle.ode's ODE front: :class:`Solver` (compile once, solve again and again; the one-call
 :func:`solve_ivp` over it is in eagle/ode/_ivp.py): the explicit Runge-Kutta scheme
-(eagle/ode/_rk.py) and a controller handed to the one ensemble run (eagle/ode/_run.py)."""
+(eagle/ode/_rk.py) or an implicit one (eagle/ode/_implicit.py) and a controller handed to the
+one ensemble run (eagle/ode/_run.py)."""
 import math
 
 from ..errors import EagleTypeError, EagleValueError
@@ -24,11 +25,17 @@ class Solver(Front):
                  atol=1e-8, dt=None, adaptive=None, max_steps=100_000, first_step=None, max_step=math.inf,
                  dtype="float64", backend=None, exact=False, fast_math=False, controller="PI",
                  steps_per_call=None, workers=None, progress=None, save=None, callbacks=None, max_events=None,
-                 _scheme=None):
+                 jac=None, _scheme=None):
         m = self.method = _method(method)
+        implicit = getattr(m, "implicit", False)
+        if jac is not None and not implicit:
+            raise EagleValueError(f"eagle.ode: jac= is for the implicit methods (Rodas5P, Kvaerno5, Rosenbrock23, Radau); "
+                                  f"method {m.name} is explicit and does not use a Jacobian")
+        if implicit and _scheme is not None:
+            raise EagleValueError(f"eagle.ode: sensitivities and the adjoint are built for the explicit methods; "
+                                  f"method {m.name} is implicit")
         # _scheme(method, adaptive=, d=, real=): a RungeKutta of eagle/ode/_sensitivity.py or
         # eagle/ode/_adjoint.py in place of the plain one; fun may then be a TracedFunction
-        scheme = _scheme or RungeKutta
         if not (callable(fun) or isinstance(fun, _rhs.C) or hasattr(fun, "c_function")):
             raise EagleTypeError(f"eagle.ode: fun must be a callable f(t, y, *args) or eagle.ode.C(...), got a "
                                  f"{type(fun).__name__}")
@@ -65,8 +72,20 @@ class Solver(Front):
             raise EagleValueError(f"eagle.ode: events with an affect and callbacks restart the integration at "
                                   f"their times, which a fixed-step solve ({m.name}, dt={dt}) cannot: use an adaptive "
                                   f"method")
-        self._run = Run("eagle.ode", [("fun", fun, "ode_user_f")],
-                        lambda d, real: scheme(m, adaptive=self.adaptive, d=d, real=real), ctl, method=m.name,
+        if implicit and (self.callbacks or save is not None or any(e.acts for e in self.events)):
+            raise EagleValueError(f"eagle.ode: save=, callbacks= and events with an affect are built for the explicit "
+                                  f"methods; method {m.name} is implicit (use events without an affect, or t_eval)")
+        if implicit:
+            from ._implicit import StiffScheme
+
+            def scheme(d, real):
+                return StiffScheme(m, adaptive=self.adaptive, d=d, real=real, fun=fun, jac=jac)
+        else:
+            explicit = _scheme or RungeKutta
+
+            def scheme(d, real):
+                return explicit(m, adaptive=self.adaptive, d=d, real=real)
+        self._run = Run("eagle.ode", [("fun", fun, "ode_user_f")], scheme, ctl, method=m.name,
                         events=self.events, t_span=t_span, t_eval=t_eval, dtype=dtype, backend=backend, exact=exact,
                         fast_math=fast_math, steps_per_call=steps_per_call, workers=workers, progress=progress,
                         values=values, n_state=n_state, n_args=n_args, max_events=self.max_events,
@@ -74,6 +93,20 @@ class Solver(Front):
         self.t0, self.t1, self.t_eval = self._run.t0, self._run.t1, self._run.t_eval
         self.dtype, self.rtol, self.atol, self.dt = self._run.dtype, rtol, values["atol"], dt
         self.controller = controller
+
+    @property
+    def jacobian_kind(self):
+        """An implicit method's Jacobian: 'derived from the trace', 'given (jac=)' or 'finite
+        differences' (known once traced); None for an explicit method."""
+        return getattr(getattr(self._run, "scheme", None), "jacobian_kind", None)
+
+    def flops_per_step(self):
+        """An implicit method's floating-point operations per accepted step of one sample (a dict:
+        f, jac, W, LU, solves, combine, error; an FMA counts 2), from the traced rhs's operation
+        count and the Jacobian's nonzeros (eagle/ode/_implicit.py); None for an explicit method
+        or a C rhs. For a benchmark's fraction of peak."""
+        f = getattr(getattr(self._run, "scheme", None), "flops_per_step", None)
+        return f() if f is not None else None
 
     def solve(self, y0, args=(), *, progress=None, distributed=None):
         """Integrate every sample from ``y0`` ((N, d) or (d,)) with ``args`` (numbers or (N,)
