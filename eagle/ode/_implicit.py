@@ -143,8 +143,10 @@ class StiffScheme(RungeKutta):
         return "\n\n".join(["/* The right-hand side. */\n"
                             "ODE_FN void ode_f(const ode_real t, const ode_real* y, const ode_real* a, ode_real* dy)\n"
                             "{\n    ode_user_f(t, y, a, dy);\n}",
-                            f"#define ODE_NK {nk}  /* stage slots */",
-                            self._prelude(), self._attempt_function(), self.dense_output()])
+                            f"#define ODE_NK {nk}  /* stage slots */\n"
+                            f"#define ODE_DC {self.dc}  /* components the error norm and the first step see */",
+                            self._prelude(), self._attempt_function(), self.dense_output(),
+                            self.initial_step() if fr.c is not None else ""])
 
     def init_rows(self, fr):
         return [f"    {fr.W('WHY')} = 0;"]
