@@ -38,13 +38,9 @@ def header_path():
     """The eagle_backend.h beside this package (a checkout) or in the installed kit."""
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     for cand in (os.path.join(here, "eagle_backend.h"),
-                 os.path.join(here, "eagle", "kit", "include", "eagle_backend.h")):
+                 os.path.join(here, "eagle", "backend_kit", "include", "eagle_backend.h")):
         if os.path.isfile(cand):
             return cand
-    from .. import kit  # noqa: F401 - its folder holds the installed header
-    cand = os.path.join(os.path.dirname(kit.__file__), "include", "eagle_backend.h")
-    if os.path.isfile(cand):
-        return cand
     raise FileNotFoundError("eagle_backend.h is neither in this checkout nor in the installed kit")
 
 
