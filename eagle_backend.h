@@ -747,10 +747,10 @@ void eagle_backend_mem_free(uint64_t address);
  * nothing else changes. Returns without waiting for the work: it may take the backend's own
  * short-lived locks, never a wait for the device or for a host function. INVALID_ARGUMENT for a
  * NULL done. Called from inside a host function (since minor 9): on the host function's own
- * stream it must not be called (eagle_backend_host_fn); on another stream it either answers as
- * above or, on a kind whose runtime allows no calls from host functions (CUDA's, HIP's), fails with
- * a message; either way without waiting. (Minors 8 said it answered on the host function's own
- * stream too, which host_fn forbids.) */
+ * stream it must not be called (eagle_backend_host_fn); on another stream it answers as above,
+ * without waiting, except on a kind whose runtime allows no calls from host functions (CUDA's,
+ * HIP's), where it must not be called either. (Minor 8 said it answered on the host function's
+ * own stream too, which host_fn forbids.) */
 eagle_backend_status eagle_backend_stream_query(eagle_backend_stream stream, int32_t* done);
 
 /* @eagle group=per-symbol since=8 extends=launcher

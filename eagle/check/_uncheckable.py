@@ -92,10 +92,6 @@ NOT_CHECKED = [
      "a permission ('may'): nothing to refuse"),
     ("EAGLE_BACKEND_MODULE_FAST_MATH", "NVRTC and hiprtc: --use_fast_math", "informative", "the kinds' spellings"),
     ("EAGLE_BACKEND_MODULE_CONTRACT", "module_desc.flags (since minor 8).", "informative", "a heading"),
-    ("EAGLE_BACKEND_MODULE_CONTRACT", "With CONTRACT the compiler contracts multiply-adds", "unobservable",
-     "'as the kind's compiler does by default' and 'where the host CPU has FMA instructions': whether a "
-     "multiply-add contracts is the compiler's and the hardware's choice, so its absence is no defect the "
-     "checker can name (module_from_source.fp_modes checks CONTRACT compiles and computes)"),
     ("EAGLE_BACKEND_MODULE_CONTRACT", "NVRTC: --fmad=true", "informative", "a kind's spelling"),
     ("EAGLE_BACKEND_MODULE_CONTRACT", "results may then differ between kinds", "informative", "a consequence"),
     ("EAGLE_BACKEND_MODULE_CONTRACT", "A backend of minor 7 refuses CONTRACT as an unknown flag", "informative",
@@ -263,9 +259,6 @@ NOT_CHECKED = [
     ("module_from_source", "the log has them all", "unobservable",
      "'all' of a compiler's errors is the compiler's to say; module_from_source.syntax_error checks the log has "
      "the error"),
-    ("module_from_source", "UNAVAILABLE when the kind's compiler cannot be found", "unobservable",
-     "needs a host without the kind's compiler; the checker cannot remove it (its search may use $PATH, "
-     "fixed paths or the driver)"),
     ("module_from_image", "Loads a binary image (bytes bytes) as a module", "informative",
      "module_from_image.log_on_ok loads one (a host shared object, on kinds that serve host memory)"),
     ("module_from_image", "the compile fields are ignored.", "unobservable",
@@ -285,5 +278,7 @@ NOT_CHECKED = [
      "a permission; 'never a wait' is stream_query.without_waiting's and .inside_host_func's"),
     ("stream_query", "on the host function's own stream it must not be called", "caller",
      "the host function author's duty (host_fn)"),
-    ("stream_query", "(Minors 8 said it answered", "informative", "history"),
+    ("stream_query", "where it must not be called either", "caller",
+     "the host function author's duty on those kinds"),
+    ("stream_query", "(Minor 8 said it answered", "informative", "history"),
 ]

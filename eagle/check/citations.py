@@ -300,9 +300,8 @@ CITES.update({
                                        "may break the capture as synchronize does)")
                                     + _c("capturer_end", "or was broken by misuse (then nothing is returned)"),
     "stream_query.inside_host_func": _c("stream_query", "Called from inside a host function (since minor 9)",
-                                        "on another stream it either answers as above or, on a kind whose runtime "
-                                        "allows no calls from host functions (CUDA's, HIP's), fails with a message",
-                                        "either way without waiting", since=9)
+                                        "on another stream it answers as above, without waiting, except on a kind "
+                                        "whose runtime allows no calls from host functions", since=9)
                                      + _c("stream_query", "Returns without waiting for the work"),
     "launcher_query.failed_replay": _c("launcher_query", "*done = 1 (and that synchronize's status and effects) "
                                        "when the launcher's stream has finished")
@@ -352,6 +351,14 @@ CITES.update({
                                        + _c("stream_query", "which may break the capture as synchronize does"),
     "interop.event_pool_counts": _c("event_pool_created", "Writes how many events (or fence objects) the backend's "
                                                           "pool has created so far."),
+})
+CITES.update({
+    "module_from_source.contract_contracts": _c("EAGLE_BACKEND_MODULE_CONTRACT", "With CONTRACT the compiler "
+                                                "contracts multiply-adds into fused multiply-adds as the kind's "
+                                                "compiler does by default (cpu: -ffp-contract=fast where the host "
+                                                "CPU has FMA instructions"),
+    "module_from_source.compiler_missing": _c("module_from_source", "UNAVAILABLE when the kind's compiler cannot be "
+                                              "found or loaded (the message names what to install)"),
 })
 CITES["reorder_device.matches_numpy"] += _c("struct reorder_plane", "0 is taken as 1")
 

@@ -13,7 +13,7 @@ from ..._compilers import wheel_library_dirs
 from ..._seam_ffi import ffi
 from ..._seam_meta import CONSTANTS
 from .._registry import CheckFailure, Skip
-from .._seam import STATUS
+from .._seam import STATUS, status_name
 from ._helpers import (COND, Objects, bcheck, captured_of, conditional_of, launcher_of, measured_release,
                        replay)
 
@@ -755,6 +755,28 @@ def _first_missing_device(s, limit=64):
     return None
 
 
+def _first_missing_elsewhere(s, limit=64):
+    """The smallest device index device_props (or, without it, stream_create) calls missing (INDEX),
+    or None."""
+    for d in range(limit):
+        if s.provides("device"):
+            props = ffi.new("struct eagle_backend_device_props*")
+            props.struct_size = ffi.sizeof(props[0])
+            st = int(s.raw("device_props", d, props))
+        elif s.provides("stream"):
+            desc = ffi.new("struct eagle_backend_stream_desc*")
+            desc.struct_size, desc.device = ffi.sizeof(desc[0]), d
+            h = ffi.new("eagle_backend_stream*")
+            st = int(s.raw("stream_create", desc, h))
+            if st == 0:
+                s.raw("stream_release", h[0])
+        else:
+            return None
+        if st == STATUS["INDEX"]:
+            return d
+    return None
+
+
 @bcheck("mem_alloc.devices_and_sizes", needs=("mem_free",))
 def alloc_devices_and_sizes(s):
     """mem_alloc: devices 0 .. n-1 allocate and n (the first that does not) is INDEX, as are 2^20,
@@ -762,12 +784,19 @@ def alloc_devices_and_sizes(s):
     device_props and stream_create, where provided, agree about which devices exist. 1 byte is
     OK; sizes no device has (2^62, 2^63 - 1, 2^63, 2^64 - 1) are UNAVAILABLE with a message."""
     s.need_device()
+    out = ffi.new("uint64_t*")
+    for d in (1 << 20, 2**31 - 1):   # no host has these: asked even where mem_alloc takes every small index
+        s.expect("mem_alloc", "INDEX", d, 256, 0, out, why=f"device {d} does not exist")
     n = _first_missing_device(s)
     if n is None:
-        raise Skip("mem_alloc allocates on 64 device indices: no missing device to ask about")
+        n = _first_missing_elsewhere(s)
+        if n is None:
+            raise Skip("mem_alloc, device_props and stream_create take 64 device indices: no missing device "
+                       "below them to ask about")
+        s.expect("mem_alloc", "INDEX", n, 256, 0, out,
+                 why=f"device {n} does not exist (device_props or stream_create say so)")
     if n == 0:
         raise CheckFailure("mem_alloc refuses device 0 with INDEX while probe says a device is usable")
-    out = ffi.new("uint64_t*")
     for d in (n, n + 1, 1 << 20, 2**31 - 1):
         s.expect("mem_alloc", "INDEX", d, 256, 0, out, why=f"device {d} does not exist (devices 0..{n - 1} do)")
     for d in (-2, -2**31):
@@ -851,8 +880,9 @@ def _alive(pid):
 @bcheck("module_from_source.cancel", needs=("module_release",))
 def compile_cancel(s):
     """Since minor 8: with desc->cancel set nonzero while module_from_source runs, a kind whose
-    compiler is a process of its own (here a fake compiler that starts a child and waits) returns
-    ERROR with "cancelled" in the message soon after (it polls at least every 20 ms), and the
+    compiler is a process of its own (here a fake compiler that starts a child and waits), set
+    0.6 s into the compile, returns ERROR with "cancelled" in the message within 0.5 s (it polls
+    at least every 20 ms; the rest is slack for a loaded machine), and the
     compiler and its children are gone. A cancel word of 0 changes nothing."""
     import signal
     import tempfile
@@ -902,7 +932,7 @@ def compile_cancel(s):
                     s.raw("module_release", out[0])
                 raise Skip("the kind's compiler is not a process of its own (the fake compiler named by "
                            "desc->compiler never ran): it may finish first, nothing to cancel")
-            time.sleep(0.1)   # the compile is under way; now cancel it
+            time.sleep(0.6)   # the compile has run a while (a poll that backs off has slowed); cancel it
             t_cancel = time.monotonic()
             word[0] = 1
             th.join(10)
@@ -919,7 +949,7 @@ def compile_cancel(s):
                                    "expected ERROR with \"cancelled\" in the message")
             if "cancelled" not in box["msg"]:
                 raise CheckFailure(f"a cancelled compile's message does not say \"cancelled\": {box['msg']!r}")
-            if took > 1.0:
+            if took > 0.5:
                 raise CheckFailure(f"a cancelled compile returned {took:.2f} s after the cancel word was set; it "
                                    "is polled at least every 20 ms")
             deadline = time.monotonic() + 2.0
@@ -1034,3 +1064,101 @@ def contract_keeps_ieee(s):
         raise CheckFailure("a module compiled with CONTRACT does not keep IEEE division, square root and "
                            "denormals: " + "; ".join(dict.fromkeys(bad)))
     return "division, square root and subnormals as IEEE gives them, double and float"
+
+
+# a * b + c with a = 1 + 2^-30, b = 1 - 2^-30, c = -1: 0 unfused (a*b rounds to 1), -2^-60 fused.
+_FMA = b"""#include <eagle/kernel.h>
+EAGLE_KERNEL(eagle_check_fma, (const double*, in), (double*, out))
+{
+    (void)n;
+    out[i] = in[0] * in[1] + in[2];
+}
+"""
+
+
+def _host_has_fma():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " fma" in line for line in f)
+    except OSError:
+        return False
+
+
+@bcheck("module_from_source.contract_contracts",
+        needs=("stream", "exec", "module_function", "module_release", "mem_alloc", "mem_free", "memcpy"))
+def contract_contracts(s):
+    """Since minor 8, on the cpu kind (the header spells its compiler's flags: -ffp-contract=fast
+    where the host CPU has FMA instructions): a module compiled with CONTRACT fuses a * b + c, so it
+    gives the fused result where the unfused one differs. Other kinds contract as their compilers do
+    by default, which the checker cannot know: skipped there."""
+    minor = int(s.raw("version")) & 0xFFFF
+    if minor < 8:
+        raise Skip(f"the backend is minor {minor}; CONTRACT is since minor 8")
+    s.need_device()
+    if s.kind != "cpu":
+        raise Skip(f"the {s.kind} kind contracts as its compiler does by default; the header names the flags "
+                   "for the cpu kind only")
+    if not _host_has_fma():
+        raise Skip("this host CPU has no FMA instructions (/proc/cpuinfo): nothing to contract into")
+    st, mod, log, msg = _compile_as(s, _FMA, flags=_CONTRACT)
+    if st:
+        raise CheckFailure(f"module_from_source with CONTRACT failed with status {st}: {msg!r}\n{log}")
+    inputs = np.array([1 + 2.0**-30, 1 - 2.0**-30, -1.0])
+    back = np.zeros(2, np.float64)
+    try:
+        fn = ffi.new("uint64_t*")
+        s.ok("module_function", mod, b"eagle_check_fma", fn)
+        with _Memory(s) as mem:
+            din, dout = mem.alloc(inputs.nbytes), mem.alloc(back.nbytes)
+            h, raw = _stream(s)
+            try:
+                s.ok("memcpy", din, inputs.ctypes.data, inputs.nbytes, 1, raw)
+                _launch(s, fn[0], raw, [din, dout], 2)
+                s.ok("memcpy", back.ctypes.data, dout, back.nbytes, 2, raw)
+                s.ok("stream_synchronize", h)
+            finally:
+                s.raw("stream_release", h)
+    finally:
+        s.raw("module_release", mod)
+    fused = -(2.0**-60)
+    if not np.all(back == fused):
+        raise CheckFailure(f"a * b + c compiled with CONTRACT on a host with FMA gave {back[0]!r} (unfused: 0.0, "
+                           f"fused: {fused!r}); CONTRACT contracts multiply-adds (cpu: -ffp-contract=fast)")
+    return "a * b + c fused"
+
+
+@bcheck("module_from_source.compiler_missing", needs=("module_release",))
+def compiler_missing(s):
+    """With no compiler to be found (desc->compiler unset, $CC unset, $PATH an empty folder),
+    module_from_source returns UNAVAILABLE with a message (naming what to install), never another
+    failure; a kind whose compiler is in-process (found without $PATH) still compiles (OK)."""
+    import tempfile
+    s.need_device()
+    saved = {k: os.environ.get(k) for k in ("PATH", "CC")}
+    with tempfile.TemporaryDirectory(prefix="eagle-check-nocc-") as empty:
+        try:
+            os.environ["PATH"] = empty
+            os.environ.pop("CC", None)
+            d, keep = _desc()
+            d.compiler = ffi.NULL
+            out = ffi.new("eagle_backend_module*")
+            logp = ffi.new("char**")
+            st = int(s.raw("module_from_source", d, _SOURCE, len(_SOURCE), out, logp))
+            msg = s.last_error() if st else ""
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    if logp[0] != ffi.NULL:
+        s.raw("free", logp[0])
+    if st == 0:
+        s.raw("module_release", out[0])
+        return "compiled without $PATH (the kind's compiler is in-process or found without it)"
+    if st != STATUS["UNAVAILABLE"]:
+        raise CheckFailure(f"module_from_source with no compiler to be found returned {status_name(st)} ({msg!r}); "
+                           "UNAVAILABLE when the kind's compiler cannot be found or loaded")
+    if not msg.strip():
+        raise CheckFailure("module_from_source returned UNAVAILABLE with an empty last_error")
+    return f"UNAVAILABLE ({msg[:80]!r})"

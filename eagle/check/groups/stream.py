@@ -445,11 +445,13 @@ def stream_query_while_capturing(s):
     return "INVALID_ARGUMENT while capturing; the capture was " + ", ".join(notes)
 
 
-@bcheck("stream_query.inside_host_func", needs=("stream", "host_func"))
+# advice: the header lets a kind whose runtime allows no calls from host functions (CUDA's, HIP's)
+# leave it to the caller not to call it there; on such a kind this may fail, hang or be refused.
+@bcheck("stream_query.inside_host_func", needs=("stream", "host_func"), advice=True)
 def stream_query_inside_host_func(s):
     """Since minor 9: a host function may query another stream; it gets the answer (OK, done as
-    it is) or, on a kind whose runtime allows no calls from host functions, a refusal with a
-    message; either way at once, never waiting for that stream's work."""
+    it is) at once, never waiting for that stream's work (or, where the kind allows no calls from
+    host functions, a refusal with a message)."""
     s.need_device()
     seen = {}
     with Objects(s) as o:
