@@ -52,7 +52,7 @@ extern "C" {
 #define EAGLE_BACKEND_VERSION_MAJOR 1u
 /* The seam's minor version. It grows with every appended symbol, struct field, status or bit;
  * within major 1 the seam only grows. Minor 0 is the published 1.0 seam. */
-#define EAGLE_BACKEND_VERSION_MINOR 8u
+#define EAGLE_BACKEND_VERSION_MINOR 9u
 /* The value eagle_backend_version() returns for this header: (major << 16) | minor. */
 #define EAGLE_BACKEND_VERSION ((EAGLE_BACKEND_VERSION_MAJOR << 16) | EAGLE_BACKEND_VERSION_MINOR)
 
@@ -746,8 +746,11 @@ void eagle_backend_mem_free(uint64_t address);
  * may break the capture as synchronize does). Otherwise writes 0 to *done and returns OK, and
  * nothing else changes. Returns without waiting for the work: it may take the backend's own
  * short-lived locks, never a wait for the device or for a host function. INVALID_ARGUMENT for a
- * NULL done. Called from inside a host function, it answers for what a synchronize there would
- * wait for (on its own stream: the work enqueued before it). */
+ * NULL done. Called from inside a host function (since minor 9): on the host function's own
+ * stream it must not be called (eagle_backend_host_fn); on another stream it answers as above,
+ * without waiting, except on a kind whose runtime allows no calls from host functions (CUDA's,
+ * HIP's), where it must not be called either. (Minor 8 said it answered on the host function's
+ * own stream too, which host_fn forbids.) */
 eagle_backend_status eagle_backend_stream_query(eagle_backend_stream stream, int32_t* done);
 
 /* @eagle group=per-symbol since=8 extends=launcher

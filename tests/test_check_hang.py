@@ -134,3 +134,72 @@ def test_killing_the_checker_with_sigkill_leaves_no_worker_behind(hanging_lib):
         except ProcessLookupError:
             pass
     assert not left, f"{len(left)} worker process(es) outlived the SIGKILLed checker: {left}"
+
+
+# Issue 42: a library whose capabilities() never returns kept eagle.check running past 600 s (each
+# group waited out its own 2 x --timeout). Only capabilities hangs here; the rest answers.
+CAPS_HANG_C = r"""
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#define EXPORT __attribute__((visibility("default")))
+EXPORT uint32_t eagle_backend_version(void) { return (1u << 16) | 9u; }
+EXPORT const char* eagle_backend_last_error(void) { return ""; }
+EXPORT int32_t eagle_backend_build_info(uint32_t* p) { if (!p || *p < 4) return 2; return 0; }
+EXPORT int32_t eagle_backend_probe(void) { return 0; }
+EXPORT void eagle_backend_free(void* p) { (void)p; }
+EXPORT int32_t eagle_backend_capabilities(uint64_t* g) { (void)g; for (;;) pause(); return 0; }
+EXPORT int32_t eagle_backend_device_types(int32_t* t, int32_t c, int32_t* n) {
+    if (!n || c < 0) return 2;
+    if (c > 0 && t) t[0] = 1;
+    *n = 1;
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def caps_hang_lib(tmp_path_factory):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler (cc) to build the library")
+    d = tmp_path_factory.mktemp("capshang")
+    (d / "capshang.c").write_text(CAPS_HANG_C)
+    lib = d / "libeagle_capshang.so"
+    subprocess.run([cc, "-shared", "-fPIC", str(d / "capshang.c"), "-o", str(lib)], check=True)
+    return str(lib)
+
+
+def _run(lib, *args):
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "eagle.check", lib, "--json", *args], capture_output=True,
+                          text=True, timeout=300, cwd=REPO)
+    took = time.monotonic() - t0
+    return proc, json.loads(proc.stdout)[0]["results"], took
+
+
+def test_a_hung_capabilities_ends_the_whole_run_within_a_bound(caps_hang_lib):
+    # every group, default total: the run ends after the required group's 2 x --timeout, not
+    # after every group's; the groups not run say which handshake call hung
+    timeout = 1.5
+    proc, results, took = _run(caps_hang_lib, "--timeout", str(timeout))
+    assert proc.returncode == 1
+    assert took < 2 * (2 * timeout) + 15, f"{took:.1f} s"
+    by = {r["id"]: r for r in results}
+    assert any(r["result"] == "timeout" and "eagle_backend_capabilities" in r["message"]
+               for r in results if r["group"] == "required")
+    later = [r for r in results if r["group"] not in ("static", "required")]
+    assert later and all(r["result"] == "timeout" for r in later)
+    assert "hung in eagle_backend_capabilities" in later[0]["message"]
+    assert by["static.loadable"]["result"] == "pass"
+    assert not _workers_of(caps_hang_lib)
+
+
+def test_total_timeout_bounds_the_run_of_a_library_that_hangs_in_every_call(hanging_lib):
+    # --timeout alone would give each of static, required and stream up to 2 x 30 s
+    proc, results, took = _run(hanging_lib, "--timeout", "30", "--total-timeout", "3",
+                               "--group", "static", "--group", "required", "--group", "stream")
+    assert proc.returncode == 1
+    assert took < 3 + 12, f"{took:.1f} s"
+    assert any("--total-timeout = 3 s" in r["message"] for r in results if r["result"] == "timeout")
+    assert not _workers_of(hanging_lib)

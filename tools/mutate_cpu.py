@@ -11,6 +11,7 @@ times out. Mutants that break advice only (ADVICE_ONLY: the header does not requ
 break) are scored apart: "advised" when an advice check flags them.
 
     python tools/mutate_cpu.py [--only ID ...] [--timeout S] [--json OUT.json] [--keep DIR]
+    python tools/mutate_cpu.py --round4 [--backend cpu kit opencl] [--only ID ...]   (issue 43's batch)
 
 Needs cmake, a C++ compiler and pycparser (the in-tree build generates the version script).
 Takes about 12 s a mutant on 2 cores. The score and the survivors are in docs/add_a_backend.md."""
@@ -284,13 +285,130 @@ def check(lib, timeout):
     return p.returncode, bad, advice
 
 
+def setup_opencl(work):
+    """Copy backends/opencl into `work` and configure it against the installed kit (as an author
+    builds it, .ci/run); returns the build dir, or None when no OpenCL headers/loader are here."""
+    src = os.path.join(work, "backends", "opencl")
+    if not os.path.isdir(src):
+        shutil.copytree(os.path.join(REPO, "backends", "opencl"), src,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    build = os.path.join(work, "build-opencl")
+    cmake_dir = _sh([sys.executable, "-m", "eagle", "--cmake-dir"]).stdout.strip()
+    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+    p = _sh(["cmake", "-S", src, "-B", build, *gen, f"-Deagle_DIR={cmake_dir}"])
+    if p.returncode:
+        print(f"opencl: cmake configure failed (no OpenCL headers or loader?): {p.stderr[-500:]}", flush=True)
+        return None
+    return build
+
+
+def run_round4(args):
+    """Round 4's fresh batch (tools/mutants_round4.py): cpu and kit mutants rebuild the cpu backend,
+    opencl mutants rebuild backends/opencl against the installed kit; each library is checked in
+    full. Prints the score per backend and in all."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from mutants_round4 import EQUIVALENT, MUTANTS_ROUND4
+    mutants = [m for m in MUTANTS_ROUND4 if (not args.only or m[0] in args.only)
+               and (not args.backend or m[1] in args.backend)]
+    work = args.keep or tempfile.mkdtemp(prefix="eagle-mutate4-")
+    os.makedirs(work, exist_ok=True)
+    t_start = time.monotonic()
+    rows = []
+    try:
+        libs = {}
+        if any(m[1] in ("cpu", "kit") for m in mutants):
+            bdir = setup(work)
+            ok, log = build(bdir)
+            if not ok:
+                raise SystemExit(f"the unmutated cpu backend does not build:\n{log}")
+            libs["cpu"] = (bdir, os.path.join(bdir, "cpu", "libeagle_cpu.so"))
+            libs["kit"] = libs["cpu"]
+        if any(m[1] == "opencl" for m in mutants):
+            if not os.path.isdir(os.path.join(work, "backends")):
+                os.makedirs(os.path.join(work, "backends"))
+            odir = setup_opencl(work)
+            if odir is not None:
+                ok, log = build(odir)
+                if not ok:
+                    raise SystemExit(f"the unmutated opencl backend does not build:\n{log}")
+                libs["opencl"] = (odir, os.path.join(odir, "libeagle_opencl.so"))
+        for which in sorted({m[1] for m in mutants} & set(libs)):
+            rc, bad, _advice = check(libs[which][1], args.timeout)
+            if rc != 0:
+                raise SystemExit(f"the unmutated {which} backend does not pass eagle.check: {bad}")
+        print(f"baseline: {', '.join(sorted(libs))} build and pass ({time.monotonic() - t_start:.0f} s)", flush=True)
+        for mid, backend, fname, old, new, _why in mutants:
+            if backend not in libs:
+                rows.append({"id": mid, "backend": backend, "status": "not_run", "detail": "no such build here"})
+                print(f"{mid:40} NOT RUN (no {backend} build here)", flush=True)
+                continue
+            bdir, lib = libs[backend]
+            path = os.path.join(work, "backends", fname)
+            with open(path) as f:
+                text = f.read()
+            if text.count(old) != 1:
+                rows.append({"id": mid, "backend": backend, "status": "stale",
+                             "detail": f"the text to mutate occurs {text.count(old)} times in {fname}"})
+                print(f"{mid:40} STALE ({text.count(old)} matches)", flush=True)
+                continue
+            t0 = time.monotonic()
+            with open(path, "w") as f:
+                f.write(text.replace(old, new))
+            try:
+                ok, log = build(bdir)
+                if not ok:
+                    row = {"id": mid, "backend": backend, "status": "build_error", "detail": log[-300:]}
+                else:
+                    rc, bad, advice = check(lib, args.timeout)
+                    row = {"id": mid, "backend": backend, "status": "caught" if bad else "survived",
+                           "caught_by": bad[:5], "advice": advice[:3], "equivalent": mid in EQUIVALENT}
+            finally:
+                with open(path, "w") as f:
+                    f.write(text)
+            row["seconds"] = round(time.monotonic() - t0, 1)
+            rows.append(row)
+            by = ", ".join(f"{i} ({r})" for i, r, _ in row.get("caught_by", [])[:3])
+            print(f"{mid:40} {row['status'].upper():12} {row['seconds']:5.1f}s {by}", flush=True)
+        for bdir, _lib in set(libs.values()):
+            build(bdir)   # leave the builds unmutated
+        ran = [r for r in rows if r["status"] in ("caught", "survived")]
+        print()
+        for label, sel in (("cpu", {"cpu"}), ("kit", {"kit"}), ("opencl", {"opencl"}),
+                           ("all", {"cpu", "kit", "opencl"})):
+            rs = [r for r in ran if r["backend"] in sel]
+            scored = [r for r in rs if not r["equivalent"]]
+            caught = sum(r["status"] == "caught" for r in scored)
+            if rs:
+                print(f"{label:7} {caught}/{len(scored)} caught ({100.0 * caught / max(len(scored), 1):.1f} %)"
+                      f"{'' if len(scored) == len(rs) else f'; {len(rs) - len(scored)} equivalent mutant(s) not scored'}")
+        print(f"{len(rows) - len(ran)} not scored (stale text, build error or no build); "
+              f"{time.monotonic() - t_start:.0f} s")
+        for r in ran:
+            if r["status"] != "caught":
+                print(f"  {r['status']}{' (equivalent)' if r['equivalent'] else ''}: {r['id']} ({r['backend']})")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+        return rows
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--round4", action="store_true",
+                    help="run round 4's fresh batch (tools/mutants_round4.py: cpu, kit and opencl)")
+    ap.add_argument("--backend", nargs="*", choices=("cpu", "kit", "opencl"),
+                    help="with --round4: only these mutants (default: all)")
     ap.add_argument("--only", nargs="*", help="mutant ids to run (default: all)")
     ap.add_argument("--timeout", type=float, default=20.0, help="eagle.check --timeout (default 20)")
     ap.add_argument("--json", help="write the per-mutant results here")
     ap.add_argument("--keep", help="work in this folder and keep it")
     args = ap.parse_args(argv)
+    if args.round4:
+        run_round4(args)
+        return 0
     mutants = [m for m in MUTANTS if not args.only or m[0] in args.only]
     work = args.keep or tempfile.mkdtemp(prefix="eagle-mutate-")
     os.makedirs(work, exist_ok=True)

@@ -86,8 +86,9 @@ struct CaptureInfo {
 CaptureInfo capture_info(gpuStream_t s);
 bool is_capturing(gpuStream_t s);
 // streamQuery: true when the work on `s` has finished, false while it runs; ERROR (`failed`
-// followed by the runtime's error) when that work failed (stream.cpp).
-bool query_stream(gpuStream_t s, const char* failed);
+// followed by the runtime's error) when that work failed, after writing 1 to *done (when done is
+// not NULL): failed work has finished (stream.cpp).
+bool query_stream(gpuStream_t s, const char* failed, int32_t* done);
 // Finishes the launchers released while their stream was being captured (launcher.cpp) whose
 // stream is no longer captured. Called where a capture may have ended.
 void finish_deferred_launchers() noexcept;

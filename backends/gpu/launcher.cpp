@@ -102,7 +102,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_query(eagle_backend_lau
         gpuStream_t s = live_stream(l);
         if (is_capturing(s)) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the launcher's stream is being captured");
         DeviceGuard guard(l->device);
-        *done = query_stream(s, "a replay failed: ") ? 1 : 0;
+        *done = query_stream(s, "a replay failed: ", done) ? 1 : 0;
     });
 }
 

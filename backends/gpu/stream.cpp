@@ -36,7 +36,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_ptr(eagle_backend_stream 
 }
 
 namespace eagle::gpu {
-bool query_stream(gpuStream_t s, const char* failed) {
+bool query_stream(gpuStream_t s, const char* failed, int32_t* done) {
     const gpuError_t e = gpuStreamQuery(s);
     if (e == gpuSuccess) return true;
     if (e == gpuErrorNotReady) {
@@ -44,6 +44,8 @@ bool query_stream(gpuStream_t s, const char* failed) {
         return false;
     }
     (void)gpuGetLastError();
+    // the work has ended, in failure: a query says done (*done = 1) and returns synchronize's ERROR
+    if (done) *done = 1;
     fail(EAGLE_BACKEND_ERROR, std::string(failed) + gpuGetErrorName(e) + ": " + gpuGetErrorString(e));
 }
 }  // namespace eagle::gpu
@@ -68,7 +70,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_query(eagle_backend_strea
         auto* st = from_handle<Stream>(stream, "stream");
         if (is_capturing(st->s)) fail(EAGLE_BACKEND_INVALID_ARGUMENT, "the stream is being captured");
         DeviceGuard guard(st->device);
-        *done = query_stream(st->s, "work on the stream failed: ") ? 1 : 0;
+        *done = query_stream(st->s, "work on the stream failed: ", done) ? 1 : 0;
     });
 }
 

@@ -129,8 +129,11 @@ Stream& enqueue_stream(uint64_t raw, const char* name);
 bool unregister_stream(eagle_backend_stream handle) noexcept;
 // Blocks until the stream's work is done; ERROR with the failure of its work.
 void finish(Stream& s, const char* what);
-// stream_query's answer for s: true (and finish's status) when its work so far is done; never waits.
+// True when s's work so far is done (then nothing is finished yet: see query_into); never waits.
 bool query(Stream& s);
+// stream_query and launcher_query: *done = 1 when s's work so far is done, then synchronize's
+// status and effects (ERROR, reported once, for failed work: *done stays 1); else *done = 0, OK.
+void query_into(Stream& s, int32_t* done, const char* what);
 
 // Live SVM allocations: the base address eagle got and the pointer clSVMAlloc gave.
 std::vector<void*> live_allocations();

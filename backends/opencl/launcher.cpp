@@ -263,8 +263,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_synchronize(eagle_backe
 EAGLE_EXPORT eagle_backend_status eagle_backend_launcher_query(eagle_backend_launcher launcher, int32_t* done) {
     return eagle::guarded("eagle_backend_launcher_query", [&] {
         eagle::require(done, "done");
-        *done = 0;
-        *done = query(idle_target(lookup_launcher(launcher), "launcher_query")) ? 1 : 0;
+        query_into(idle_target(lookup_launcher(launcher), "launcher_query"), done, "launcher_query");
     });
 }
 

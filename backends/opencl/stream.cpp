@@ -178,8 +178,16 @@ bool query(Stream& s) {
             }
             finished = s.done_through >= now;
         }
-        if (finished) finish(s, "stream_query");  // done: synchronize's status and effects (the queue is idle)
         return finished;
+}
+
+void query_into(Stream& s, int32_t* done, const char* what) {
+    *done = 0;
+    if (!query(s)) return;
+    // done: *done is 1 whatever the work's status, then synchronize's status and effects (an
+    // ERROR for failed work, reported once; the queue is idle)
+    *done = 1;
+    finish(s, what);
 }
 
 namespace {
@@ -229,8 +237,7 @@ EAGLE_EXPORT eagle_backend_status eagle_backend_stream_query(eagle_backend_strea
         eagle::require(done, "done");
         Stream& s = *lookup_stream(stream, "stream");
         refuse_while_captured(s, "stream_query");
-        *done = 0;
-        *done = query(s) ? 1 : 0;
+        query_into(s, done, "stream_query");
     });
 }
 

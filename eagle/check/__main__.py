@@ -1,4 +1,5 @@
-"""python -m eagle.check [PATH|KIND ...] [--json] [--junit FILE] [--group G] [--timeout S]
+"""python -m eagle.check [PATH|KIND ...] [--json] [--junit FILE] [--group G] [--timeout S] [--total-timeout S]
+python -m eagle.check --coverage [--uncited] [--json]
 
 The conformance run for a backend library: static checks of the file and its handshake, then
 behavioural checks per group where probe() says a device is usable. Each check runs in a child
@@ -10,7 +11,13 @@ library or kind named cannot be found or loaded, or an option is refused (a --ti
 not a positive number, an output file that cannot be written): nothing is checked then (an
 output file that can no longer be written after the run gives 2 too, after the table). With
 --json, a library that cannot be found or loaded still gives a JSON document on stdout, of the
-usual shape: that library with an "error", zero checks."""
+usual shape: that library with an "error", zero checks.
+
+Time is bounded: each check by --timeout, each group by twice that once a check in it hung, and
+the whole run of one library by --total-timeout (default 30 x --timeout); a check that hangs in
+the handshake (capabilities, probe, version, build_info) ends the run of that library at once,
+the rest reported as timeout. --coverage lists the header's sentences and the checks that cite
+them (eagle/check/coverage.py) instead of running anything."""
 import argparse
 import math
 import os
@@ -154,8 +161,18 @@ def main(argv=None):
                     help="run only this group (repeatable)")
     ap.add_argument("--timeout", type=_positive_seconds, default=20.0, metavar="S",
                     help="per-check timeout in seconds (default 20)")
+    ap.add_argument("--total-timeout", type=_positive_seconds, default=None, metavar="S",
+                    help="bound on the whole run, per library, in seconds (default 30 x --timeout: 600 s); "
+                         "what is left when it runs out is reported as timeout")
+    ap.add_argument("--coverage", action="store_true",
+                    help="list every sentence of eagle_backend.h with the checks citing it (or why none can), "
+                         "and check nothing; exit status 1 when a normative sentence has neither")
+    ap.add_argument("--uncited", action="store_true", help="with --coverage: list only the uncited sentences")
     ap.add_argument("-v", "--verbose", action="store_true", help="list skipped checks too")
     args = ap.parse_args(argv)
+    if args.coverage:
+        from . import coverage
+        return coverage.main(as_json=args.json, only_uncited=args.uncited)
     # SIGTERM unwinds like SIGINT, so that the running check's child process group is killed
     # (eagle/check/_runner.py) and no worker is left behind.
     signal.signal(signal.SIGTERM, _on_sigterm)
@@ -176,7 +193,8 @@ def main(argv=None):
         return EXIT_NOT_LOADED
     runs = []
     for _label, path in targets:
-        results = run_backend(path, set(args.group) if args.group else None, args.timeout)
+        total = args.total_timeout if args.total_timeout is not None else 30 * args.timeout
+        results = run_backend(path, set(args.group) if args.group else None, args.timeout, total_timeout=total)
         runs.append((path, {}, results))
     if args.json:
         print(report.to_json(runs))

@@ -68,17 +68,37 @@ def _stderr_tail(f, limit=300):
     return tail[-limit:]
 
 
-def run_ids(path, ids, timeout, on_result=None):
+#: Seam calls every behavioural check makes before its own (the handshake): a check that hangs in
+#: one of them means every later group would hang there too.
+HANDSHAKE = ("eagle_backend_capabilities", "eagle_backend_probe", "eagle_backend_version",
+             "eagle_backend_build_info")
+
+
+class RunDeadline:
+    """The whole run's deadline (--total-timeout): a monotonic time, or None for none."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.at = None if seconds is None else time.monotonic() + seconds
+
+    def left(self):
+        return float("inf") if self.at is None else self.at - time.monotonic()
+
+
+def run_ids(path, ids, timeout, on_result=None, run_deadline=None):
     """Run the checks `ids` (in order) against the library at `path`; returns Results.
 
     Each check has `timeout` seconds from its start. Once one of them has timed out, the rest
     share what is left of 2 x `timeout` from the first start: a library that hangs in every call
     costs a group less than 2 x `timeout`, and the checks not reached are reported as timeout
-    (not run). The child runs in its own process group, which is killed on timeout, on crash
-    clean-up and when this process is interrupted (KeyboardInterrupt, SystemExit from SIGTERM)."""
+    (not run). `run_deadline` (a RunDeadline) bounds the whole run: past it nothing more runs, and
+    what is left is reported as timeout. The child runs in its own process group, which is killed
+    on timeout, on crash clean-up and when this process is interrupted (KeyboardInterrupt,
+    SystemExit from SIGTERM)."""
     results, pending = [], list(ids)
     group_start = time.monotonic()
     deadline = None   # set once a check of this group has timed out
+    run_deadline = run_deadline or RunDeadline(None)
     advice_ids = {c.id for c in all_checks() if c.advice}
 
     def emit(r):
@@ -90,6 +110,11 @@ def run_ids(path, ids, timeout, on_result=None):
             on_result(r)
 
     while pending:
+        if run_deadline.left() <= 0:
+            for cid in list(pending):
+                emit(Result(cid, "timeout", f"not run: the run's time (--total-timeout = "
+                                            f"{run_deadline.seconds:g} s) ran out"))
+            break
         if deadline is not None and time.monotonic() >= deadline:
             for cid in list(pending):
                 emit(Result(cid, "timeout", "not run: an earlier check of this group hung and the "
@@ -114,7 +139,7 @@ def run_ids(path, ids, timeout, on_result=None):
             finally:
                 os.close(alive_r)
             try:
-                ended = _drive(proc, err, crumb, pending, timeout, deadline, emit)
+                ended = _drive(proc, err, crumb, pending, timeout, deadline, emit, run_deadline)
             finally:
                 # Whatever happened (an interrupt included), the child's process group goes.
                 try:
@@ -130,9 +155,10 @@ def run_ids(path, ids, timeout, on_result=None):
     return _with_kinds(results, kinds)
 
 
-def _drive(proc, err, crumb, pending, timeout, deadline, emit):
+def _drive(proc, err, crumb, pending, timeout, deadline, emit, run_deadline=None):
     """Read one child's results until it exits ('exit') or a check times out ('timeout')."""
     current, started, buf = None, time.monotonic(), b""
+    run_end = run_deadline.at if run_deadline is not None and run_deadline.at is not None else None
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     try:
@@ -141,6 +167,8 @@ def _drive(proc, err, crumb, pending, timeout, deadline, emit):
             end = started + limit
             if deadline is not None:
                 end = min(end, deadline)
+            if run_end is not None:
+                end = min(end, run_end)
             # Waits of at most a minute: select() cannot take the wait of a huge --timeout
             # (epoll's limit is about 24 days); the loop waits again until `end`.
             left = min(end - time.monotonic(), 60.0)
@@ -153,8 +181,12 @@ def _drive(proc, err, crumb, pending, timeout, deadline, emit):
                     return "exit"
                 victim = current or pending[0]
                 last = _last_call(crumb.name)
-                why = (f"no result within {limit:g} s (per-check --timeout)" if end - started >= limit - 1e-6
-                       else "no result before the group's time ran out (an earlier check hung)")
+                if end - started >= limit - 1e-6:
+                    why = f"no result within {limit:g} s (per-check --timeout)"
+                elif run_end is not None and end >= run_end - 1e-6:
+                    why = f"no result before the run's time (--total-timeout = {run_deadline.seconds:g} s) ran out"
+                else:
+                    why = "no result before the group's time ran out (an earlier check hung)"
                 emit(Result(victim, "timeout", why + "; the child was killed"
                             + (f"; its last seam call was {last}" if last else "")))
                 return "timeout"
@@ -222,17 +254,46 @@ def _kill(proc):
     proc.wait()
 
 
-def run_backend(path, groups=None, timeout=20.0, on_result=None):
-    """Every check (or those of `groups`) against one library, group by group."""
+def _handshake_hung(results):
+    """The handshake call a timed-out check was in (its last seam call), or ''."""
+    for r in results:
+        if r.result == "timeout":
+            for name in HANDSHAKE:
+                if f"its last seam call was {name}" in r.message:
+                    return name
+    return ""
+
+
+def run_backend(path, groups=None, timeout=20.0, on_result=None, total_timeout=None):
+    """Every check (or those of `groups`) against one library, group by group. The whole run ends
+    within `total_timeout` seconds (None: no bound but the per-group one), what is left reported as
+    timeout; and once a check hangs in a handshake call (capabilities, probe, version,
+    build_info: HANDSHAKE), which every later check would make first, the groups after it are not
+    run but reported as timeout, naming that call."""
     checks = all_checks()
     wanted = [c for c in checks if groups is None or c.group in groups]
     by_group = {}
     for c in wanted:
         by_group.setdefault(c.group, []).append(c.id)
     results = []
+    run_deadline = RunDeadline(total_timeout)
+    hung = ""
     for group in GROUP_ORDER:
-        if group in by_group:
-            results += run_ids(path, by_group[group], timeout, on_result)
+        if group not in by_group:
+            continue
+        if hung:
+            for cid in by_group[group]:
+                r = Result(cid, "timeout", f"not run: an earlier check hung in {hung}, which every check calls "
+                                           "first (the handshake)")
+                _with_kinds([r], {c.id: c.kind for c in checks})
+                results.append(r)
+                if on_result:
+                    on_result(r)
+            continue
+        got = run_ids(path, by_group[group], timeout, on_result, run_deadline)
+        results += got
+        if group in ("static", "required"):
+            hung = _handshake_hung(got)
     order = {c.id: i for i, c in enumerate(checks)}
     results.sort(key=lambda r: order.get(r.id, 1 << 30))
     return results

@@ -290,6 +290,79 @@ CITES = {
 }
 
 
+# ------------------------------------------------------------------------------ round 4 (issue 43)
+_QUERY_DONE = _c("stream_query", "When every piece of work enqueued on the stream so far has finished, writes 1 "
+                 "to *done and returns what eagle_backend_stream_synchronize would return now, with the same "
+                 "effects (ERROR, reported once, when that work failed;")
+CITES.update({
+    "stream_query.failed_work": _QUERY_DONE + _c("stream_synchronize", "ERROR when that work failed"),
+    "stream_query.while_capturing": _c("stream_query", "INVALID_ARGUMENT while the stream is being captured, which "
+                                       "may break the capture as synchronize does)")
+                                    + _c("capturer_end", "or was broken by misuse (then nothing is returned)"),
+    "stream_query.inside_host_func": _c("stream_query", "Called from inside a host function (since minor 9)",
+                                        "on another stream it answers as above, without waiting, except on a kind "
+                                        "whose runtime allows no calls from host functions", since=9)
+                                     + _c("stream_query", "Returns without waiting for the work"),
+    "launcher_query.failed_replay": _c("launcher_query", "*done = 1 (and that synchronize's status and effects) "
+                                       "when the launcher's stream has finished")
+                                    + _QUERY_DONE + _c("launcher_synchronize", "ERROR when its work failed."),
+    "launcher_query.while_capturing": _c("launcher_query", "eagle_backend_stream_query for "
+                                         "eagle_backend_launcher_synchronize")
+                                      + _c("stream_query", "INVALID_ARGUMENT while the stream is being captured"),
+    "memcpy.direction_boundaries": _c("EAGLE_BACKEND_MEMCPY_H2D", "Other values are INVALID_ARGUMENT.") + MESSAGE,
+    "memcpy.captured_as_node": _c("memcpy", "captured as a copy node under capture") + RECORDED,
+    "host_alloc.limits": _c("host_alloc", "UNAVAILABLE when it cannot be had.", "`bytes` (> 0)"),
+    "mem_alloc.devices_and_sizes": _c("mem_alloc", "UNAVAILABLE when the memory cannot be had",
+                                      "INDEX for a device that does not exist", "Allocates `bytes` (> 0)")
+                                   + _c("device_props", "INDEX for a device that does not exist.")
+                                   + _c("stream_create", "INDEX for a device that does not exist."),
+    "module_from_source.log_null_when_silent": _c("module_from_source", "(NULL when the compiler said nothing)",
+                                                  "it is written on COMPILE_FAILED"),
+    "module_from_source.cancel": _c("struct module_desc", "A kind whose compiler is a process of its own (cpu) "
+                                    "polls it at least every 20 ms, then kills the compiler and its children and "
+                                    "returns ERROR with \"cancelled\" in the message")
+                                 + _c("struct module_desc", "since minor 8: stopping a compile", since=8),
+    "module_from_source.contract_keeps_ieee": _c("EAGLE_BACKEND_MODULE_CONTRACT", "and keeps IEEE division and "
+                                                 "square root and denormals"),
+    "exec.partition_boundaries": _c("struct launch_desc", "the run's true total, >= base + count",
+                                    "first global sample of this launch, >= 0", "lanes in this launch, >= 0",
+                                    "0 launches nothing", "0..64")
+                                 + _c("run_device", "INVALID_ARGUMENT for a bad partition or nparams;"),
+    "required.abi_version_is_version": _c("struct build_info", "the EAGLE_BACKEND_VERSION the backend was built "
+                                          "against")
+                                       + _c("version", "Returns EAGLE_BACKEND_VERSION as the backend was built"),
+    "required.last_error_never_null": _c("last_error", "Never NULL.", '"" if none'),
+    "attribution.empty_snapshot": _c("capture_snapshot_nodes", "(NULL when *count is 0)"),
+    "filtering.sample_count_boundaries": _c("struct compact_desc", "0 .. 2^31-1;", "larger is UNSUPPORTED",
+                                            "out on query: bytes needed",
+                                            "With scratch == 0 it is a query: scratch_bytes is written and nothing "
+                                            "is enqueued.")
+                                         + _c("compact_device", "UNSUPPORTED for n >= 2^31")
+                                         + _c("reorder_device", "UNSUPPORTED for n >= 2^31"),
+    "filtering.scratch_boundaries": _c("compact_device", "INVALID_ARGUMENT for a NULL address with n > 0 or too "
+                                                         "little scratch.")
+                                    + _c("struct compact_desc", "The scratch is zero-filled by the caller before its "
+                                                                "first use;"),
+    "conditional.is_loop_kinds": _c("conditional_is_loop", "*is_loop = 1 for a WHILE, else 0."),
+    "conditional_begin_case.switch_pointers": _c("struct conditional_desc", "baseline_ptr and counter_ptr must be 0.")
+                                              + BAD_ARG,
+    "capturer.end_after_refused_wait": _c("capturer_end", "or was broken by misuse (then nothing is returned)")
+                                       + _c("stream_synchronize", "INVALID_ARGUMENT while the stream is being captured.")
+                                       + _c("stream_query", "which may break the capture as synchronize does"),
+    "interop.event_pool_counts": _c("event_pool_created", "Writes how many events (or fence objects) the backend's "
+                                                          "pool has created so far."),
+})
+CITES.update({
+    "module_from_source.contract_contracts": _c("EAGLE_BACKEND_MODULE_CONTRACT", "With CONTRACT the compiler "
+                                                "contracts multiply-adds into fused multiply-adds as the kind's "
+                                                "compiler does by default (cpu: -ffp-contract=fast where the host "
+                                                "CPU has FMA instructions"),
+    "module_from_source.compiler_missing": _c("module_from_source", "UNAVAILABLE when the kind's compiler cannot be "
+                                              "found or loaded (the message names what to install)"),
+})
+CITES["reorder_device.matches_numpy"] += _c("struct reorder_plane", "0 is taken as 1")
+
+
 def cites_of(check_id):
     """The cites of a check (empty when it has none: tests/test_check_citations.py fails that)."""
     return CITES.get(check_id, ())

@@ -426,3 +426,48 @@ def answers_at_once(s, symbol, handle, finished):
     if done and not finished():
         raise CheckFailure(f"{symbol} said done = 1 right after slow work was enqueued, before it finished")
     return done
+
+
+def query_until_settled(s, symbol, handle, limit_s=30.0):
+    """Query until the answer is done = 1 or a status other than OK; returns (status, done) of that
+    last query (done as the backend left it: 7 when it wrote nothing)."""
+    end = time.monotonic() + limit_s
+    while True:
+        done = ffi.new("int32_t*", 7)
+        st = int(s.raw(symbol, handle, done))
+        if st != 0 or done[0] != 0:
+            return st, int(done[0])
+        if time.monotonic() > end:
+            raise CheckFailure(f"{symbol} still said done = 0 after {limit_s:g} s")
+        time.sleep(0.002)
+
+
+def failed_work_queried(s, symbol, handle, sync_symbol, ran_clamped):
+    """After work that fails when it runs: a query, polled, says done = 1 and returns ERROR with a
+    message (what synchronize would), once: the next query is OK with done = 1, and so is
+    `sync_symbol`. Returns a summary; passes with a note when the backend ran the work clamped."""
+    st, done = query_until_settled(s, symbol, handle)
+    if st == 0:
+        if ran_clamped():
+            return "the backend ran the work with its span clamped (nothing failed)"
+        raise CheckFailure(f"{symbol} returned OK with done = 1 after work that failed; it returns what "
+                           f"{sync_symbol} would: ERROR")
+    if st != STATUS["ERROR"]:
+        raise CheckFailure(f"{symbol} after failed work returned {status_name(st)}; expected ERROR "
+                           f"(what {sync_symbol} returns)")
+    msg = s.last_error()
+    if done != 1:
+        raise CheckFailure(f"{symbol} returned ERROR for failed work with *done = {done}; the work has "
+                           "finished (in failure), so *done is 1 with synchronize's status")
+    if not msg.strip():
+        raise CheckFailure(f"{symbol} returned ERROR with an empty last_error")
+    again = ffi.new("int32_t*", 7)
+    st2 = int(s.raw(symbol, handle, again))
+    if st2 != 0 or again[0] != 1:
+        raise CheckFailure(f"a second {symbol} after the failure was reported returned {status_name(st2)}, "
+                           f"done = {again[0]}; the failure is reported once (then OK, done = 1)")
+    st3 = int(s.raw(sync_symbol, handle))
+    if st3 != 0:
+        raise CheckFailure(f"{sync_symbol} after {symbol} reported the failure returned {status_name(st3)}; "
+                           "the failure is reported once, with the same effects as synchronize")
+    return f"ERROR with done = 1 ({msg[:80]!r}), then OK"

@@ -92,3 +92,30 @@ def attribution_toggleable_means_toggles(s):
                 raise CheckFailure(f"is_node_toggleable = 0 for the {what} node, but set_node_enabled switched it")
         replay(s, lau)
     return ", ".join(said)
+
+
+@bcheck("attribution.empty_snapshot", needs=("stream", "capturer", "captured"))
+def attribution_empty_snapshot(s):
+    """A snapshot of a capture that has recorded nothing has count 0 and *nodes NULL (the caller's
+    old pointer is not left there)."""
+    s.need_device()
+    stale = ffi.new("uint64_t[1]", [0xDEAD])
+    nodes, count = ffi.new("uint64_t**", stale), ffi.new("int64_t*", -1)
+    with Objects(s) as o:
+        h, raw = o.stream()
+
+        def record():
+            s.ok("capture_snapshot_nodes", raw, nodes, count)
+
+        cap_out = captured_of(s, raw, record)
+        s.raw("captured_release", cap_out)
+    if count[0] != 0:
+        if nodes[0] != ffi.NULL and nodes[0] != stale:
+            s.raw("free", nodes[0])
+        raise CheckFailure(f"a snapshot of a capture with nothing recorded has count {count[0]}")
+    if nodes[0] != ffi.NULL:
+        if nodes[0] != stale:
+            s.raw("free", nodes[0])
+        raise CheckFailure("a snapshot with count 0 left *nodes " + ("as the caller had it" if nodes[0] == stale
+                                                                    else "pointing to a buffer") + "; it is NULL")
+    return "count 0, nodes NULL"

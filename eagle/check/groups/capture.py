@@ -6,8 +6,8 @@ from ..._seam_ffi import ffi
 from .._registry import CheckFailure
 from .._seam import STATUS, status_name
 from ._helpers import (CAPTURE, Capture, HostWork, OPS, Objects, UNKNOWN_FLAG, bcheck, captured_of, chain,
-                       chain_numpy, expect_equal, launcher_of, recorded, refused, release_null_check, replay,
-                       unknown_flags_check)
+                       chain_numpy, enqueue_work, expect_equal, launcher_of, recorded, refused, release_null_check,
+                       replay, unknown_flags_check)
 
 
 release_null_check("capturer", "capturer_release")
@@ -220,3 +220,55 @@ def captured_bad_handle(s):
             s.raw("captured_release", full2)
             raise CheckFailure(f"graph_add_node of a one-node capture failed: {s.last_error()!r}")
         s.expect("captured_is_valid", "BAD_HANDLE", full2, valid, why="captured work graph_add_node consumed")
+
+
+def _end_after(s, raw, h, misuse):
+    """Begin a capture on raw, record one piece of work, call misuse(h) (which must be refused with
+    INVALID_ARGUMENT), end it: 'kept' (OK: the captured work is released) or 'broken'
+    (INVALID_ARGUMENT, nothing returned); CheckFailure otherwise."""
+    keep = []
+    cap = Capture(s, raw).begin()
+    try:
+        enqueue_work(s, raw, keep)
+        st = int(misuse(h))
+        if st != STATUS["INVALID_ARGUMENT"]:
+            raise CheckFailure(f"a wait on a stream being captured returned {status_name(st)}; expected "
+                               "INVALID_ARGUMENT")
+        out = ffi.new("eagle_backend_captured*")
+        st = int(s.raw("capturer_end", cap.h[0], out))
+        if st == 0:
+            if out[0] == ffi.NULL:
+                raise CheckFailure("capturer_end returned OK and no captured handle")
+            s.raw("captured_release", out[0])
+            return "kept"
+        if st != STATUS["INVALID_ARGUMENT"]:
+            raise CheckFailure(f"capturer_end after a refused wait returned {status_name(st)}; OK, or "
+                               "INVALID_ARGUMENT for a capture broken by misuse")
+        if not s.last_error().strip():
+            raise CheckFailure("capturer_end of a broken capture left last_error empty")
+        if out[0] != ffi.NULL:
+            raise CheckFailure("capturer_end of a broken capture wrote a captured handle (nothing is returned)")
+        return "broken"
+    finally:
+        cap.release()
+
+
+@bcheck("capturer.end_after_refused_wait", needs=("stream", "captured"))
+def capturer_end_after_refused_wait(s):
+    """A capture during which stream_synchronize was refused (misuse that may break it) ends either
+    with its work (OK) or broken (INVALID_ARGUMENT, nothing returned, a message); stream_query,
+    where provided, breaks it exactly when synchronize does ("as synchronize does"). Needs no
+    conditional: the misuse is a wait."""
+    s.need_device()
+    with Objects(s) as o:
+        h, raw = o.stream()
+        by_sync = _end_after(s, raw, h, lambda hh: s.raw("stream_synchronize", hh))
+        s.sync(h)
+        if not s.provides("stream_query"):
+            return f"after a refused synchronize the capture was {by_sync}"
+        by_query = _end_after(s, raw, h, lambda hh: s.raw("stream_query", hh, ffi.new("int32_t*")))
+        s.sync(h)
+    if by_query != by_sync:
+        raise CheckFailure(f"a refused stream_synchronize left the capture {by_sync}, a refused stream_query "
+                           f"left it {by_query}: stream_query may break the capture as synchronize does")
+    return f"the capture was {by_sync} after a refused synchronize and after a refused query"

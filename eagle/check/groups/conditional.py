@@ -285,3 +285,76 @@ def conditional_bad_handle(s):
                 s.raw("captured_release", out[0])
         finally:
             cap.release()
+
+
+@bcheck("conditional.is_loop_kinds", needs=("stream", "capturer", "captured"))
+def conditional_is_loop_kinds(s):
+    """is_loop follows the node's kind, not its loop_cap: 0 for an IF with loop_cap 5 (ignored for
+    an IF), 1 for a WHILE with loop_cap 1, 0 for a SWITCH (where provided) with loop_cap 3."""
+    mem = s.device()
+    count, cell = mem.zeros(1, np.uint32), mem.zeros(2, np.uint32)
+    cases = [("an IF with loop_cap 5", dict(loop_cap=5), 0), ("a WHILE with loop_cap 1",
+                                                                 dict(counter=cell, loop_cap=1), 1)]
+    if s.provides("conditional_begin_case"):
+        cases.append(("a SWITCH with loop_cap 3", dict(loop_cap=3, case_count=2), 0))
+    got = {}
+    with Objects(s) as o:
+        h, raw = o.stream()
+
+        def record():
+            for what, kw, _want in cases:
+                cond = conditional_of(s, o, raw, count, **kw)
+                loop = ffi.new("int32_t*", -1)
+                s.ok("conditional_is_loop", cond, loop)
+                got[what] = int(loop[0])
+                body = ffi.new("uint64_t*")
+                s.ok("conditional_begin", cond, body)
+                s.ok("conditional_end", cond)
+
+        s.raw("captured_release", captured_of(s, raw, record))
+    bad = [f"{what}: is_loop = {got[what]} (want {want})" for what, _kw, want in cases if got[what] != want]
+    if bad:
+        raise CheckFailure("; ".join(bad) + " -- *is_loop = 1 for a WHILE, else 0")
+    return ", ".join(f"{w}: {got[w]}" for w, _k, _x in cases)
+
+
+@bcheck("conditional_begin_case.switch_pointers", needs=("stream", "capturer", "captured"))
+def conditional_switch_pointers(s):
+    """A SWITCH whose baseline_ptr or counter_ptr is not 0 is refused (INVALID_ARGUMENT with a
+    message): both must be 0."""
+    mem = s.device()
+    count, word, cell = mem.zeros(1, np.uint32), mem.zeros(1, np.uint32), mem.zeros(2, np.uint32)
+    results = {}
+    with Objects(s) as o:
+        h, raw = o.stream()
+
+        def record():
+            for what, base_p, counter_p in (("baseline_ptr", word.addr, 0), ("counter_ptr", 0, cell.addr)):
+                d = ffi.new("struct eagle_backend_conditional_desc*")
+                d.struct_size, d.device, d.origin = ffi.sizeof(d[0]), -1, raw
+                d.count_ptr, d.baseline_ptr, d.counter_ptr = count.addr, base_p, counter_p
+                d.loop_cap, d.case_count = 1, 2
+                c = ffi.new("eagle_backend_conditional*")
+                st = int(s.raw("conditional_create", d, c))
+                results[what] = (st, s.last_error() if st else "")
+                if st == 0:
+                    body = ffi.new("uint64_t*")
+                    s.raw("conditional_begin_case", c[0], 0, body)
+                    s.raw("conditional_end", c[0])
+                    s.raw("conditional_release", c[0])
+
+        cap = Capture(s, raw).begin()
+        try:
+            record()
+        finally:
+            out = ffi.new("eagle_backend_captured*")
+            if s.raw("capturer_end", cap.h[0], out) == 0:
+                s.raw("captured_release", out[0])
+            cap.release()
+    for what, (st, msg) in results.items():
+        if st != STATUS["INVALID_ARGUMENT"]:
+            raise CheckFailure(f"conditional_create of a SWITCH with {what} != 0 returned {status_name(st)}; "
+                               "a SWITCH's baseline_ptr and counter_ptr must be 0 (INVALID_ARGUMENT otherwise)")
+        if not msg.strip():
+            raise CheckFailure(f"a SWITCH with {what} != 0 was refused with an empty last_error")
+    return "baseline_ptr and counter_ptr refused"

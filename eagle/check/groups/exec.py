@@ -84,3 +84,49 @@ def exec_bad_arguments(s):
             s.expect("run_device", "INVALID_ARGUMENT", d, ffi.new("int32_t*"), why=what)
         s.sync(h)
         expect_equal("x after refused launches", x.get(), np.zeros(8))
+
+
+@bcheck("exec.partition_boundaries", needs=("stream",))
+def exec_partition_boundaries(s):
+    """The partition triple at its limits: n_samples == base + count, count 0 and the last lane
+    alone are launched; n_samples one short of base + count, n_samples between count and
+    base + count, a negative base, count or n_samples, and base + count past INT64_MAX are
+    INVALID_ARGUMENT; nparams -1 and 65 too. The kernel runs exactly the accepted lanes."""
+    mem = s.device()
+    n = 8
+    x = mem.zeros(n, np.int64)
+    fn = s.kernels.handle("affine")
+    big = 2**63 - 1
+    accepted = ((4, 4, 8), (0, 0, 0), (0, 8, 8), (7, 1, 8), (0, 0, 8))
+    refused_ = ((4, 4, 7), (4, 4, 6), (-1, 1, 8), (0, -1, 8), (0, 1, -1), (big, 1, big), (1, big, big))
+    with Objects(s) as o:
+        h, raw = o.stream()
+        storage = ffi.new("int64_t[4]", [x.addr, 1, 1, 0])
+        params = ffi.new("uint64_t[4]", [int(ffi.cast("uintptr_t", storage + i)) for i in range(4)])
+
+        def desc(base, count, ns, nparams=4):
+            d = ffi.new("struct eagle_backend_launch_desc*")
+            d.struct_size, d.device, d.function = ffi.sizeof(d[0]), -1, fn
+            d.params, d.nparams, d.base, d.count, d.n_samples, d.stream = params, nparams, base, count, ns, raw
+            return d
+
+        launched = ffi.new("int32_t*", 7)
+        for base, count, ns in accepted:
+            launched[0] = 7
+            st = int(s.raw("run_device", desc(base, count, ns), launched))
+            if st:
+                raise CheckFailure(f"run_device with base {base}, count {count}, n_samples {ns} returned "
+                                   f"{st}: {s.last_error()!r}; n_samples >= base + count is a partition")
+            if launched[0] != (1 if count else 0):
+                raise CheckFailure(f"run_device (base {base}, count {count}) wrote *launched = {launched[0]}")
+        for base, count, ns in refused_:
+            s.expect("run_device", "INVALID_ARGUMENT", desc(base, count, ns), launched,
+                     why=f"base {base}, count {count}, n_samples {ns}")
+        for nparams in (-1, 65):
+            s.expect("run_device", "INVALID_ARGUMENT", desc(0, 1, 8, nparams), launched, why=f"nparams {nparams}")
+        s.sync(h)
+        want = np.zeros(n, np.int64)
+        for base, count, _ns in accepted:
+            want[base:base + count] += 1
+        expect_equal("x after the accepted launches (each adds 1 to its lanes)", x.get(), want)
+    return "accepted and refused at every limit of the triple"

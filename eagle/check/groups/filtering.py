@@ -5,6 +5,7 @@ import numpy as np
 from ... import _seam_meta as meta
 from ..._seam_ffi import ffi
 from .._registry import CheckFailure
+from .._seam import STATUS, status_name
 from ._helpers import (CAPTURE, Objects, UNKNOWN_FLAG, bcheck, captured_of, expect_equal, launcher_of,
                        refused, replay, unknown_flags_check)
 
@@ -184,7 +185,8 @@ def _reorder_case(s, raw, h, n, span_v, flags, rng, fire_v=None):
     inv0 = np.empty(n, np.int32)
     inv0[perm0] = np.arange(n, dtype=np.int32)
     specs, host = [], []
-    for elem, width in ((1, 1), (2, 1), (4, 2), (8, 1), (16, 3)):
+    # width 0 is taken as 1 (struct reorder_plane)
+    for elem, width in ((1, 0), (2, 1), (4, 2), (8, 1), (16, 3)):
         pitch = (n + 3) * elem if width > 1 else 0
         rows = max(width, 1)
         stride = pitch if pitch else n * elem
@@ -261,3 +263,88 @@ def reorder_fire(s):
         h, raw = o.stream()
         _reorder_case(s, raw, h, 257, 257, 0, rng, fire_v=0)
         _reorder_case(s, raw, h, 257, 200, 0, rng, fire_v=1)
+
+
+def _compact_query(s, n, mask, imap, cnt, raw=0):
+    d = ffi.new("struct eagle_backend_compact_desc*")
+    d.struct_size, d.device = ffi.sizeof(d[0]), -1
+    d.mask, d.index_map, d.count, d.n, d.stream = mask.addr, imap.addr, cnt.addr, n, raw
+    return d
+
+
+@bcheck("filtering.sample_count_boundaries", needs=("stream",))
+def filtering_sample_count_boundaries(s):
+    """compact_device's n at its limits, asked as a query (scratch 0: nothing is enqueued, so no
+    memory of that size is needed): 0, 1 and 2^31 - 1 are accepted (the scratch size is written);
+    2^31, 2^31 + 1 and 2^63 - 1 are UNSUPPORTED; -1 and INT64_MIN are INVALID_ARGUMENT. The
+    reorder (where provided) the same."""
+    mem = s.device()
+    mask, imap, cnt = mem.zeros(16, np.uint8), mem.zeros(16, np.int32), mem.zeros(1, np.uint32)
+    ok_n, too_big, negative = (0, 1, 2**31 - 1), (2**31, 2**31 + 1, 2**63 - 1), (-1, -2**63)
+    for n in ok_n:
+        d = _compact_query(s, n, mask, imap, cnt)
+        d.scratch_bytes = -7
+        st = int(s.raw("compact_device", d))
+        if st:
+            raise CheckFailure(f"compact_device query with n = {n} returned {status_name(st)}: {s.last_error()!r}; "
+                               "n is 0 .. 2^31-1")
+        if d.scratch_bytes < 0:
+            raise CheckFailure(f"compact_device query with n = {n} wrote scratch_bytes = {d.scratch_bytes}")
+    for n in too_big:
+        s.expect("compact_device", "UNSUPPORTED", _compact_query(s, n, mask, imap, cnt), why=f"n = {n}")
+    for n in negative:
+        s.expect("compact_device", ("INVALID_ARGUMENT", "UNSUPPORTED"), _compact_query(s, n, mask, imap, cnt),
+                 why=f"n = {n} (out of 0 .. 2^31-1)")
+    note = ""
+    if s.provides("reorder_device"):
+        plane = mem.zeros(16, np.uint32)
+        planes = ffi.new("struct eagle_backend_reorder_plane[1]")
+        planes[0].data, planes[0].elem_size, planes[0].width = plane.addr, 4, 1
+        perm, inv, span = mem.zeros(16, np.int32), mem.zeros(16, np.int32), mem.zeros(1, np.uint32)
+
+        def rdesc(n):
+            d = ffi.new("struct eagle_backend_reorder_desc*")
+            d.struct_size, d.device, d.plane_count, d.planes = ffi.sizeof(d[0]), -1, 1, planes
+            d.mask, d.perm, d.inv, d.span, d.n, d.stream = mask.addr, perm.addr, inv.addr, span.addr, n, 0
+            return d
+        for n in ok_n:
+            st = int(s.raw("reorder_device", rdesc(n)))
+            if st:
+                raise CheckFailure(f"reorder_device query with n = {n} returned {status_name(st)}: "
+                                   f"{s.last_error()!r}; n is 0 .. 2^31-1")
+        for n in too_big:
+            s.expect("reorder_device", "UNSUPPORTED", rdesc(n), why=f"n = {n}")
+        note = "; reorder_device the same"
+    return f"n {ok_n} accepted, {too_big} UNSUPPORTED, {negative} refused" + note
+
+
+@bcheck("filtering.scratch_boundaries", needs=("stream",))
+def filtering_scratch_boundaries(s):
+    """Scratch at its limits: exactly the size the query wrote is enough (the compaction runs and
+    is right); one byte short, 0 bytes and a negative size are INVALID_ARGUMENT with a message."""
+    mem = s.device()
+    n = 1000
+    m = (np.arange(n) % 3 == 0).astype(np.uint8)
+    mask, imap, cnt = mem.array(m, np.uint8), mem.zeros(n, np.int32), mem.zeros(1, np.uint32)
+    with Objects(s) as o:
+        h, raw = o.stream()
+        d = _compact_query(s, n, mask, imap, cnt, raw)
+        s.ok("compact_device", d)
+        need = int(d.scratch_bytes)
+        scratch = mem.zeros(max(need, 1), np.uint8)
+        short = [b for b in (need - 1, 0, -1) if b < need]
+        for nbytes in short:
+            d = _compact_query(s, n, mask, imap, cnt, raw)
+            d.scratch, d.scratch_bytes = scratch.addr, nbytes
+            s.expect("compact_device", "INVALID_ARGUMENT", d, why=f"scratch_bytes {nbytes}, the query said {need}")
+        d = _compact_query(s, n, mask, imap, cnt, raw)
+        d.scratch, d.scratch_bytes = scratch.addr, need
+        st = int(s.raw("compact_device", d))
+        if st:
+            raise CheckFailure(f"compact_device with exactly the scratch the query asked for ({need} bytes) "
+                               f"returned {status_name(st)}: {s.last_error()!r}")
+        s.sync(h)
+        k = int(m.sum())
+        expect_equal("count after a compaction with exactly enough scratch", cnt.get(), [k])
+        expect_equal("index map", imap.get()[:k], np.flatnonzero(m))
+    return f"scratch {need} accepted, {short} refused"

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..._seam_ffi import ffi
 from .._registry import CheckFailure
-from ._helpers import Objects, SLOW_US, bcheck, expect_equal
+from ._helpers import Objects, SLOW_US, bcheck, enqueue_work, expect_equal
 
 
 @bcheck("interop.fence_orders", needs=("stream", "exec"))
@@ -56,3 +56,33 @@ def interop_fence_codes(s):
     if created[0] < 0:
         raise CheckFailure(f"event_pool_created = {created[0]}")
     return f"event pool: {created[0]} created"
+
+
+@bcheck("interop.event_pool_counts", needs=("stream",))
+def interop_event_pool_counts(s):
+    """event_pool_created counts the events (or fence objects) the pool has created so far: it
+    never goes down, and after fences that ordered one stream's pending work before another's it
+    is at least 1 (the pool has made an object to order them)."""
+    s.need_device()
+    dl = _device_type(s)
+    created = ffi.new("int64_t*", -1)
+    s.ok("event_pool_created", created)
+    before = int(created[0])
+    keep = []
+    with Objects(s) as o:
+        ha, rawa = o.stream()
+        hb, rawb = o.stream()
+        for _ in range(3):
+            enqueue_work(s, rawa, keep)
+            s.ok("fence", dl, 0, rawa, rawb)
+            enqueue_work(s, rawb, keep)
+        s.sync(hb)
+        s.sync(ha)
+    s.ok("event_pool_created", created)
+    after = int(created[0])
+    if after < before:
+        raise CheckFailure(f"event_pool_created went down: {before} -> {after} (a count of objects created so far)")
+    if after < 1:
+        raise CheckFailure(f"event_pool_created = {after} after 3 fences that ordered pending work between two "
+                           "streams: the pool has created no event or fence object?")
+    return f"event pool: {before} -> {after}"

@@ -10,9 +10,10 @@ import numpy as np
 from ..._seam_ffi import ffi
 from .._registry import CheckFailure, Skip
 from .._seam import STATUS
-from ._helpers import (CAPTURE, COND, OPS, Objects, SLOW_US, answers_at_once, bcheck, captured_of, chain,
-                       chain_numpy, conditional_of, enqueue_work, expect_equal, launcher_of, measured_release,
-                       poll_until_done, recorded, release_null_check, replay)
+from .._seam import status_name
+from ._helpers import (CAPTURE, COND, OPS, Capture, Objects, SLOW_US, answers_at_once, bcheck, captured_of, chain,
+                       chain_numpy, conditional_of, enqueue_work, expect_equal, failed_work_queried, launcher_of,
+                       measured_release, poll_until_done, recorded, release_null_check, replay)
 
 
 release_null_check("launcher", "launcher_release")
@@ -280,3 +281,48 @@ def launcher_query_without_waiting(s):
         s.expect("launcher_query", "INVALID_ARGUMENT", lau, ffi.NULL, why="done is NULL")
         s.ok("launcher_synchronize", lau)
     return f"{'done' if early else 'not done'} at once, done after {polls} queries"
+
+
+@bcheck("launcher_query.failed_replay", needs=("stream", "capturer", "captured", "graph", "reorder_device"))
+def launcher_query_failed_replay(s):
+    """A replay whose work fails: launcher_query, polled, writes done = 1 and returns ERROR with a
+    message, as launcher_synchronize would, once (the next query and a synchronize are OK)."""
+    s.device()
+    with Objects(s) as o:
+        _h, raw = o.stream()
+        arm = s.kernels.failing_recorder(raw)
+        captured = captured_of(s, raw, arm.record)
+        lau = o.add("launcher_release", launcher_of(s, captured, raw))
+        arm.make_fail()
+        s.ok("launcher_launch", lau)
+        return failed_work_queried(s, "launcher_query", lau, "launcher_synchronize", arm.ran_clamped)
+
+
+@bcheck("launcher_query.while_capturing", needs=("stream", "capturer", "captured", "graph"))
+def launcher_query_while_capturing(s):
+    """launcher_query while the launcher's stream is being captured is INVALID_ARGUMENT with a
+    message (what launcher_synchronize returns there)."""
+    s.need_device()
+    keep = []
+    with Objects(s) as o:
+        _h, raw = o.stream()
+        lau = o.add("launcher_release", launcher_of(s, recorded(s, raw, keep), raw))
+        s.ok("launcher_launch", lau)
+        s.ok("launcher_synchronize", lau)
+        cap = Capture(s, raw).begin()
+        try:
+            done = ffi.new("int32_t*", 7)
+            st = int(s.raw("launcher_query", lau, done))
+            msg = s.last_error() if st else ""
+        finally:
+            out = ffi.new("eagle_backend_captured*")
+            if s.raw("capturer_end", cap.h[0], out) == 0:
+                s.raw("captured_release", out[0])
+            cap.release()
+        if st != STATUS["INVALID_ARGUMENT"]:
+            raise CheckFailure(f"launcher_query while the launcher's stream is being captured returned "
+                               f"{status_name(st)}, done = {done[0]}; expected INVALID_ARGUMENT")
+        if not msg.strip():
+            raise CheckFailure("launcher_query returned INVALID_ARGUMENT with an empty last_error")
+        s.ok("launcher_synchronize", lau)
+    return f"INVALID_ARGUMENT ({msg[:80]!r})"

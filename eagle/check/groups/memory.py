@@ -5,7 +5,8 @@ import numpy as np
 
 from ..._seam_ffi import ffi
 from .._registry import CheckFailure
-from ._helpers import (CAPTURE, Objects, SLOW_US, UNKNOWN_FLAG, bcheck, captured_of, expect_equal,
+from .._seam import STATUS, status_name
+from ._helpers import (CAPTURE, Capture, Objects, SLOW_US, UNKNOWN_FLAG, bcheck, captured_of, expect_equal,
                        launcher_of, measured_release, refused, release_null_check, replay,
                        unknown_flags_check)
 
@@ -198,3 +199,85 @@ def host_alloc_too_large(s):
     s.expect("host_alloc", "UNAVAILABLE", 1 << 62, 0, p, why="2^62 bytes")
     s.expect("host_alloc", "INVALID_ARGUMENT", 0, 0, p, why="0 bytes")
     s.expect("host_alloc", "INVALID_ARGUMENT", 64, 0, ffi.NULL, why="out is NULL")
+
+
+#: Directions outside the table (1..4), on both sides of it and at the ends of int32.
+BAD_DIRECTIONS = (0, 5, -1, 9, 2**31 - 1, -2**31)
+
+
+@bcheck("memcpy.direction_boundaries", needs=("stream",))
+def memcpy_direction_boundaries(s):
+    """Every direction outside 1..4 is INVALID_ARGUMENT with a message -- 0 and 5 (both sides of
+    the table), -1, 9 and the ends of int32 -- for a copy of some bytes and of 0 bytes; 1..4 are
+    accepted at both ends of the table (4: H2H; 1 and 4 of 0 bytes)."""
+    s.need_device()
+    src, src_addr = _host(8, np.int64, range(8))
+    dst, dst_addr = _host(8, np.int64)
+    with Objects(s) as o:
+        h, raw = o.stream()
+        for nbytes in (64, 0):
+            for direction in BAD_DIRECTIONS:
+                st = int(s.raw("memcpy", dst_addr, src_addr, nbytes, direction, raw))
+                if st != STATUS["INVALID_ARGUMENT"]:
+                    s.sync(h)
+                    raise CheckFailure(f"memcpy with direction {direction} ({nbytes} bytes) returned "
+                                       f"{status_name(st)}; directions other than 1..4 are INVALID_ARGUMENT")
+                if not s.last_error().strip():
+                    raise CheckFailure(f"memcpy with direction {direction} returned INVALID_ARGUMENT with an "
+                                       "empty last_error")
+        s.ok("memcpy", dst_addr, src_addr, 64, 4, raw)
+        s.ok("memcpy", dst_addr, src_addr, 0, 4, raw)
+        s.ok("memcpy", dst_addr, src_addr, 0, 1, raw)
+        s.sync(h)
+    expect_equal("H2H copy after the refused directions", dst, src)
+    return f"directions {BAD_DIRECTIONS} refused, of 64 and 0 bytes"
+
+
+@bcheck("memcpy.captured_as_node", needs=("stream", "capturer", "captured", "graph", "launcher"))
+def memcpy_captured_as_node(s):
+    """Under capture memcpy is recorded as a copy node: nothing is copied while recording, and every
+    replay copies what the source holds then (device to device)."""
+    mem = s.device()
+    n = 256
+    src, dst = mem.array(np.arange(n) * 3 + 1, np.int64), mem.zeros(n, np.int64)
+    with Objects(s) as o:
+        h, raw = o.stream()
+        s.sync(h)
+        captured = captured_of(s, raw, lambda: s.ok("memcpy", dst.addr, src.addr, n * 8, 3, raw))
+        got = dst.get()
+        if np.any(got != 0):
+            s.raw("captured_release", captured)
+            raise CheckFailure("memcpy under capture copied at once (the destination changed before any "
+                               "replay); it is captured as a copy node")
+        lau = o.add("launcher_release", launcher_of(s, captured, raw))
+        replay(s, lau)
+        expect_equal("destination after the first replay", dst.get(), np.arange(n) * 3 + 1)
+        src.set(np.arange(n) * -5)
+        replay(s, lau)
+        expect_equal("destination after a replay with a new source", dst.get(), np.arange(n) * -5)
+    return "recorded, not run; each replay copies the source as it is then"
+
+
+#: Sizes no host has: 2^62, both sides of INT64_MAX, 2^64 - 1.
+HUGE = (1 << 62, (1 << 63) - 1, 1 << 63, (1 << 64) - 1)
+
+
+@bcheck("host_alloc.limits", needs=("host_free",))
+def host_alloc_limits(s):
+    """host_alloc: 1 byte (the smallest size) is OK; sizes no host has (2^62, 2^63 - 1, 2^63,
+    2^64 - 1) are UNAVAILABLE with a message, never another status, never a crash."""
+    s.need_device()
+    p = ffi.new("void**")
+    s.ok("host_alloc", 1, 0, p)
+    s.raw("host_free", p[0])
+    for nbytes in HUGE:
+        p[0] = ffi.NULL
+        st = int(s.raw("host_alloc", nbytes, 0, p))
+        if st == 0:
+            s.raw("host_free", p[0])
+        if st != STATUS["UNAVAILABLE"]:
+            raise CheckFailure(f"host_alloc of {nbytes} bytes returned {status_name(st)}; memory that cannot be "
+                               "had is UNAVAILABLE")
+        if not s.last_error().strip():
+            raise CheckFailure(f"host_alloc of {nbytes} bytes returned UNAVAILABLE with an empty last_error")
+    return "1 byte OK; " + ", ".join(hex(b) for b in HUGE) + " UNAVAILABLE"

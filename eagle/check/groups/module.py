@@ -4,6 +4,7 @@ loaded), looked up and released; mem_alloc / mem_free.
 Kind-free: every kind compiles the same source through <eagle/kernel.h> with its own compiler, the
 result is read back with memcpy from memory mem_alloc gave, so nothing here names a kind."""
 import os
+import time
 import re
 
 import numpy as np
@@ -12,7 +13,7 @@ from ..._compilers import wheel_library_dirs
 from ..._seam_ffi import ffi
 from ..._seam_meta import CONSTANTS
 from .._registry import CheckFailure, Skip
-from .._seam import STATUS
+from .._seam import STATUS, status_name
 from ._helpers import (COND, Objects, bcheck, captured_of, conditional_of, launcher_of, measured_release,
                        replay)
 
@@ -730,3 +731,434 @@ def mem_free_not_ours_kept(s):
                                "handed the same block out again while its owner still held it)")
         del held
     return "an inner address and a heap block of the caller were left alone"
+
+
+# ------------------------------------------------------------------ round 4: limits and exact outputs
+#: Sizes no device has: 2^62, both sides of INT64_MAX, 2^64 - 1.
+_HUGE = (1 << 62, (1 << 63) - 1, 1 << 63, (1 << 64) - 1)
+
+
+def _first_missing_device(s, limit=64):
+    """The smallest device index >= 0 mem_alloc refuses (all below it allocate), or None when
+    mem_alloc allocates on every index below `limit`."""
+    out = ffi.new("uint64_t*")
+    for d in range(limit):
+        out[0] = 0
+        st = int(s.raw("mem_alloc", d, 256, 0, out))
+        if st == 0:
+            s.raw("mem_free", out[0])
+            continue
+        if st != STATUS["INDEX"]:
+            raise CheckFailure(f"mem_alloc of 256 bytes on device {d} returned {status_name(st)}: "
+                               f"{s.last_error()!r}; a device that does not exist is INDEX")
+        return d
+    return None
+
+
+def _first_missing_elsewhere(s, limit=64):
+    """The smallest device index device_props (or, without it, stream_create) calls missing (INDEX),
+    or None."""
+    for d in range(limit):
+        if s.provides("device"):
+            props = ffi.new("struct eagle_backend_device_props*")
+            props.struct_size = ffi.sizeof(props[0])
+            st = int(s.raw("device_props", d, props))
+        elif s.provides("stream"):
+            desc = ffi.new("struct eagle_backend_stream_desc*")
+            desc.struct_size, desc.device = ffi.sizeof(desc[0]), d
+            h = ffi.new("eagle_backend_stream*")
+            st = int(s.raw("stream_create", desc, h))
+            if st == 0:
+                s.raw("stream_release", h[0])
+        else:
+            return None
+        if st == STATUS["INDEX"]:
+            return d
+    return None
+
+
+@bcheck("mem_alloc.devices_and_sizes", needs=("mem_free",))
+def alloc_devices_and_sizes(s):
+    """mem_alloc: devices 0 .. n-1 allocate and n (the first that does not) is INDEX, as are 2^20,
+    INT32_MAX (large indices) and, with INDEX or INVALID_ARGUMENT, negatives other than -1;
+    device_props and stream_create, where provided, agree about which devices exist. 1 byte is
+    OK; sizes no device has (2^62, 2^63 - 1, 2^63, 2^64 - 1) are UNAVAILABLE with a message."""
+    s.need_device()
+    out = ffi.new("uint64_t*")
+    for d in (1 << 20, 2**31 - 1):   # no host has these: asked even where mem_alloc takes every small index
+        s.expect("mem_alloc", "INDEX", d, 256, 0, out, why=f"device {d} does not exist")
+    n = _first_missing_device(s)
+    if n is None:
+        n = _first_missing_elsewhere(s)
+        if n is None:
+            raise Skip("mem_alloc, device_props and stream_create take 64 device indices: no missing device "
+                       "below them to ask about")
+        s.expect("mem_alloc", "INDEX", n, 256, 0, out,
+                 why=f"device {n} does not exist (device_props or stream_create say so)")
+    if n == 0:
+        raise CheckFailure("mem_alloc refuses device 0 with INDEX while probe says a device is usable")
+    for d in (n, n + 1, 1 << 20, 2**31 - 1):
+        s.expect("mem_alloc", "INDEX", d, 256, 0, out, why=f"device {d} does not exist (devices 0..{n - 1} do)")
+    for d in (-2, -2**31):
+        s.expect("mem_alloc", ("INDEX", "INVALID_ARGUMENT"), d, 256, 0, out, why=f"device {d}")
+    if s.provides("device"):
+        props = ffi.new("struct eagle_backend_device_props*")
+        props.struct_size = ffi.sizeof(props[0])
+        s.ok("device_props", n - 1, props)
+        props.struct_size = ffi.sizeof(props[0])
+        s.expect("device_props", "INDEX", n, props, why=f"mem_alloc says device {n} does not exist")
+    if s.provides("stream"):
+        desc = ffi.new("struct eagle_backend_stream_desc*")
+        desc.struct_size, desc.device = ffi.sizeof(desc[0]), n
+        h = ffi.new("eagle_backend_stream*")
+        st = int(s.raw("stream_create", desc, h))
+        if st == 0:
+            s.raw("stream_release", h[0])
+        if st != STATUS["INDEX"]:
+            raise CheckFailure(f"stream_create on device {n}, which mem_alloc says does not exist, returned "
+                               f"{status_name(st)}; INDEX for a device that does not exist")
+    s.ok("mem_alloc", -1, 1, 0, out)
+    s.raw("mem_free", out[0])
+    for nbytes in _HUGE:
+        out[0] = 0
+        st = int(s.raw("mem_alloc", -1, nbytes, 0, out))
+        if st == 0:
+            s.raw("mem_free", out[0])
+        if st != STATUS["UNAVAILABLE"]:
+            raise CheckFailure(f"mem_alloc of {nbytes} bytes returned {status_name(st)}; memory that cannot be "
+                               "had is UNAVAILABLE")
+        if not s.last_error().strip():
+            raise CheckFailure(f"mem_alloc of {nbytes} bytes returned UNAVAILABLE with an empty last_error")
+    return f"devices 0..{n - 1}; {n} and beyond INDEX; 1 byte OK; huge sizes UNAVAILABLE"
+
+
+@bcheck("module_from_source.log_null_when_silent", needs=("module_release",))
+def log_null_when_silent(s):
+    """*log is NULL when the compiler said nothing, never an empty string: a clean source's log is
+    NULL or holds a message; so is a broken source's (then never NULL: it has the errors)."""
+    s.need_device()
+    for source, what in ((_SOURCE, "a clean source"), (_BROKEN, "a broken source")):
+        d, keep = _desc()
+        out = ffi.new("eagle_backend_module*")
+        logp = ffi.new("char**")
+        st = s.raw("module_from_source", d, source, len(source), out, logp)
+        raw_log = None if logp[0] == ffi.NULL else ffi.string(logp[0])
+        if logp[0] != ffi.NULL:
+            s.raw("free", logp[0])
+        if st == STATUS["UNAVAILABLE"]:
+            raise Skip(f"module_from_source is unavailable here: {s.last_error()}")
+        if st == 0:
+            s.raw("module_release", out[0])
+        if raw_log is not None and not raw_log.strip():
+            raise CheckFailure(f"module_from_source of {what} wrote a log of {len(raw_log)} blank bytes; "
+                               "*log is NULL when the compiler said nothing")
+        if source is _BROKEN and raw_log is None:
+            raise CheckFailure("module_from_source of a broken source returned a NULL log; it is written on "
+                               "COMPILE_FAILED")
+    return "NULL or a message"
+
+
+# A fake compiler (since minor 8's cancel): it records its pid and its child's, then waits on the
+# child, a long sleep, as a compiler waits on cc1. Run by a kind whose compiler is a process of its
+# own; an in-process compiler never runs it.
+_FAKE_CC = """#!/bin/sh
+sleep 30 &
+echo "$$ $!" > "{pids}"
+wait
+exit 1
+"""
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@bcheck("module_from_source.cancel", needs=("module_release",))
+def compile_cancel(s):
+    """Since minor 8: with desc->cancel set nonzero while module_from_source runs, a kind whose
+    compiler is a process of its own (here a fake compiler that starts a child and waits), set
+    0.6 s into the compile, returns ERROR with "cancelled" in the message within 0.5 s (it polls
+    at least every 20 ms; the rest is slack for a loaded machine), and the
+    compiler and its children are gone. A cancel word of 0 changes nothing."""
+    import signal
+    import tempfile
+    import threading
+    s.need_device()
+    if not os.path.isdir("/proc/self"):
+        raise Skip("needs /proc to see the compiler's processes")
+    with tempfile.TemporaryDirectory(prefix="eagle-check-cc-") as tmp:
+        pids_path = os.path.join(tmp, "pids")
+        cc = os.path.join(tmp, "cc")
+        with open(cc, "w") as f:
+            f.write(_FAKE_CC.format(pids=pids_path))
+        os.chmod(cc, 0o755)
+        d, keep = _desc()
+        keep.append(ffi.new("char[]", cc.encode()))
+        d.compiler = keep[-1]
+        word = ffi.new("uint32_t*", 0)
+        d.cancel = int(ffi.cast("uintptr_t", word))
+        out = ffi.new("eagle_backend_module*")
+        logp = ffi.new("char**")
+        box = {}
+
+        def compile_():
+            box["st"] = int(s.lib.eagle_backend_module_from_source(d, _SOURCE, len(_SOURCE), out, logp))
+            box["msg"] = ffi.string(s.lib.eagle_backend_last_error()).decode("utf-8", "replace")
+            box["t"] = time.monotonic()
+        th = threading.Thread(target=compile_, daemon=True)
+        th.start()
+        end = time.monotonic() + 10
+        pids = None
+        while time.monotonic() < end and th.is_alive():
+            try:
+                with open(pids_path) as f:
+                    parts = f.read().split()
+                if len(parts) == 2:
+                    pids = [int(p) for p in parts]
+                    break
+            except OSError:
+                pass
+            time.sleep(0.01)
+        try:
+            if pids is None:
+                th.join(60)
+                if logp[0] != ffi.NULL:
+                    s.raw("free", logp[0])
+                if box.get("st") == 0:
+                    s.raw("module_release", out[0])
+                raise Skip("the kind's compiler is not a process of its own (the fake compiler named by "
+                           "desc->compiler never ran): it may finish first, nothing to cancel")
+            time.sleep(0.6)   # the compile has run a while (a poll that backs off has slowed); cancel it
+            t_cancel = time.monotonic()
+            word[0] = 1
+            th.join(10)
+            if th.is_alive():
+                raise CheckFailure("module_from_source did not return within 10 s of the cancel word being set "
+                                   "(it polls it at least every 20 ms)")
+            if logp[0] != ffi.NULL:
+                s.raw("free", logp[0])
+            took = box["t"] - t_cancel
+            if box["st"] == 0:
+                s.raw("module_release", out[0])
+            if box["st"] != STATUS["ERROR"]:
+                raise CheckFailure(f"a cancelled compile returned {status_name(box['st'])} ({box['msg']!r}); "
+                                   "expected ERROR with \"cancelled\" in the message")
+            if "cancelled" not in box["msg"]:
+                raise CheckFailure(f"a cancelled compile's message does not say \"cancelled\": {box['msg']!r}")
+            if took > 0.5:
+                raise CheckFailure(f"a cancelled compile returned {took:.2f} s after the cancel word was set; it "
+                                   "is polled at least every 20 ms")
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline and any(_alive(p) for p in pids):
+                time.sleep(0.02)
+            left = [p for p in pids if _alive(p)]
+            if left:
+                names = {pids[0]: "the compiler", pids[1]: "the compiler's child"}
+                raise CheckFailure("after a cancelled compile " + " and ".join(f"{names[p]} (pid {p})" for p in left)
+                                   + " still ran 2 s later; the compiler and its children are killed")
+        finally:
+            for p in pids or ():
+                if _alive(p):
+                    try:
+                        os.kill(p, signal.SIGKILL)
+                    except OSError:
+                        pass
+    return f"ERROR {box['msg'][:60]!r} {took * 1e3:.0f} ms after the cancel; the compiler and its child gone"
+
+
+# CONTRACT keeps IEEE division, square root and denormals. Each lane computes, in double and
+# float: x / d with d read at run time (three divisions by one d: a compiler allowed reciprocals
+# makes them x * (1/d)), x / 10 (a constant: x * 0.1 when reciprocals are allowed), sqrt(x), and
+# tiny * 0.5 (a subnormal: 0 when denormals are flushed).
+_DIVSQRT = b"""#include <eagle/kernel.h>
+EAGLE_KERNEL(eagle_check_divsqrt, (const double*, in), (double*, out), (const float*, inf), (float*, outf))
+{
+    (void)n;
+    const double d = in[3];
+    out[8 * i + 0] = in[0] / d;
+    out[8 * i + 1] = in[1] / d;
+    out[8 * i + 2] = in[2] / d;
+    out[8 * i + 3] = in[0] / 10.0;
+    out[8 * i + 4] = sqrt(in[4]);
+    out[8 * i + 5] = in[5] * 0.5;
+    const float df = inf[3];
+    outf[8 * i + 0] = inf[0] / df;
+    outf[8 * i + 1] = inf[1] / df;
+    outf[8 * i + 2] = inf[2] / df;
+    outf[8 * i + 3] = inf[0] / 10.0f;
+    outf[8 * i + 4] = sqrtf(inf[4]);
+    outf[8 * i + 5] = inf[5] * 0.5f;
+}
+"""
+
+
+def _reciprocal_differs(dtype):
+    """Three x with x / 3 != x * (1 / 3) in `dtype`, and one with x / 10 != x * 0.1."""
+    one = dtype(1)
+    r3, r10 = one / dtype(3), one / dtype(10)
+    xs = [dtype(k) for k in range(1, 400) if dtype(k) / dtype(3) != dtype(k) * r3][:3]
+    x10 = next(dtype(k) for k in range(1, 400) if dtype(k) / dtype(10) != dtype(k) * r10)
+    return xs, x10
+
+
+def _divsqrt_inputs(dtype):
+    xs, x10 = _reciprocal_differs(dtype)
+    # x10 leads (it is divided by 3 and by 10); a square root that is not correctly rounded for
+    # 2 is caught by comparing bits; tiny is the least normal number
+    return np.array([x10, xs[1], xs[2], 3, 2, np.finfo(dtype).tiny, 0, 0], dtype)
+
+
+@bcheck("module_from_source.contract_keeps_ieee",
+        needs=("stream", "exec", "module_function", "module_release", "mem_alloc", "mem_free", "memcpy"))
+def contract_keeps_ieee(s):
+    """Since minor 8: a module compiled with CONTRACT keeps IEEE division (x / d and x / 10 are the
+    correctly rounded quotients, not x times a reciprocal), square root and denormals, in double and
+    float: the bits numpy gives."""
+    minor = int(s.raw("version")) & 0xFFFF
+    if minor < 8:
+        raise Skip(f"the backend is minor {minor}; CONTRACT is since minor 8 (it refuses the flag as unknown)")
+    s.need_device()
+    st, mod, log, msg = _compile_as(s, _DIVSQRT, flags=_CONTRACT)
+    if st:
+        raise CheckFailure(f"module_from_source of a correct source with CONTRACT failed with status {st}: "
+                           f"{msg!r}\n{log}")
+    lanes = 2
+    ind, inf = _divsqrt_inputs(np.float64), _divsqrt_inputs(np.float32)
+    with np.errstate(all="ignore"):
+        want_d = np.array([ind[0] / ind[3], ind[1] / ind[3], ind[2] / ind[3], ind[0] / 10.0, np.sqrt(ind[4]),
+                           ind[5] * 0.5], np.float64)
+        want_f = np.array([inf[0] / inf[3], inf[1] / inf[3], inf[2] / inf[3], inf[0] / np.float32(10),
+                           np.sqrt(inf[4]), inf[5] * np.float32(0.5)], np.float32)
+    try:
+        fn = ffi.new("uint64_t*")
+        s.ok("module_function", mod, b"eagle_check_divsqrt", fn)
+        with _Memory(s) as mem:
+            din, dout = mem.alloc(ind.nbytes), mem.alloc(8 * 8 * lanes)
+            fin, fout = mem.alloc(inf.nbytes), mem.alloc(4 * 8 * lanes)
+            h, raw = _stream(s)
+            back_d, back_f = np.zeros(8 * lanes, np.float64), np.zeros(8 * lanes, np.float32)
+            try:
+                s.ok("memcpy", din, ind.ctypes.data, ind.nbytes, 1, raw)
+                s.ok("memcpy", fin, inf.ctypes.data, inf.nbytes, 1, raw)
+                _launch(s, fn[0], raw, [din, dout, fin, fout], lanes)
+                s.ok("memcpy", back_d.ctypes.data, dout, back_d.nbytes, 2, raw)
+                s.ok("memcpy", back_f.ctypes.data, fout, back_f.nbytes, 2, raw)
+                s.ok("stream_synchronize", h)
+            finally:
+                s.raw("stream_release", h)
+    finally:
+        s.raw("module_release", mod)
+    names = ("x/d", "x/d", "x/d", "x/10", "sqrt", "tiny*0.5 (subnormal)")
+    bad = []
+    for lane in range(lanes):
+        for k in range(6):
+            for typ, got, want in (("double", back_d[8 * lane + k], want_d[k]), ("float", back_f[8 * lane + k],
+                                                                                  want_f[k])):
+                if got.tobytes() != want.tobytes():
+                    bad.append(f"{typ} {names[k]}: {got!r}, IEEE gives {want!r}")
+    if bad:
+        raise CheckFailure("a module compiled with CONTRACT does not keep IEEE division, square root and "
+                           "denormals: " + "; ".join(dict.fromkeys(bad)))
+    return "division, square root and subnormals as IEEE gives them, double and float"
+
+
+# a * b + c with a = 1 + 2^-30, b = 1 - 2^-30, c = -1: 0 unfused (a*b rounds to 1), -2^-60 fused.
+_FMA = b"""#include <eagle/kernel.h>
+EAGLE_KERNEL(eagle_check_fma, (const double*, in), (double*, out))
+{
+    (void)n;
+    out[i] = in[0] * in[1] + in[2];
+}
+"""
+
+
+def _host_has_fma():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " fma" in line for line in f)
+    except OSError:
+        return False
+
+
+@bcheck("module_from_source.contract_contracts",
+        needs=("stream", "exec", "module_function", "module_release", "mem_alloc", "mem_free", "memcpy"))
+def contract_contracts(s):
+    """Since minor 8, on the cpu kind (the header spells its compiler's flags: -ffp-contract=fast
+    where the host CPU has FMA instructions): a module compiled with CONTRACT fuses a * b + c, so it
+    gives the fused result where the unfused one differs. Other kinds contract as their compilers do
+    by default, which the checker cannot know: skipped there."""
+    minor = int(s.raw("version")) & 0xFFFF
+    if minor < 8:
+        raise Skip(f"the backend is minor {minor}; CONTRACT is since minor 8")
+    s.need_device()
+    if s.kind != "cpu":
+        raise Skip(f"the {s.kind} kind contracts as its compiler does by default; the header names the flags "
+                   "for the cpu kind only")
+    if not _host_has_fma():
+        raise Skip("this host CPU has no FMA instructions (/proc/cpuinfo): nothing to contract into")
+    st, mod, log, msg = _compile_as(s, _FMA, flags=_CONTRACT)
+    if st:
+        raise CheckFailure(f"module_from_source with CONTRACT failed with status {st}: {msg!r}\n{log}")
+    inputs = np.array([1 + 2.0**-30, 1 - 2.0**-30, -1.0])
+    back = np.zeros(2, np.float64)
+    try:
+        fn = ffi.new("uint64_t*")
+        s.ok("module_function", mod, b"eagle_check_fma", fn)
+        with _Memory(s) as mem:
+            din, dout = mem.alloc(inputs.nbytes), mem.alloc(back.nbytes)
+            h, raw = _stream(s)
+            try:
+                s.ok("memcpy", din, inputs.ctypes.data, inputs.nbytes, 1, raw)
+                _launch(s, fn[0], raw, [din, dout], 2)
+                s.ok("memcpy", back.ctypes.data, dout, back.nbytes, 2, raw)
+                s.ok("stream_synchronize", h)
+            finally:
+                s.raw("stream_release", h)
+    finally:
+        s.raw("module_release", mod)
+    fused = -(2.0**-60)
+    if not np.all(back == fused):
+        raise CheckFailure(f"a * b + c compiled with CONTRACT on a host with FMA gave {back[0]!r} (unfused: 0.0, "
+                           f"fused: {fused!r}); CONTRACT contracts multiply-adds (cpu: -ffp-contract=fast)")
+    return "a * b + c fused"
+
+
+@bcheck("module_from_source.compiler_missing", needs=("module_release",))
+def compiler_missing(s):
+    """With no compiler to be found (desc->compiler unset, $CC unset, $PATH an empty folder),
+    module_from_source returns UNAVAILABLE with a message (naming what to install), never another
+    failure; a kind whose compiler is in-process (found without $PATH) still compiles (OK)."""
+    import tempfile
+    s.need_device()
+    saved = {k: os.environ.get(k) for k in ("PATH", "CC")}
+    with tempfile.TemporaryDirectory(prefix="eagle-check-nocc-") as empty:
+        try:
+            os.environ["PATH"] = empty
+            os.environ.pop("CC", None)
+            d, keep = _desc()
+            d.compiler = ffi.NULL
+            out = ffi.new("eagle_backend_module*")
+            logp = ffi.new("char**")
+            st = int(s.raw("module_from_source", d, _SOURCE, len(_SOURCE), out, logp))
+            msg = s.last_error() if st else ""
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    if logp[0] != ffi.NULL:
+        s.raw("free", logp[0])
+    if st == 0:
+        s.raw("module_release", out[0])
+        return "compiled without $PATH (the kind's compiler is in-process or found without it)"
+    if st != STATUS["UNAVAILABLE"]:
+        raise CheckFailure(f"module_from_source with no compiler to be found returned {status_name(st)} ({msg!r}); "
+                           "UNAVAILABLE when the kind's compiler cannot be found or loaded")
+    if not msg.strip():
+        raise CheckFailure("module_from_source returned UNAVAILABLE with an empty last_error")
+    return f"UNAVAILABLE ({msg[:80]!r})"

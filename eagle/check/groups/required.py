@@ -318,3 +318,49 @@ def required_handshake(s):
     s.last_error()
     return (f"eagle-backend/{v >> 16}.{v & 0xFFFF}, {ffi.string(info.backend_kind).decode()}, "
             f"caps {int(caps[0]):#x}, " + ("device usable" if usable else f"no device: {why}"))
+
+
+@check("required.abi_version_is_version", kind="static")
+def abi_version_is_version(s):
+    """build_info.abi_version is the EAGLE_BACKEND_VERSION the backend was built against: the value
+    version() returns, minor included."""
+    p = ffi.new("struct eagle_backend_build_info*")
+    p.struct_size = ffi.sizeof(p[0])
+    s.ok("build_info", p)
+    ver = int(s.raw("version"))
+    if int(p.abi_version) != ver:
+        raise CheckFailure(f"build_info.abi_version = {int(p.abi_version) >> 16}.{int(p.abi_version) & 0xFFFF}, "
+                           f"version() = {ver >> 16}.{ver & 0xFFFF}; both are the EAGLE_BACKEND_VERSION the "
+                           "backend was built against")
+    return f"abi_version = version() = {ver >> 16}.{ver & 0xFFFF}"
+
+
+@check("required.last_error_never_null", kind="static")
+def last_error_never_null(s):
+    """last_error is never NULL: on a thread that has made no seam call yet, after an OK call and
+    after a failed one (then not empty)."""
+    seen = {}
+
+    def on_thread():
+        fn = s.lib.eagle_backend_last_error
+        seen["fresh"] = fn() != ffi.NULL
+        p = ffi.new("struct eagle_backend_build_info*")
+        p.struct_size = ffi.sizeof(p[0])
+        seen["ok_status"] = int(s.lib.eagle_backend_build_info(p))
+        seen["after_ok"] = fn() != ffi.NULL
+        seen["fail_status"] = int(s.lib.eagle_backend_build_info(ffi.NULL))
+        q = fn()
+        seen["after_fail"] = q != ffi.NULL and bool(ffi.string(q).strip())
+
+    t = threading.Thread(target=on_thread)
+    t.start()
+    t.join(30)
+    if t.is_alive():
+        raise CheckFailure("last_error / build_info did not return within 30 s on a new thread")
+    if not seen.get("fresh"):
+        raise CheckFailure("last_error returned NULL on a thread that had made no seam call (never NULL: \"\")")
+    if seen["ok_status"] == 0 and not seen["after_ok"]:
+        raise CheckFailure("last_error returned NULL after an OK build_info (never NULL)")
+    if seen["fail_status"] != 0 and not seen["after_fail"]:
+        raise CheckFailure("last_error returned NULL or \"\" after build_info(NULL) failed")
+    return "a string on a fresh thread, after OK and after a failure"

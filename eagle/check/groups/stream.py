@@ -16,9 +16,10 @@ import numpy as np
 from ..._seam_ffi import ffi
 from .._registry import CheckFailure, Skip
 from .._seam import STATUS, status_name
-from ._helpers import (HostWork, OPS, Objects, SLOW_US, UNKNOWN_FLAG, answers_at_once, bcheck, chain,
-                       chain_numpy, enqueue_work, expect_equal, garbage_desc, measured_release,
-                       poll_until_done, query_done, refused, release_null_check, unknown_flags_check)
+from ._helpers import (NOOP, Capture, HostWork, OPS, Objects, PROMPT_S, SLOW_US, UNKNOWN_FLAG, answers_at_once,
+                       bcheck, chain, chain_numpy, enqueue_work, expect_equal, failed_work_queried,
+                       garbage_desc, measured_release, poll_until_done, query_done, refused,
+                       release_null_check, unknown_flags_check)
 
 
 release_null_check("stream", "stream_release")
@@ -386,3 +387,103 @@ def stream_query_without_waiting(s):
         s.expect("stream_query", "INVALID_ARGUMENT", h, ffi.NULL, why="done is NULL")
         s.ok("stream_synchronize", h)  # a query that said done leaves the stream as a synchronize does
     return f"with {how}: {'done' if early else 'not done'} at once, done after {polls} queries"
+
+
+@bcheck("stream_query.failed_work", needs=("stream", "reorder_device"))
+def stream_query_failed_work(s):
+    """Work that fails when it runs: stream_query, polled, writes done = 1 and returns ERROR with a
+    message, as stream_synchronize would, and reports it once (the next query and a synchronize
+    are OK)."""
+    s.device()
+    with Objects(s) as o:
+        h, raw = o.stream()
+        ran_clamped = s.kernels.enqueue_failing(raw)
+        return failed_work_queried(s, "stream_query", h, "stream_synchronize", ran_clamped)
+
+
+@bcheck("stream_query.while_capturing", needs=("stream", "capturer", "captured"))
+def stream_query_while_capturing(s):
+    """stream_query on a stream being captured is INVALID_ARGUMENT (with a message), whether or not
+    work was recorded; the capture may be broken by it (capturer_end is then INVALID_ARGUMENT and
+    returns nothing), never left half-open: after the end the stream answers done = 1."""
+    s.need_device()
+    keep, notes = [], []
+    with Objects(s) as o:
+        h, raw = o.stream()
+        for record in (False, True):
+            cap = Capture(s, raw).begin()
+            try:
+                if record and enqueue_work(s, raw, keep) is None:
+                    continue
+                done = ffi.new("int32_t*", 7)
+                st = int(s.raw("stream_query", h, done))
+                if st != STATUS["INVALID_ARGUMENT"]:
+                    raise CheckFailure(f"stream_query on a stream being captured ({'with' if record else 'without'} "
+                                       f"recorded work) returned {status_name(st)}, done = {done[0]}; expected "
+                                       "INVALID_ARGUMENT")
+                if not s.last_error().strip():
+                    raise CheckFailure("stream_query returned INVALID_ARGUMENT with an empty last_error")
+                out = ffi.new("eagle_backend_captured*")
+                st = int(s.raw("capturer_end", cap.h[0], out))
+                if st == 0:
+                    s.raw("captured_release", out[0])
+                    notes.append("kept")
+                elif st == STATUS["INVALID_ARGUMENT"]:
+                    if out[0] != ffi.NULL:
+                        raise CheckFailure("capturer_end of a capture broken by stream_query returned "
+                                           "INVALID_ARGUMENT and a handle; then nothing is returned")
+                    notes.append("broken")
+                else:
+                    raise CheckFailure(f"capturer_end after stream_query refused during the capture returned "
+                                       f"{status_name(st)}")
+            finally:
+                cap.release()
+            d, _ = query_done(s, "stream_query", h)
+            if not d:
+                s.sync(h)
+        s.sync(h)
+    return "INVALID_ARGUMENT while capturing; the capture was " + ", ".join(notes)
+
+
+# advice: the header lets a kind whose runtime allows no calls from host functions (CUDA's, HIP's)
+# leave it to the caller not to call it there; on such a kind this may fail, hang or be refused.
+@bcheck("stream_query.inside_host_func", needs=("stream", "host_func"), advice=True)
+def stream_query_inside_host_func(s):
+    """Since minor 9: a host function may query another stream; it gets the answer (OK, done as
+    it is) at once, never waiting for that stream's work (or, where the kind allows no calls from
+    host functions, a refusal with a message)."""
+    s.need_device()
+    seen = {}
+    with Objects(s) as o:
+        ha, rawa = o.stream()
+        hb, rawb = o.stream()
+        w = HostWork(s)
+        w.slow_set(rawb, 9)   # stream b is busy for SLOW_US
+
+        def fn(_):
+            done = ffi.new("int32_t*", 7)
+            t0 = time.monotonic()
+            st = int(s.lib.eagle_backend_stream_query(hb, done))
+            seen["took"] = time.monotonic() - t0
+            seen["st"], seen["done"] = st, int(done[0])
+            seen["msg"] = "" if st == 0 else ffi.string(s.lib.eagle_backend_last_error()).decode("utf-8", "replace")
+            seen["finished"] = int(w.cell[0]) == 9
+
+        cb = ffi.callback("eagle_backend_host_fn", fn)
+        s.ok("host_func", rawa, cb, ffi.NULL)
+        s.sync(ha)
+        s.sync(hb)
+    if "st" not in seen:
+        raise CheckFailure("the host function did not run before stream_synchronize returned")
+    if seen["took"] > PROMPT_S:
+        raise CheckFailure(f"stream_query from inside a host function took {seen['took'] * 1e3:.0f} ms while "
+                           "the other stream was busy: it must not wait")
+    if seen["st"] == 0:
+        if seen["done"] not in (0, 1) or (seen["done"] == 1 and not seen["finished"]):
+            raise CheckFailure(f"stream_query from inside a host function said done = {seen['done']} "
+                               "while the other stream's work had not finished")
+        return f"answered: done = {seen['done']}"
+    if not seen["msg"].strip():
+        raise CheckFailure(f"stream_query from inside a host function returned {status_name(seen['st'])} "
+                           "with an empty last_error")
+    return f"refused: {status_name(seen['st'])} ({seen['msg'][:80]!r})"
