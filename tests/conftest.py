@@ -35,9 +35,9 @@ def cpu_backend_path():
 
 @pytest.fixture(scope="module")
 def model():
-    """The seam model of eagle_backend.h (build_tools.model), loaded once per test module."""
-    from build_tools import model as seam_model
-    return seam_model.load(os.path.join(ROOT, "eagle_backend.h"))
+    """The seam model of eagle_backend.h (build_tools.parse.load), loaded once per test module."""
+    from build_tools import parse as seam_parse
+    return seam_parse.load(os.path.join(ROOT, "eagle_backend.h"))
 
 
 @pytest.fixture
