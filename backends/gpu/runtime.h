@@ -78,6 +78,8 @@ using gpuKernelNodeParams = hipKernelNodeParams;
 #define gpuGraphGetNodes hipGraphGetNodes
 #define gpuGraphNodeGetType hipGraphNodeGetType
 #define gpuGraphAddChildGraphNode hipGraphAddChildGraphNode
+#define gpuGraphAddEmptyNode hipGraphAddEmptyNode
+#define gpuGraphGetEdges(g, from, to, n) hipGraphGetEdges((g), (from), (to), (n))
 #define gpuGraphChildGraphNodeGetGraph hipGraphChildGraphNodeGetGraph
 #define gpuGraphKernelNodeGetParams hipGraphKernelNodeGetParams
 #define gpuGraphInstantiate(exec, graph) hipGraphInstantiate((exec), (graph), nullptr, nullptr, 0)
@@ -162,6 +164,12 @@ using gpuKernelNodeParams = cudaKernelNodeParams;
 #define gpuGraphGetNodes cudaGraphGetNodes
 #define gpuGraphNodeGetType cudaGraphNodeGetType
 #define gpuGraphAddChildGraphNode cudaGraphAddChildGraphNode
+#define gpuGraphAddEmptyNode cudaGraphAddEmptyNode
+#if CUDART_VERSION >= 13000  // CUDA 13 added the edge-data argument to the plain name
+#define gpuGraphGetEdges(g, from, to, n) cudaGraphGetEdges((g), (from), (to), nullptr, (n))
+#else
+#define gpuGraphGetEdges(g, from, to, n) cudaGraphGetEdges((g), (from), (to), (n))
+#endif
 #define gpuGraphChildGraphNodeGetGraph cudaGraphChildGraphNodeGetGraph
 #define gpuGraphKernelNodeGetParams cudaGraphKernelNodeGetParams
 #define gpuGraphInstantiate(exec, graph) cudaGraphInstantiate((exec), (graph), 0)
