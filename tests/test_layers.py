@@ -131,8 +131,10 @@ def test_imports_point_downwards_only():
 
 #: What eagle/_inflight/ may import from outside itself: the seam binding it stands on, and the
 #: reader of a stream argument's raw value (to hold what an interrupted call was given).
+# eagle._recording: which Graph.build step records on this thread (a thread-local, no work); own_stream
+# asks it before handing out eagle's stream, the one place calls given no stream are refused.
 _INFLIGHT_STANDS_ON = {"eagle", "eagle._hotcall", "eagle._seam_ffi", "eagle._status", "eagle.errors",
-                       "eagle._stream_arg"}
+                       "eagle._stream_arg", "eagle._recording"}
 
 
 def test_work_in_flight_has_one_home_on_the_ground_floor():
