@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #if defined(EAGLE_GPU_HIP)
 #ifndef __HIP_PLATFORM_AMD__
@@ -165,8 +166,14 @@ using gpuKernelNodeParams = cudaKernelNodeParams;
 #define gpuGraphNodeGetType cudaGraphNodeGetType
 #define gpuGraphAddChildGraphNode cudaGraphAddChildGraphNode
 #define gpuGraphAddEmptyNode cudaGraphAddEmptyNode
-#if CUDART_VERSION >= 13000  // CUDA 13 added the edge-data argument to the plain name
-#define gpuGraphGetEdges(g, from, to, n) cudaGraphGetEdges((g), (from), (to), nullptr, (n))
+#if CUDART_VERSION >= 13000
+// CUDA 13 added the edge-data argument to the plain name; a list query passes a buffer for it (a
+// NULL one is refused as lossy when an edge carries data), a count query needs none.
+inline cudaError_t gpuGraphGetEdges(cudaGraph_t g, cudaGraphNode_t* from, cudaGraphNode_t* to, size_t* n) {
+    if (!from) return cudaGraphGetEdges(g, nullptr, nullptr, nullptr, n);
+    std::vector<cudaGraphEdgeData> data(*n);
+    return cudaGraphGetEdges(g, from, to, data.data(), n);
+}
 #else
 #define gpuGraphGetEdges(g, from, to, n) cudaGraphGetEdges((g), (from), (to), (n))
 #endif
