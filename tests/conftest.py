@@ -10,6 +10,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/stubs
 
 PIN = os.path.join(ROOT, "tests", "expected_backend_symbols.txt")
 
+# Variables a process started by mpiexec/srun has (MPICH's hydra, Open MPI, PMIx).
+_MPI_ENV = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
+
+
+def pytest_xdist_auto_num_workers(config):
+    """The worker count of ``-n auto`` (pyproject's addopts): pytest-xdist's own choice (the CPU
+    count, or $PYTEST_XDIST_AUTO_NUM_WORKERS), except none, in this process, when it is an MPI
+    rank (each rank of ``mpiexec -n K python -m pytest`` must run the tests itself, as a rank of
+    the job: tests/test_distributed_mpi.py) or runs under a preloaded sanitizer runtime
+    (.ci/sanitize.sh: one process keeps the sanitizer reports and memory in bounds)."""
+    if any(k in os.environ for k in _MPI_ENV) or "san.so" in os.environ.get("LD_PRELOAD", ""):
+        return 0
+    return None
+
 
 def pinned_symbols():
     """The seam symbols of the pin tests/expected_backend_symbols.txt, in file order."""
