@@ -33,7 +33,7 @@ ASAN_OPTIONS="detect_leaks=0:log_path=$LOGS/asan" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$LOGS/ubsan" \
 EAGLE_BACKEND_CPU="$BUILD/cpu/libeagle_cpu.so" \
 PYTHONPATH="$ROOT:$SITE${PYTHONPATH:+:$PYTHONPATH}" \
-  "$PY" -m pytest -q -p no:cacheprovider -n 0 "$@" || status=$?  # one process: -n 0 (pyproject asks for xdist)
+  "$PY" -m pytest -q -p no:cacheprovider "$@" || status=$?
 
 if compgen -G "$LOGS/*" >/dev/null; then
   echo "sanitizer reports:"

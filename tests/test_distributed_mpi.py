@@ -1,4 +1,4 @@
-"""eagle.distributed under MPI: run these with ``mpiexec -n K python -m pytest -q -p no:cacheprovider -n 0
+"""eagle.distributed under MPI: run these with ``mpiexec -n K python -m pytest -q -p no:cacheprovider
 tests/test_distributed_mpi.py`` (CI runs K = 2 and 3, cpu backend). Under plain pytest they run
 as one rank.
 
