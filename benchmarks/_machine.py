@@ -33,8 +33,8 @@ def header(*env, **env_unset):
 
 def cffi_fallback():
     """Bound calls made inside take eagle's cffi fallback, as a build without eagle's compiled
-    hot path does (eagle.extend.cffi_fallback)."""
-    from eagle.extend import cffi_fallback as fallback
+    hot path does (eagle.benchknobs.cffi_fallback)."""
+    from eagle.benchknobs import cffi_fallback as fallback
     return fallback()
 
 

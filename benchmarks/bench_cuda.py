@@ -59,7 +59,8 @@ def main():
 
     import cupy as cp
     import eagle
-    from eagle.extend import address_of, ffi, hot_path_compiled, launch_releasing_gil, python_host_calls_pending
+    from eagle.benchknobs import ffi, hot_path_compiled, launch_releasing_gil, python_host_calls_pending
+    from eagle.extend import address_of
     try:
         import torch
     except ImportError:  # torch is a peer, not a requirement

@@ -41,8 +41,7 @@ import time
 import numpy as np
 
 import eagle
-from eagle.api import own_stream
-from eagle.extend import ffi, CONSTANTS
+from eagle.benchknobs import CONSTANTS, ffi, own_stream
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _machine import header, interleave_pairs  # noqa: E402

@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 import eagle
-from eagle.extend import ffi, hot_path_compiled
+from eagle.benchknobs import ffi, hot_path_compiled
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _machine import header, interleave_pairs  # noqa: E402

@@ -12,7 +12,7 @@ import statistics
 import timeit
 
 import eagle
-from eagle.extend import ffi, hot_path_compiled
+from eagle.benchknobs import ffi, hot_path_compiled
 
 from _machine import cffi_fallback, header
 

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 import eagle
-from eagle import extend
+from eagle import benchknobs
 
 SRC = r"""
 #include <eagle/kernel.h>
@@ -32,7 +32,7 @@ EAGLE_KERNEL(busy, (double*, x), (int64_t, steps)) {
 def blocking(owner, name):
     """The wait as it was: the same bound call with no completion query (it blocks in C)."""
     assert name in ("stream_synchronize", "launcher_synchronize"), name
-    return extend.blocking_synchronize(owner)
+    return benchknobs.blocking_synchronize(owner)
 
 
 def per_call(fn, calls):
@@ -73,7 +73,7 @@ def main():
     g = eagle.Graph.build([lambda st: st.run(mod.add1, [x], 64)], planes=[x], stream=s)
     launcher = g._launcher
     old_l = blocking(launcher, "launcher_synchronize")
-    assert extend.hot_path_compiled(s.synchronize), "built without eagle._hotcall: nothing to compare"
+    assert benchknobs.hot_path_compiled(s.synchronize), "built without eagle._hotcall: nothing to compare"
 
     def run_then(wait):
         def f():

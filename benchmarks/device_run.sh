@@ -13,6 +13,9 @@ OUT=${OUT:-/tmp/eagle-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# The GPU test stages run in one process, as they were measured: with pytest-xdist installed the
+# tests would otherwise spread over a worker per CPU (tests/conftest.py), 16 of them on one GPU.
+export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }-p no:xdist"
 rc=0
 
 # MPI for the distributed stage: the MPICH wheel carried in .whl/ when there is one (unpacked by

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from . import cdef, layout, meta, pins, version_script
 from .errors import SeamError
-from .model import Model, load
+from .model import Model
+from .parse import load
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_HEADER = ROOT / "eagle_backend.h"

@@ -7,7 +7,6 @@ its own cdef compares equal to the model of the header.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Union
 
 GROUP_REQUIRED = "required"
@@ -180,10 +179,3 @@ class Model:
                 return t
         raise KeyError(name)
 
-
-def load(path: str | Path) -> Model:
-    """Parse the header at `path` into a Model; raises SeamError on anything not understood."""
-    from .parse import parse_text
-
-    path = Path(path)
-    return parse_text(path.read_text(encoding="utf-8"), str(path))

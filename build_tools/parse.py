@@ -7,6 +7,7 @@ generator with `file:line: reason`. Nothing is skipped.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from pycparser import c_ast, c_parser
 
@@ -31,6 +32,12 @@ _C_WORDS = frozenset(
     " unsigned void volatile while _Bool _Complex".split()
 )
 _TYPE_POSITION = re.compile(r"(?<![\w.])(struct\s+)?([A-Za-z_]\w*)(?=\s*(?:\*\s*|\s)(?:const\b\s*)?\**\s*[A-Za-z_(])")
+
+
+def load(path: str | Path) -> Model:
+    """Parse the header at `path` into a Model; raises SeamError on anything not understood."""
+    path = Path(path)
+    return parse_text(path.read_text(encoding="utf-8"), str(path))
 
 
 def parse_text(text: str, path: str) -> Model:

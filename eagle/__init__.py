@@ -82,15 +82,22 @@ __all__ = ["BackendLoadError", "BackendUnavailable", "CompileError", "CompileTim
            "HandleError", "InteropError", "RanOutWarning", "Unsupported", *_LAZY]
 
 
+#: Subpackages imported on first attribute access (``import eagle; eagle.ode.solve_ivp(...)``), as
+#: numpy and scipy do. None of them imports mpi4py at import time: eagle.distributed loads it on first use.
+_SUBMODULES = ("ode", "distributed", "check")
+
+
 def __getattr__(name):
+    import importlib
+    if name in _SUBMODULES:
+        return importlib.import_module("." + name, __name__)  # the import binds it in this namespace
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module 'eagle' has no attribute '{name}'")
-    import importlib
     value = getattr(importlib.import_module(mod, __name__), name)
     globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))

@@ -3,7 +3,7 @@
 This module sits above the seam objects (it imports them; they never import it) and below the
 program layer. :func:`backend` opens a backend by kind, ``'gpu'`` or path; which backend a call
 on arrays uses is decided by :func:`eagle._resolve.resolve`, never by a default kind."""
-from . import _recording, _loader
+from . import _loader
 from ._inflight import submit
 from . import array as _array
 from . import capture as _capture
@@ -71,8 +71,6 @@ class Backend(_loader.Library):
     def run(self, kernel, args, n, *, stream=None, **kw):
         """Launch ``kernel`` over lanes on this backend; see :func:`eagle.run` (no stream: done
         on eagle's own stream before this returns)."""
-        if stream is None:
-            _recording.refuse_eager("eagle.run (Backend.run)")
         return submit(self, stream, _exec.enqueue_run, kernel, args, n, **kw)
 
     def device_props(self, device=0):

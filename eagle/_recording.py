@@ -1,8 +1,11 @@
 """Which step ``Graph.build`` is recording on this thread, if any.
 
 A step records the work it enqueues on the stream it is given; work it sends anywhere else runs
-once, while the graph is built, and is never replayed. Eager calls (``eagle.run``, ``eagle.copy``
-with no ``stream=``) ask :func:`refuse_eager` first, which names the step's stream to use."""
+once, while the graph is built, and is never replayed. So does work given no stream while the
+kind's default stream is being captured (``Backend.capture(None)``): eagle's own stream runs it
+at once, outside the capture. Every call given no ``stream=`` reaches eagle's own stream through
+one door, ``eagle._inflight.own_stream``, which asks :func:`refuse_eager` first; the refusal names
+the stream to use instead."""
 import contextlib
 import threading
 import weakref
@@ -23,9 +26,16 @@ def step(name, stream):
         _here.current = outer
 
 
-def refuse_eager(what):
-    """Raise EagleValueError naming ``what`` when a step is being recorded on this thread: an
-    eager call would run once, now, and be missing from every replay."""
+def refuse_eager(what, backend=None):
+    """Raise EagleValueError naming ``what`` when a step is being recorded on this thread, or when
+    ``backend``'s default stream (raw 0) is being captured: an eager call would run once, now, and
+    be missing from every replay."""
+    capturing = getattr(backend, "_capturing", None)
+    if capturing and 0 in capturing:
+        raise EagleValueError(f"{what}: called with no stream= while the {backend.kind} backend's default stream "
+                              "is being captured: eagle's own stream would run it once, now, outside the "
+                              "capture, and it would never be replayed; enqueue it on the captured stream "
+                              "(stream=0)")
     current = getattr(_here, "current", None)
     if current is not None:
         name, stream = current

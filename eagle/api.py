@@ -6,7 +6,7 @@ Each decides its backend with the one resolver (eagle/_resolve.py) from where it
 (and the eagle stream it is given), overridden by ``backend=``; none defaults to a kind. Then it
 hands the :class:`eagle.Backend` to the seam object that does the work; a call that enqueues work
 does so through :func:`eagle._inflight.submit`, the one meaning of ``stream=``."""
-from . import _arrays, _recording, _validate
+from . import _arrays, _validate
 from . import _eager_memo
 from . import array as _array
 from . import exec as _exec
@@ -49,7 +49,7 @@ def _eager_compact(mask, index_map, count, scratch, kw):
             if e is not None and e.holds4(mask, index_map, count, scratch):
                 b = e.backend
                 if open_backend(e.kind) is b:
-                    s = own_stream(b)
+                    s = own_stream(b, "eagle.compact")
                     if s is e.stream and s.handle == e.raw:  # .handle refuses a closed stream
                         call_and_wait(b, s, e.raw, arrays, b.call.compact_device, e.desc)
                         return None
@@ -57,7 +57,7 @@ def _eager_compact(mask, index_map, count, scratch, kw):
     if hit is None:
         return False
     b, _, infos = hit
-    s = own_stream(b)
+    s = own_stream(b, "eagle.compact")
     desc, raw, refs = _filtering.compact_desc(b, *infos, stream=s, **kw)
     call_and_wait(b, s, raw, (arrays, refs), b.call.compact_device, desc)
     if (key is not None and type(index_map) in _STABLE and type(count) in _STABLE
@@ -86,8 +86,6 @@ def copy(dst, src, nbytes=None, *, stream=None, backend=None, direction=None):
 
     The copy keeps ``dst`` and ``src`` alive until it has run.
     """
-    if stream is None:
-        _recording.refuse_eager("eagle.copy")
     b, _ = resolve((dst, src), backend=backend, streams=(stream,), what="eagle.copy", host_ok=True)
     return submit(b, stream, _memory.enqueue_copy, dst, src, nbytes, direction=direction)
 
@@ -100,8 +98,6 @@ def run(kernel, args, n, *, backend=None, stream=None, **kw):
     ``n_samples``, ``block``, ``device``. With ``stream`` the launch is enqueued there; with no
     stream eagle launches on a stream of its own and returns when the kernel is done. Returns True
     when a launch was made, False for an empty partition."""
-    if stream is None:
-        _recording.refuse_eager("eagle.run")
     owner = getattr(kernel, "backend", None)
     if owner is None:  # an eagle Kernel: its module's backend
         owner = getattr(getattr(kernel, "module", None), "backend", None)

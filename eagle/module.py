@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from . import _kernel_handles, _recording, _signature, _validate
+from . import _kernel_handles, _signature, _validate
 from . import exec as _exec
 from ._inflight import submit
 from ._compilers import wheel_library_dirs
@@ -271,8 +271,6 @@ class Kernel:
     def run(self, args, n, *, stream=None, **kw):
         """Launch over lanes on the module's backend, enqueued on ``stream=``; with no stream,
         on eagle's own stream, done before this returns (keywords as for :func:`eagle.run`)."""
-        if stream is None:
-            _recording.refuse_eager("eagle.run (Kernel.run)")
         return submit(self.module.backend, stream, _exec.enqueue_run, self, args, n, **kw)
 
     def __int__(self):

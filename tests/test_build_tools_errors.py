@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from build_tools import layout, model as seam_model
+from build_tools import layout, parse as seam_parse
 from build_tools.errors import SeamError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,7 +160,7 @@ def test_malformed_header_fails_naming_file_and_line(case, tmp_path):
     header = tmp_path / "eagle_backend.h"
     header.write_text(text)
     with pytest.raises(SeamError) as info:
-        seam_model.load(header)
+        seam_parse.load(header)
     message = str(info.value)
     assert message.startswith(f"{header}:{line}: "), message
     assert reason in message, message
@@ -171,7 +171,7 @@ def test_implicit_padding_fails_naming_the_field(tmp_path):
                        "    int32_t device;     /* -1: the device of `stream` */\n")
     header = tmp_path / "eagle_backend.h"
     header.write_text(text)
-    model = seam_model.load(header)
+    model = seam_parse.load(header)
     with pytest.raises(SeamError) as info:
         layout.layouts(model)
     line = _line_of(text, "uint64_t stream;    /* raw stream whose work")
@@ -194,4 +194,4 @@ def test_the_unmodified_copy_loads(tmp_path):
     """The defects above are what fails, not the copying."""
     header = tmp_path / "eagle_backend.h"
     header.write_text(HEADER_TEXT)
-    assert seam_model.load(header) == seam_model.load(ROOT / "eagle_backend.h")
+    assert seam_parse.load(header) == seam_parse.load(ROOT / "eagle_backend.h")

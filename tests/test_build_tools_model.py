@@ -99,3 +99,30 @@ def test_struct_fields_in_order(model):
 def test_seam_error_reads_file_line_reason():
     e = SeamError("x.h", 12, "unknown type 'foo_t'")
     assert str(e) == "x.h:12: unknown type 'foo_t'" and (e.path, e.line) == ("x.h", 12)
+
+
+def test_build_tools_modules_import_one_another_without_a_cycle():
+    """build_tools' imports (module level and inside functions) point one way: model and
+    preprocess import no sibling but errors, macros reads model, parse reads model and macros."""
+    import ast
+    root = Path(__file__).resolve().parent.parent / "build_tools"
+    names = {p.stem for p in root.glob("*.py")}
+    graph = {}
+    for p in root.glob("*.py"):
+        edges = set()
+        for node in ast.walk(ast.parse(p.read_text(), str(p))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                edges.update([node.module] if node.module else [a.name for a in node.names])
+        graph[p.stem] = {e for e in edges if e in names and e != p.stem}
+    assert graph["model"] == set() and graph["preprocess"] <= {"errors"}, graph
+
+    def reach(start):
+        seen, todo = set(), list(graph[start])
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo.extend(graph[n])
+        return seen
+    cycles = sorted(n for n in graph if n in reach(n))
+    assert not cycles, f"build_tools modules on an import cycle: {cycles} ({graph})"

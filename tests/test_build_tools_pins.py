@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from build_tools import model as seam_model
+from build_tools import parse as seam_parse
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = ROOT / "eagle_backend.h"
@@ -39,7 +39,7 @@ def test_pin_is_sorted_commented_and_complete():
     assert lines[0] == "# generated from eagle_backend.h by: python -m build_tools pins --write"
     names = [line for line in lines if not line.startswith("#")]
     assert names == sorted(names, key=str.encode)
-    assert set(names) == set(seam_model.load(HEADER).symbols)
+    assert set(names) == set(seam_parse.load(HEADER).symbols)
     assert len(names) == len(set(names)) == 66
 
 

@@ -82,7 +82,7 @@ def test_without_mpi4py_the_mpi_tests_skip_naming_it(tmp_path):
     boot = tmp_path / "sitecustomize.py"
     boot.write_text(BLOCK_MPI4PY)
     e = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT, os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:xdist",
                         os.path.join(HERE, "test_distributed_mpi.py")], capture_output=True, text=True,
                        env=e, timeout=300, cwd=ROOT)
     assert r.returncode in (0, 5), r.stdout + r.stderr  # 5: pytest collected no test (all skipped)

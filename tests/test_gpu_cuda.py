@@ -730,3 +730,25 @@ def test_a_launcher_released_while_its_stream_is_captured_leaves_the_capture_int
     new.launch()
     new.synchronize()
     assert float(x.min().get()) == 5.0 and float(x.max().get()) == 5.0
+
+
+def test_a_node_added_after_a_graph_from_a_capture_waits_for_the_whole_capture(cuda, s, k):
+    """graph_add_node appends "after the graph's last node"; for a graph made by
+    graph_from_captured that is the whole capture. Before eagle::cuda::Graph the new child node
+    had no dependency at all and could run beside the capture's kernels (lost updates of x below);
+    it now waits for every sink node of the capture."""
+    x = cp.zeros(1 << 20, cp.float64)
+    with cuda.capture(s) as cap:
+        for _ in range(64):
+            cuda.run(k["add_one"], [x], x.size, stream=s, block=256)
+    g = cuda.graph_from_captured(cap.captured)
+    with cuda.capture(s) as cap2:
+        cuda.run(k["add_one"], [x], x.size, stream=s, block=256)
+    g.add(cap2.captured)
+    g.set_stream(s)
+    assert g.last_node == 1
+    L = g.launcher()
+    for _ in range(5):
+        L.launch()
+    L.synchronize()
+    assert float(x.min().get()) == 5 * 65 and float(x.max().get()) == 5 * 65

@@ -15,7 +15,7 @@ FLOORS = {
     1: {"stream", "capture", "fork", "conditional", "launcher", "memory", "filtering", "interop", "exec",
         "device", "module", "array"},
     2: {"_backend", "_resolve", "_eager_memo", "api", "kernels"},
-    3: {"extend", "constructs", "_record", "_interpret", "_render", "graph", "_alloc", "activeset", "reduce"},
+    3: {"extend", "benchknobs", "constructs", "_record", "_interpret", "_render", "graph", "_alloc", "activeset", "reduce"},
     4: {"ode"},  # the solver floor: eagle/ode/ (public API and eagle.compile only)
 }
 
@@ -131,8 +131,10 @@ def test_imports_point_downwards_only():
 
 #: What eagle/_inflight/ may import from outside itself: the seam binding it stands on, and the
 #: reader of a stream argument's raw value (to hold what an interrupted call was given).
+# eagle._recording: which Graph.build step records on this thread (a thread-local, no work); own_stream
+# asks it before handing out eagle's stream, the one place calls given no stream are refused.
 _INFLIGHT_STANDS_ON = {"eagle", "eagle._hotcall", "eagle._seam_ffi", "eagle._status", "eagle.errors",
-                       "eagle._stream_arg"}
+                       "eagle._stream_arg", "eagle._recording"}
 
 
 def test_work_in_flight_has_one_home_on_the_ground_floor():
@@ -258,7 +260,7 @@ def test_benchmarks_import_no_private_module_of_eagle():
     assert len(scripts) > 5, f"found only {scripts} under {BENCHMARKS}"
     private = sorted(f"{p.relative_to(ROOT)} imports {m}" for p in scripts for m in _eagle_imports(p)
                      if _private(m))
-    assert not private, "benchmarks use eagle's public names only (eagle.extend):\n" + "\n".join(private)
+    assert not private, "benchmarks use eagle's public names only (eagle.extend, eagle.benchknobs):\n" + "\n".join(private)
 
 
 _GENERATED = {"_seam_meta.py", "_seam_ffi.py"}

@@ -6,7 +6,7 @@
 include_guard(GLOBAL)
 get_filename_component(EAGLE_GPU_DIR "${CMAKE_CURRENT_LIST_DIR}/../gpu" ABSOLUTE)
 set(EAGLE_GPU_SOURCES "")
-foreach(_s core at_fork required stream capture fork attribution graph launcher exec device interop memory module)
+foreach(_s core at_fork required stream capture fork attribution exec_graph graph launcher exec device interop memory module)
   list(APPEND EAGLE_GPU_SOURCES "${EAGLE_GPU_DIR}/${_s}.cpp")
 endforeach()
 set(EAGLE_GPU_DEVICE_SOURCES "${EAGLE_GPU_DIR}/filtering.cu")

@@ -59,7 +59,8 @@ EAGLE_CHECK_EXEC_GRAPH(eagle::cpu::Graph);
 
 #ifdef EAGLE_CPU_ONLY
 namespace eagle {
-// The executor graph of this build (the cuda backend aliases its own otherwise).
+// The executor graph of this build; the cuda build aliases eagle::cuda::Graph instead
+// (backends/gpu/exec_graph.h, the same source as eagle::hip::Graph).
 using Graph = cpu::Graph;
 EAGLE_CHECK_EXEC_GRAPH(eagle::Graph);
 }  // namespace eagle

@@ -1,18 +1,18 @@
 // graph.h -- the graph builder and launcher objects shared by graph.cpp and launcher.cpp.
 #pragma once
 
+#include "exec_graph.h"
 #include "gpu.h"
 
 namespace eagle::gpu {
 
-struct Graph : Handle<0x47524150u> {
-    std::shared_ptr<GraphOwner> owner;
+// The seam's graph handle: an executor graph (eagle::Graph, exec_graph.h) and what the seam adds.
+struct GraphBuilder : Handle<0x47524150u> {
+    eagle::Graph graph;              // its nodes are chained: each waits for the one before
     int device = 0;
     bool device_given = false;       // created with device >= 0 (else it follows its first capture)
     gpuStream_t stream = nullptr;
     uint64_t stream_serial = 0;      // stream_serial(stream) when it was set (0: not one of ours)
-    gpuGraphNode_t last = nullptr;   // the last node added by graph_add_node
-    int64_t added = 0;               // nodes added (graph_last_node = added - 1)
     // snapshot node (of a capture that became a child graph) -> the node inside the child clone
     std::unordered_map<gpuGraphNode_t, gpuGraphNode_t> alias;
 };
@@ -28,8 +28,8 @@ struct LaunchedKernel {
 
 struct Launcher : Handle<0x4c4e4348u> {
     uint64_t stream_checked_at = ~0ull;  // stream_release_generation() when the stream was last found live
-    std::shared_ptr<GraphOwner> owner;  // keeps the node handles the exec names alive
-    gpuGraphExec_t exec = nullptr;
+    eagle::Graph graph;                // finalized: owns the exec and keeps the nodes it names alive
+    gpuGraphExec_t exec = nullptr;     // graph.exec(), for the hot path
     int device = 0;
     gpuStream_t stream = nullptr;      // borrowed: the launcher never owns the stream it replays on
     uint64_t stream_serial = 0;        // stream_serial(stream) when it was set (0: not one of ours)

@@ -169,9 +169,8 @@ void finish_launcher(std::unique_ptr<Launcher> l) noexcept {
     if (!stream_released(l->stream, l->stream_serial)) {
         if (gpuStreamSynchronize(l->stream) != gpuSuccess) (void)gpuGetLastError();
     }
-    if (gpuGraphExecDestroy(l->exec) != gpuSuccess) (void)gpuGetLastError();
     l->exec = nullptr;
-    l.reset();  // the graph, when no Graph handle shares it any more, goes with it (under the guard)
+    l.reset();  // its executor graph: the exec, then the native graph when no graph handle shares it (under the guard)
 }
 
 // Launchers released while their stream was being captured: waiting for that stream then would

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #if defined(EAGLE_GPU_HIP)
 #ifndef __HIP_PLATFORM_AMD__
@@ -78,6 +79,8 @@ using gpuKernelNodeParams = hipKernelNodeParams;
 #define gpuGraphGetNodes hipGraphGetNodes
 #define gpuGraphNodeGetType hipGraphNodeGetType
 #define gpuGraphAddChildGraphNode hipGraphAddChildGraphNode
+#define gpuGraphAddEmptyNode hipGraphAddEmptyNode
+#define gpuGraphGetEdges(g, from, to, n) hipGraphGetEdges((g), (from), (to), (n))
 #define gpuGraphChildGraphNodeGetGraph hipGraphChildGraphNodeGetGraph
 #define gpuGraphKernelNodeGetParams hipGraphKernelNodeGetParams
 #define gpuGraphInstantiate(exec, graph) hipGraphInstantiate((exec), (graph), nullptr, nullptr, 0)
@@ -162,6 +165,18 @@ using gpuKernelNodeParams = cudaKernelNodeParams;
 #define gpuGraphGetNodes cudaGraphGetNodes
 #define gpuGraphNodeGetType cudaGraphNodeGetType
 #define gpuGraphAddChildGraphNode cudaGraphAddChildGraphNode
+#define gpuGraphAddEmptyNode cudaGraphAddEmptyNode
+#if CUDART_VERSION >= 13000
+// CUDA 13 added the edge-data argument to the plain name; a list query passes a buffer for it (a
+// NULL one is refused as lossy when an edge carries data), a count query needs none.
+inline cudaError_t gpuGraphGetEdges(cudaGraph_t g, cudaGraphNode_t* from, cudaGraphNode_t* to, size_t* n) {
+    if (!from) return cudaGraphGetEdges(g, nullptr, nullptr, nullptr, n);
+    std::vector<cudaGraphEdgeData> data(*n);
+    return cudaGraphGetEdges(g, from, to, data.data(), n);
+}
+#else
+#define gpuGraphGetEdges(g, from, to, n) cudaGraphGetEdges((g), (from), (to), (n))
+#endif
 #define gpuGraphChildGraphNodeGetGraph cudaGraphChildGraphNodeGetGraph
 #define gpuGraphKernelNodeGetParams cudaGraphKernelNodeGetParams
 #define gpuGraphInstantiate(exec, graph) cudaGraphInstantiate((exec), (graph), 0)

@@ -16,6 +16,7 @@ already holds a checked desc (eagle.api's eager ``compact``) takes the same two 
 :func:`own_stream`, then :func:`call_and_wait` of its one seam call."""
 import threading
 
+from .._recording import refuse_eager
 from .._stream_arg import raw_stream
 from ..errors import EagleError
 from . import holds as _holds
@@ -24,10 +25,15 @@ from .holds import keep_until_sync, released_by_sync
 _own = threading.local()
 
 
-def own_stream(backend):
+def own_stream(backend, what="a call given no stream="):
     """eagle's own stream of ``backend`` for this thread: where a call given no stream runs its
     work before it waits for it. A blocking stream, so on kinds with a legacy default stream
-    (cuda, and cpu's stream 0) it is ordered after the work other code enqueued there."""
+    (cuda, and cpu's stream 0) it is ordered after the work other code enqueued there.
+
+    Every call given no stream comes through here, so this is where such a call (``what`` names
+    it) is refused while ``Graph.build`` records a step on this thread or the backend's default
+    stream is being captured (eagle/_recording.py): it would run once and never be replayed."""
+    refuse_eager(what, backend)
     streams = getattr(_own, "streams", None)
     if streams is None:
         streams = _own.streams = {}
@@ -35,6 +41,17 @@ def own_stream(backend):
     if s is None:
         s = streams[id(backend)] = backend.stream()
     return s
+
+
+def _door(enqueue, args):
+    """The public call an enqueue serves, for a refusal's message: ``enqueue_copy`` ->
+    ``eagle.copy``, ``ActiveSet._enqueue_compact`` -> ``ActiveSet.compact``; :func:`in_turn`
+    names its first step's."""
+    if enqueue is in_turn and args:
+        enqueue = args[0][0]
+    name = getattr(enqueue, "__name__", "a call").lstrip("_").removeprefix("enqueue_")
+    owner = getattr(enqueue, "__self__", None)
+    return f"{type(owner).__name__}.{name}" if owner is not None else f"eagle.{name}"
 
 
 def submit(backend, stream, enqueue, *args, **kw):
@@ -48,7 +65,7 @@ def submit(backend, stream, enqueue, *args, **kw):
     (a refusal, made before anything is enqueued) leaves the call before its work is held or
     waited for, the stream keeps what the call was given (``args``, ``kw``, and ``refs`` when
     known) until a later wait of that stream, so the work never runs on freed memory."""
-    s = stream if stream is not None else own_stream(backend)
+    s = stream if stream is not None else own_stream(backend, _door(enqueue, args))
     refs, settled = None, False
     try:
         out, raw, refs = enqueue(backend, *args, stream=s, **kw)

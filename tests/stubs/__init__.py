@@ -39,8 +39,8 @@ _REAL_BODIES = {
 
 
 def stub_source(omit=(), extra_exports=(), bodies=None):
-    from build_tools import cdef, model
-    m = model.load(os.path.join(ROOT, "eagle_backend.h"))
+    from build_tools import cdef, parse
+    m = parse.load(os.path.join(ROOT, "eagle_backend.h"))
     out = ['#include <stdint.h>', '#include <stdio.h>', '#include <stdlib.h>', '#include <string.h>',
            '#include "eagle_backend.h"',
            '#define X __attribute__((visibility("default")))',
