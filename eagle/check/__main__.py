@@ -211,8 +211,11 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from .._stdout import printing
     try:
-        sys.exit(main())
+        with printing("python -m eagle.check"):  # into a closed pipe or a full disk: one line, no traceback
+            rc = main()
+        sys.exit(rc)
     except KeyboardInterrupt:
         print("eagle.check: interrupted", file=sys.stderr)
         sys.exit(128 + signal.SIGINT)

@@ -282,3 +282,23 @@ def test_the_command_line_into_a_closed_pipe_or_a_full_disk_prints_no_traceback(
         p.stdout.close()
         err = p.stderr.read()
         assert p.wait(60) == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("where", ["closed-pipe", "full-disk"])
+def test_eagle_check_json_into_a_closed_pipe_or_a_full_disk_prints_no_traceback(where):
+    import os
+    import subprocess
+    import sys
+    from _subproc import ROOT
+    cmd = [sys.executable, "-m", "eagle.check", "cpu", "--json", "--group", "stream"]
+    if where == "full-disk":
+        if not os.path.exists("/dev/full"):
+            pytest.skip("no /dev/full here")
+        with open("/dev/full", "w") as full:
+            p = subprocess.run(cmd, cwd=ROOT, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+        assert p.returncode == 1 and "No space left" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    else:
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p.stdout.close()
+        err = p.stderr.read()
+        assert p.wait(120) == 1 and "Traceback" not in err, err
