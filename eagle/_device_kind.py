@@ -61,6 +61,12 @@ NEEDED_FORBIDDEN_HINT = {"libcudart": "link the CUDA runtime statically (cudart_
                                       "at run time a cuda backend may need the driver libcuda.so.1 only"}
 
 
+# What a kind's compiler defines that a source may test (eagle/module.py's declaration reader runs
+# the host preprocessor with these, so it sees the branch that kind's compiler compiles).
+COMPILER_DEFINES_OF_KIND = {"cuda": ["-D__CUDACC_RTC__"], "hip": ["-D__HIPCC_RTC__"],
+                            "opencl": ["-D__OPENCL_VERSION__=300", "-D__OPENCL_C_VERSION__=300"]}
+
+
 def describe_device(device) -> str:
     """``cuda:0 (DLPack device 2, 0)`` for a ``(device_type, device_id)`` pair."""
     t, i = device

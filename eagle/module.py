@@ -22,6 +22,7 @@ from . import _kernel_handles, _signature, _validate
 from . import exec as _exec
 from ._inflight import submit
 from ._compilers import wheel_library_dirs
+from ._device_kind import COMPILER_DEFINES_OF_KIND
 from ._seam_ffi import ffi
 from ._seam_meta import CONSTANTS as _C
 from .errors import CompileError, CompileTimeout, EagleTypeError, EagleValueError, HandleError
@@ -163,9 +164,6 @@ _MARK = re.compile(rb"\beagle_declared__\s+([A-Za-z_]\w*)\s*\(((?:\s*\([^()]*\)\
 _NEEDS_PREPROCESSOR = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|define)\b", re.M)
 _EMPTY_DECL = re.compile(rb"\bEAGLE_KERNEL\s*\(\s*([A-Za-z_]\w*)\s*,?\s*\)")
 _LINE_MARKER = re.compile(rb'^# \d+ "([^"]*)"', re.M)
-# What a kind's compiler defines that a source may test: the preprocessor run here defines it too.
-_KIND_DEFINES = {"cuda": ["-D__CUDACC_RTC__"], "hip": ["-D__HIPCC_RTC__"],
-                 "opencl": ["-D__OPENCL_VERSION__=300", "-D__OPENCL_C_VERSION__=300"]}
 
 
 def _main_file_text(pre):
@@ -195,7 +193,7 @@ def _preprocess(data, dirs, options, kind):
             break
     if not cc:
         return None
-    args = [cc, "-E", "-x", "c", "-DEAGLE_READ_DECLARATIONS", *_KIND_DEFINES.get(kind, [])]
+    args = [cc, "-E", "-x", "c", "-DEAGLE_READ_DECLARATIONS", *COMPILER_DEFINES_OF_KIND.get(kind, [])]
     args += ["-I" + d for d in dirs]
     it = iter(options)
     for o in it:

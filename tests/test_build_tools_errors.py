@@ -66,7 +66,7 @@ def _defect(case: str) -> tuple[str, int, str]:
             return text, line, "unknown group 'forks'"
         case "marker beyond the minor":
             text, line = _replace("/* @eagle group=per-symbol since=7\n * Frees memory from mem_alloc",
-                                  "/* @eagle group=per-symbol since=9\n * Frees memory from mem_alloc")
+                                  "/* @eagle group=per-symbol since=10\n * Frees memory from mem_alloc")
             return text, line, "beyond EAGLE_BACKEND_VERSION_MINOR"
         case "malformed marker":
             text, line = _replace("/* @eagle group=per-symbol since=6\n * Frees memory",

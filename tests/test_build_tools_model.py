@@ -31,7 +31,7 @@ def test_round_trip_notices_a_changed_model(model):
 
 
 def test_versions_and_statuses(model):
-    assert (model.version_major, model.version_minor, model.version) == (1, 8, (1 << 16) | 8)
+    assert (model.version_major, model.version_minor, model.version) == (1, 9, (1 << 16) | 9)
     assert model.statuses == {0: "OK", 1: "ERROR", 2: "INVALID_ARGUMENT", 3: "INDEX", 4: "INTEROP",
                               5: "UNAVAILABLE", 6: "CALLBACK_FAILED", 7: "BAD_HANDLE", 8: "UNSUPPORTED",
                               9: "COMPILE_FAILED"}

@@ -74,7 +74,7 @@ def test_meta_defines_exactly_the_contract(generated, model):
     namespace.pop("__builtins__")
     assert set(namespace) == META_NAMES
     m = namespace
-    assert (m["VERSION_MAJOR"], m["VERSION_MINOR"], m["VERSION"]) == (1, 8, 0x10008)
+    assert (m["VERSION_MAJOR"], m["VERSION_MINOR"], m["VERSION"]) == (1, 9, 0x10009)
     # which per-symbol entry needs which group comes from the header's extends= markers
     assert m["EXTENDS"] == {"eagle_backend_conditional_begin_case": "conditional",
                             "eagle_backend_reorder_device": "filtering",
@@ -128,5 +128,5 @@ def test_version_script_exports_the_seam_and_hides_the_rest(generated, model, tm
         assert hasattr(handle, name), name
     assert not hasattr(handle, "eagle_private_helper")
     seam = _load_ffi(generated).dlopen(str(lib))
-    assert seam.eagle_backend_version() == 0x10008
+    assert seam.eagle_backend_version() == 0x10009
     assert seam.EAGLE_BACKEND_STREAM_NONE == -(2**63)

@@ -21,7 +21,7 @@ def test_refuses_a_file_that_is_not_a_library(tmp_path):
 
 def test_refuses_major_2_naming_both_versions(make_stub):
     path = make_stub(major=2, minor=3)
-    with pytest.raises(eagle.BackendLoadError, match=r"eagle-backend/2\.3.*eagle-backend/1\.8"):
+    with pytest.raises(eagle.BackendLoadError, match=r"eagle-backend/2\.3.*eagle-backend/1\.9"):
         eagle.backend(path)
 
 
