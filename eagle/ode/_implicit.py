@@ -21,7 +21,7 @@ import os
 
 from ..errors import EagleValueError
 from . import _linalg, _rhs
-from ._rk import RungeKutta
+from ._rk import RungeKutta, hermite_eval
 
 FAIL_SINGULAR, FAIL_NEWTON = 9, 10  # 7, 8: the events' affect and max_events codes (_frame.py)
 NEWTON_MAX = 8      # simplified Newton iterations per stage before the step is rejected
@@ -498,16 +498,7 @@ class StiffScheme(RungeKutta):
                    "#define ODE_NF 2"] + head
             out += ["    for (int k = 0; k < D; ++k) F[0][k] = K[0][k];",
                     f"    for (int k = 0; k < D; ++k) F[1][k] = K[{S}][k];",
-                    "}",
-                    "EAGLE_FN void ode_dense_eval(ode_real F[ODE_NF][D], const ode_real* y, const ode_real* ynew,",
-                    "                             const ode_real h, const ode_real th, ode_real* out)",
-                    "{",
-                    "    const ode_real t2 = th * th, t3 = t2 * th;",
-                    f"    const ode_real h00 = {L(2)} * t3 - {L(3)} * t2 + {L(1)}, h10 = t3 - {L(2)} * t2 + th;",
-                    f"    const ode_real h01 = {L(3)} * t2 - {L(2)} * t3, h11 = t3 - t2;",
-                    "    for (int k = 0; k < D; ++k)",
-                    "        out[k] = h00 * y[k] + h10 * h * F[0][k] + h01 * ynew[k] + h11 * h * F[1][k];",
-                    "}"]
+                    "}"] + hermite_eval(L)
         else:
             raise EagleValueError(f"eagle.ode: stiff method {m.name} has no dense output {m.dense!r}")
         return "\n".join(out)

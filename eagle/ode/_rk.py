@@ -275,16 +275,7 @@ class RungeKutta:
                     "    for (int k = 0; k < D; ++k) F[0][k] = K[0][k];",
                     "    ode_f(t + h, ynew, a, F[1]);",
                     "    *nfev += 1;",
-                    "}",
-                    "EAGLE_FN void ode_dense_eval(ode_real F[ODE_NF][D], const ode_real* y, const ode_real* ynew,",
-                    "                             const ode_real h, const ode_real th, ode_real* out)",
-                    "{",
-                    "    const ode_real t2 = th * th, t3 = t2 * th;",
-                    f"    const ode_real h00 = {L(2)} * t3 - {L(3)} * t2 + {L(1)}, h10 = t3 - {L(2)} * t2 + th;",
-                    f"    const ode_real h01 = {L(3)} * t2 - {L(2)} * t3, h11 = t3 - t2;",
-                    "    for (int k = 0; k < D; ++k)",
-                    "        out[k] = h00 * y[k] + h10 * h * F[0][k] + h01 * ynew[k] + h11 * h * F[1][k];",
-                    "}"]
+                    "}"] + hermite_eval(L)
         elif m.dense == "linear":
             out += ["#define ODE_NF 1",
                     "EAGLE_FN void ode_dense_prepare(const ode_real t, const ode_real h, const ode_real* y,",
@@ -334,3 +325,16 @@ class RungeKutta:
             raise EagleValueError(f"eagle.ode: method {m.name} has no dense output scheme {m.dense!r}")
         return "\n".join(out)
 
+
+def hermite_eval(L):
+    """C lines of ode_dense_eval for a cubic Hermite interpolant of y, ynew and the derivatives
+    F[0] (at t) and F[1] (at t + h); ``L`` writes a literal in the solve's precision."""
+    return ["EAGLE_FN void ode_dense_eval(ode_real F[ODE_NF][D], const ode_real* y, const ode_real* ynew,",
+            "                             const ode_real h, const ode_real th, ode_real* out)",
+            "{",
+            "    const ode_real t2 = th * th, t3 = t2 * th;",
+            f"    const ode_real h00 = {L(2)} * t3 - {L(3)} * t2 + {L(1)}, h10 = t3 - {L(2)} * t2 + th;",
+            f"    const ode_real h01 = {L(3)} * t2 - {L(2)} * t3, h11 = t3 - t2;",
+            "    for (int k = 0; k < D; ++k)",
+            "        out[k] = h00 * y[k] + h10 * h * F[0][k] + h01 * ynew[k] + h11 * h * F[1][k];",
+            "}"]
