@@ -400,27 +400,47 @@ def _rober_jac(t, y, k1, k2, k3):
             [0.0, 2 * k2 * y[1], 0.0]]
 
 
-def test_rosenbrock23_steps_as_ode23s_on_robertson():
-    """Regression (a suspected inefficiency of Rosenbrock23 on ROBER): at rtol 1e-6, atol 1e-10 the
-    independent ode23s above takes 661 accepted steps to a max absolute error of 7.7e-7 against
-    scipy's Radau; eagle's Rosenbrock23 with the I controller (the same rules) must take the same
-    steps within 3 % and reach the same state. The PI controller (eagle's default) is more
-    cautious on this problem (965 steps, error 4.2e-7, when this test was written): bounded at
-    1.6x the reference's count."""
-    rtol, atol, a = 1e-6, 1e-10, (0.04, 3e7, 1e4)
-    yr, nr, _ = _ode23s_reference(lambda t, y: rober(t, y, *a), lambda t, y: _rober_jac(t, y, *a),
-                                  ROBER["y0"], ROBER["t1"], rtol, atol)
-    assert 600 <= nr <= 720, nr  # the reference itself: 661 (scipy's controller rules, float64)
-    truth = _rober_ref(1)  # k1 = 0.04
-    assert np.max(np.abs(yr - truth)) < 1.5e-6
-    y0 = np.array([ROBER["y0"]])
-    sol = eo.solve_ivp(rober, (0.0, ROBER["t1"]), y0, method="Rosenbrock23", rtol=rtol, atol=atol, args=a,
-                       controller="I")
+def _hires_jac(t, y):
+    J = np.zeros((8, 8))
+    J[0, :3] = -1.71, 0.43, 8.32
+    J[1, :2] = 1.71, -8.75
+    J[2, 2:5] = -10.03, 0.43, 0.035
+    J[3, 1:4] = 8.32, 1.71, -1.12
+    J[4, 4:7] = -1.745, 0.43, 0.43
+    J[5, 3:8] = 0.69, 1.71, -280.0 * y[7] - 0.43, 0.69, -280.0 * y[5]
+    J[6, 5:8] = 280.0 * y[7], -1.81, 280.0 * y[5]
+    J[7, 5:8] = -280.0 * y[7], 1.81, -280.0 * y[5]
+    return J
+
+
+# problem: (fun, jac, args, atol, the reference's accepted steps at rtol 1e-6 when this was written)
+_ODE23S_CASES = {"rober": (rober, _rober_jac, (0.04, 3e7, 1e4), 1e-10, 661),
+                 "hires": (hires, _hires_jac, (), 1e-8, 724)}
+
+
+@pytest.mark.parametrize("problem", sorted(_ODE23S_CASES))
+def test_rosenbrock23_steps_as_ode23s(problem):
+    """Regression (a suspected inefficiency of Rosenbrock23 on ROBER and HIRES): at rtol 1e-6 (atol
+    1e-10 ROBER, 1e-8 HIRES) the independent ode23s above takes 661 (ROBER; max absolute error
+    7.7e-7 against scipy's Radau) and 724 (HIRES) accepted steps; eagle's Rosenbrock23 with the I
+    controller (the same rules) must take the same steps within 3 % and follow the same path. The PI
+    controller (eagle's default) is more cautious (965 and 968 steps when this was written, with
+    about half the error: the same cost at matched achieved error): bounded at 1.6x the
+    reference's count, and as accurate."""
+    fun, jac, a, atol, expected = _ODE23S_CASES[problem]
+    rtol = 1e-6
+    p = {"rober": ROBER, "hires": HIRES}[problem]
+    yr, nr, _ = _ode23s_reference(lambda t, y: fun(t, y, *a), lambda t, y: jac(t, y, *a), p["y0"], p["t1"], rtol, atol)
+    assert abs(nr - expected) <= 0.05 * expected, nr  # the reference itself (scipy's controller rules, float64)
+    truth = _rober_ref(1) if problem == "rober" else _reference(fun, p["y0"], p["t1"], a)  # (ROBER: k1 = 0.04)
+    assert _scaled_error(yr, truth, rtol, atol) < 50
+    y0 = np.array([p["y0"]])
+    sol = eo.solve_ivp(fun, (0.0, p["t1"]), y0, method="Rosenbrock23", rtol=rtol, atol=atol, args=a, controller="I")
     assert sol.success
     n = int(sol.n_accepted[0])
     assert abs(n - nr) <= 0.03 * nr, (n, nr)
-    assert np.max(np.abs(sol.y[0] - truth)) < 1.5e-6
     assert np.max(np.abs(sol.y[0] - yr) / (atol + rtol * np.abs(truth))) < 5  # the same path, not just as accurate
-    pi = eo.solve_ivp(rober, (0.0, ROBER["t1"]), y0, method="Rosenbrock23", rtol=rtol, atol=atol, args=a)
+    assert _scaled_error(sol.y[0], truth, rtol, atol) < 50
+    pi = eo.solve_ivp(fun, (0.0, p["t1"]), y0, method="Rosenbrock23", rtol=rtol, atol=atol, args=a)
     assert pi.success and int(pi.n_accepted[0]) <= 1.6 * nr, (int(pi.n_accepted[0]), nr)
-    assert np.max(np.abs(pi.y[0] - truth)) < 1.5e-6
+    assert _scaled_error(pi.y[0], truth, rtol, atol) < 50
