@@ -10,6 +10,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/stubs
 
 PIN = os.path.join(ROOT, "tests", "expected_backend_symbols.txt")
 
+
+def _restore_interrupts():
+    """A process started in the background by a shell without job control (`cmd &` in a script, as
+    a CI runner may start the tests), and an xdist worker, begin with SIGINT and SIGQUIT ignored,
+    and every process they start inherits that: the interrupt tests' subprocesses would never see
+    their SIGINT (Python installs no KeyboardInterrupt handler where SIGINT is ignored at start).
+    Restore both, so the tests' children start as under an interactive pytest."""
+    import signal
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGQUIT) is signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+_restore_interrupts()
+
 # Variables a process started by mpiexec/srun has (MPICH's hydra, Open MPI, PMIx).
 _MPI_ENV = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
 
