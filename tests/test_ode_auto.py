@@ -1,0 +1,83 @@
+"""method="auto" (eagle/ode/_auto.py): Tsit5 per sample, switching that sample to Rodas5P when
+Hairer's stiffness estimate says so. Against scipy's Radau at rtol 1e-12 (an independent
+reference), against Tsit5 alone (bit for bit where no sample switches; max_steps where the problem
+is stiff) and on t_eval/events across the switch."""
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp as scipy_ivp
+
+import eagle.ode as eo
+from eagle.errors import EagleValueError
+
+from _stiff_problems import vdp
+
+MUS = np.array([1.0, 10.0, 1e5, 1e6])  # two non-stiff samples, two stiff ones, one ensemble
+Y0 = np.array([2.0, 0.0])
+T1 = 2.0
+
+
+def _radau(mu, t_eval=None):
+    r = scipy_ivp(vdp, (0.0, T1), Y0, method="Radau", rtol=1e-12, atol=1e-14, args=(mu,), t_eval=t_eval)
+    assert r.success
+    return r.y
+
+
+def _scaled(y, ref, rtol, atol):
+    return np.max(np.abs(y - ref) / (atol + rtol * np.abs(ref)))
+
+
+def test_mixed_van_der_pol_ensemble_switches_only_the_stiff_samples():
+    rtol, atol = 1e-10, 1e-12
+    sol = eo.solve_ivp(vdp, (0.0, T1), Y0, method="auto", rtol=rtol, atol=atol, args=(MUS,), max_steps=50_000)
+    assert np.all(sol.status == 0), sol.failure
+    sw = sol.switched_at
+    assert sw.shape == (4,)
+    assert np.all(np.isnan(sw[:2])), sw            # non-stiff: Tsit5 to the end
+    assert np.all((sw[2:] > 0) & (sw[2:] < T1)), sw  # stiff: switched early, alone
+    for j, mu in enumerate(MUS):
+        assert _scaled(sol.y[j], _radau(mu)[:, -1], rtol, atol) < 5, (j, sol.y[j])
+    ex = eo.solve_ivp(vdp, (0.0, T1), Y0, method="Tsit5", rtol=rtol, atol=atol, args=(MUS,), max_steps=50_000)
+    assert list(ex.status) == [0, 0, -1, -1]       # Tsit5 alone: max_steps on the stiff samples
+    assert np.all(sol.n_accepted[2:] + sol.n_rejected[2:] < 50_000 / 4), sol.n_accepted
+    # the non-stiff samples took exactly Tsit5's steps
+    assert np.array_equal(sol.n_accepted[:2], ex.n_accepted[:2])
+    assert np.array_equal(sol.y[:2], ex.y[:2])
+
+
+def lorenz(t, y, s, r, b):
+    return [s * (y[1] - y[0]), y[0] * (r - y[2]) - y[1], y[0] * y[1] - b * y[2]]
+
+
+def test_a_problem_that_never_switches_is_tsit5_bit_for_bit():
+    rho = np.linspace(10.0, 28.0, 16)
+    kw = dict(rtol=1e-8, atol=1e-10, args=(10.0, rho, 8.0 / 3.0), t_eval=np.linspace(0.0, 10.0, 7))
+    a = eo.solve_ivp(lorenz, (0.0, 10.0), [1.0, 0.0, 0.0], method="auto", **kw)
+    t = eo.solve_ivp(lorenz, (0.0, 10.0), [1.0, 0.0, 0.0], method="Tsit5", **kw)
+    assert np.all(np.isnan(a.switched_at))
+    assert np.array_equal(a.y, t.y) and np.array_equal(a.ys, t.ys)
+    assert np.array_equal(a.nfev, t.nfev) and np.array_equal(a.n_accepted, t.n_accepted)
+
+
+def test_t_eval_and_events_across_the_switch():
+    rtol, atol = 1e-9, 1e-12
+    te = np.linspace(0.0, T1, 9)
+    mus = np.array([1.0, 1e5])
+
+    def g(t, y, mu):
+        return y[0] - 1.5
+
+    sol = eo.solve_ivp(vdp, (0.0, T1), Y0, method="auto", rtol=rtol, atol=atol, args=(mus,), t_eval=te, events=[g])
+    assert np.isnan(sol.switched_at[0]) and sol.switched_at[1] < te[1]
+    for j, mu in enumerate(mus):
+        ref = _radau(mu, te)
+        assert _scaled(sol.ys[j], ref, rtol, atol) < 50, (j, sol.ys[j], ref)
+        r = scipy_ivp(vdp, (0.0, T1), Y0, method="Radau", rtol=1e-12, atol=1e-14, args=(mu,), events=g)
+        want = r.t_events[0][0] if len(r.t_events[0]) else np.nan
+        assert np.isclose(sol.t_events[0][j], want, rtol=1e-6, equal_nan=True), (j, sol.t_events[0][j], want)
+
+
+def test_auto_refuses_fixed_steps_and_affects():
+    with pytest.raises(EagleValueError, match="auto"):
+        eo.solve_ivp(vdp, (0.0, 1.0), Y0, method="auto", dt=0.1, adaptive=False, args=(1.0,))
+    with pytest.raises(EagleValueError, match="callbacks"):
+        eo.solve_ivp(vdp, (0.0, 1.0), Y0, method="auto", args=(1.0,), save={"m": lambda t, y, mu: y[0]})
