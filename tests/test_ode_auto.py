@@ -16,10 +16,21 @@ Y0 = np.array([2.0, 0.0])
 T1 = 2.0
 
 
-def _radau(mu, t_eval=None):
-    r = scipy_ivp(vdp, (0.0, T1), Y0, method="Radau", rtol=1e-12, atol=1e-14, args=(mu,), t_eval=t_eval)
-    assert r.success
-    return r.y
+_REF = {}
+
+
+def _radau(mu):
+    """scipy's Radau at rtol 1e-12 (dense output), computed once per mu."""
+    if mu not in _REF:
+        r = scipy_ivp(vdp, (0.0, T1), Y0, method="Radau", rtol=1e-12, atol=1e-14, args=(mu,), dense_output=True,
+                      events=_g)
+        assert r.success
+        _REF[mu] = r
+    return _REF[mu]
+
+
+def _g(t, y, mu):
+    return y[0] - 1.5
 
 
 def _scaled(y, ref, rtol, atol):
@@ -35,7 +46,7 @@ def test_mixed_van_der_pol_ensemble_switches_only_the_stiff_samples():
     assert np.all(np.isnan(sw[:2])), sw            # non-stiff: Tsit5 to the end
     assert np.all((sw[2:] > 0) & (sw[2:] < T1)), sw  # stiff: switched early, alone
     for j, mu in enumerate(MUS):
-        assert _scaled(sol.y[j], _radau(mu)[:, -1], rtol, atol) < 5, (j, sol.y[j])
+        assert _scaled(sol.y[j], _radau(mu).y[:, -1], rtol, atol) < 5, (j, sol.y[j])
     ex = eo.solve_ivp(vdp, (0.0, T1), Y0, method="Tsit5", rtol=rtol, atol=atol, args=(MUS,), max_steps=50_000)
     assert list(ex.status) == [0, 0, -1, -1]       # Tsit5 alone: max_steps on the stiff samples
     assert np.all(sol.n_accepted[2:] + sol.n_rejected[2:] < 50_000 / 4), sol.n_accepted
@@ -63,15 +74,12 @@ def test_t_eval_and_events_across_the_switch():
     te = np.linspace(0.0, T1, 9)
     mus = np.array([1.0, 1e5])
 
-    def g(t, y, mu):
-        return y[0] - 1.5
-
-    sol = eo.solve_ivp(vdp, (0.0, T1), Y0, method="auto", rtol=rtol, atol=atol, args=(mus,), t_eval=te, events=[g])
+    sol = eo.solve_ivp(vdp, (0.0, T1), Y0, method="auto", rtol=rtol, atol=atol, args=(mus,), t_eval=te, events=[_g])
     assert np.isnan(sol.switched_at[0]) and sol.switched_at[1] < te[1]
     for j, mu in enumerate(mus):
-        ref = _radau(mu, te)
+        r = _radau(mu)
+        ref = r.sol(te)
         assert _scaled(sol.ys[j], ref, rtol, atol) < 50, (j, sol.ys[j], ref)
-        r = scipy_ivp(vdp, (0.0, T1), Y0, method="Radau", rtol=1e-12, atol=1e-14, args=(mu,), events=g)
         want = r.t_events[0][0] if len(r.t_events[0]) else np.nan
         assert np.isclose(sol.t_events[0][j], want, rtol=1e-6, equal_nan=True), (j, sol.t_events[0][j], want)
 

@@ -192,9 +192,6 @@ class AutoScheme(StiffScheme):
                 f"    {fr.W('NST')} = (ode_real)ode_nst;", f"    {fr.W('NNS')} = (ode_real)ode_nns;",
                 f"    {fr.W('SW')} = ode_sw;"]
 
-    def restart(self, fr):
-        raise EagleValueError("eagle.ode: method='auto' does not restart after affects")
-
     fsal_stage = None
 
     def flops_per_step(self):
