@@ -13,7 +13,7 @@ from _stiff_problems import vdp
 
 MUS = np.array([1.0, 10.0, 1e5, 1e6])  # two non-stiff samples, two stiff ones, one ensemble
 Y0 = np.array([2.0, 0.0])
-T1 = 2.0
+T1 = 0.5  # the slow manifold, before the first jump: the stiff phase alone (and a cheap reference)
 
 
 _REF = {}
@@ -30,7 +30,7 @@ def _radau(mu):
 
 
 def _g(t, y, mu):
-    return y[0] - 1.5
+    return y[0] - 1.9
 
 
 def _scaled(y, ref, rtol, atol):
@@ -39,7 +39,7 @@ def _scaled(y, ref, rtol, atol):
 
 def test_mixed_van_der_pol_ensemble_switches_only_the_stiff_samples():
     rtol, atol = 1e-10, 1e-12
-    sol = eo.solve_ivp(vdp, (0.0, T1), Y0, method="auto", rtol=rtol, atol=atol, args=(MUS,), max_steps=50_000)
+    sol = eo.solve_ivp(vdp, (0.0, T1), Y0, method="auto", rtol=rtol, atol=atol, args=(MUS,), max_steps=20_000)
     assert np.all(sol.status == 0), sol.failure
     sw = sol.switched_at
     assert sw.shape == (4,)
@@ -47,9 +47,9 @@ def test_mixed_van_der_pol_ensemble_switches_only_the_stiff_samples():
     assert np.all((sw[2:] > 0) & (sw[2:] < T1)), sw  # stiff: switched early, alone
     for j, mu in enumerate(MUS):
         assert _scaled(sol.y[j], _radau(mu).y[:, -1], rtol, atol) < 5, (j, sol.y[j])
-    ex = eo.solve_ivp(vdp, (0.0, T1), Y0, method="Tsit5", rtol=rtol, atol=atol, args=(MUS,), max_steps=50_000)
+    ex = eo.solve_ivp(vdp, (0.0, T1), Y0, method="Tsit5", rtol=rtol, atol=atol, args=(MUS,), max_steps=20_000)
     assert list(ex.status) == [0, 0, -1, -1]       # Tsit5 alone: max_steps on the stiff samples
-    assert np.all(sol.n_accepted[2:] + sol.n_rejected[2:] < 50_000 / 4), sol.n_accepted
+    assert np.all(sol.n_accepted[2:] + sol.n_rejected[2:] < 20_000 / 10), sol.n_accepted
     # the non-stiff samples took exactly Tsit5's steps
     assert np.array_equal(sol.n_accepted[:2], ex.n_accepted[:2])
     assert np.array_equal(sol.y[:2], ex.y[:2])
@@ -80,8 +80,9 @@ def test_t_eval_and_events_across_the_switch():
         r = _radau(mu)
         ref = r.sol(te)
         assert _scaled(sol.ys[j], ref, rtol, atol) < 50, (j, sol.ys[j], ref)
-        want = r.t_events[0][0] if len(r.t_events[0]) else np.nan
-        assert np.isclose(sol.t_events[0][j], want, rtol=1e-6, equal_nan=True), (j, sol.t_events[0][j], want)
+        want = r.t_events[0][0]
+        assert np.isclose(sol.t_events[0][j], want, rtol=1e-6), (j, sol.t_events[0][j], want)
+    assert sol.t_events[0][1] > sol.switched_at[1]  # located on Rodas5P's interpolant
 
 
 def test_auto_refuses_fixed_steps_and_affects():

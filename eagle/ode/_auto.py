@@ -7,16 +7,17 @@ Rodas5P's (eagle/ode/_implicit.py's StiffScheme: Jacobian, LU, ode_attempt renam
 dispatched on the sample's mode (W row MODE: 0 explicit, 1 implicit). The Rodas5P locals (J, LU)
 are declared for every lane but touched only by implicit ones.
 
-The stiffness test (Hairer's, DOPRI5's): after an accepted explicit step of size h,
-    rho h = h ||K7 - K6|| / ||ynew - Y6||
-estimates |h lambda| of the dominant eigenvalue from the last two stages (both at t + h: Y6 the
-6th stage's argument, ynew the solution; ynew - Y6 = h sum (b_j - a6_j) K_j). Where it exceeds
-STIFF_BOUNDARY (Tsit5's real stability boundary is about 3.5) the step size is being held by
-stability, not accuracy; STIFF_COUNT such steps with no NONSTIFF_RESET non-stiff ones between them
-switch the sample (W rows NST, NNS count them). On the switch, t, y and the next h are kept, the
-PI controller's memory is reset and Rodas5P computes J and f(t, y) at its first attempt. The
-switch is one way (no switch back) and its time is kept in W row SW (nan: never):
-``sol.switched_at``.
+The stiffness test: every STIFF_EVERY accepted Tsit5 steps, the spectral radius rho of J(t, y) is
+estimated by power iteration (J from ode_jac: derived from the trace, the user's jac= or
+differences; a few d x d products) and h rho compared with STIFF_BOUNDARY (Tsit5's stability
+region reaches -3.51 on the real axis): above it, the step size is held by stability, not
+accuracy. STIFF_COUNT such tests in a row switch the sample (W rows NST: the count, NNS: the
+steps since the last test). Hairer's cheaper estimate from the last two stages (h ||K7 - K6|| /
+||Y7 - Y6||, DOPRI5's) was tried first and missed Robertson's kinetics: on a numerically smooth
+solution Y7 - Y6 is the non-stiff O(h^2) part, so it stayed below 0.5 while Tsit5 crawled at the
+stability limit for 20 000 steps. On the switch, t, y and the next h are kept, the PI
+controller's memory is reset and Rodas5P starts from the J just computed. The switch is one way
+(no switch back); its time is kept in W row SW (nan: never): ``sol.switched_at``.
 
 Dense output: both interpolants are written in one power form y + h th (F0 + th (F1 + th (F2 +
 th F3))) (Tsit5's P form as it is; Rodas5P's (1 - th) y + th (ynew + (1 - th)(H0 + th H1 + th^2
@@ -24,8 +25,6 @@ H2)) expanded into it), so t_eval and events use the mode of the step they fall 
 
 A sample that never switches computes exactly Tsit5's steps (the same attempt function, the same
 first step, controller and FSAL stage): its results equal method="Tsit5"'s bit for bit."""
-import math
-
 from ..errors import EagleValueError
 from ._implicit import StiffScheme
 from ._methods import TSIT5
@@ -33,9 +32,10 @@ from ._rk import RungeKutta
 from ._solution import OdeSolution
 from ._stiff_methods import RODAS5P
 
-STIFF_BOUNDARY = 3.3   # |h lambda| above which a step counts as stiff (Hairer's DOPRI5 uses 3.25)
-STIFF_COUNT = 15       # stiff steps that switch the sample (DOPRI5's)
-NONSTIFF_RESET = 6     # non-stiff steps in a row that forget the stiff count (DOPRI5's)
+STIFF_BOUNDARY = 3.0   # h rho(J) above which a step is held by stability (Tsit5's real boundary: 3.51)
+STIFF_EVERY = 10       # accepted Tsit5 steps between two tests
+STIFF_COUNT = 3        # consecutive positive tests that switch the sample
+POWER_ITERATIONS = 6   # matrix-vector products of one test
 
 
 class AutoSolution(OdeSolution):
@@ -131,25 +131,33 @@ class AutoScheme(StiffScheme):
         return "\n".join(out)
 
     def _stiffness(self, L):
-        """C of Hairer's |h lambda| estimate after an accepted Tsit5 step."""
-        S = TSIT5.stages
-        a6 = list(TSIT5.A[S - 1]) + [0.0] * (S - len(TSIT5.A[S - 1]))
-        diff = [(b - a) for b, a in zip(TSIT5.B, a6)]
-        terms = " + ".join(f"{L(c)} * K[{j}][k]" for j, c in enumerate(diff) if c != 0.0)
+        """C of the spectral-radius estimate: rho(J) at (t, y) by power iteration (J from ode_jac:
+        the trace's derivative, the user's jac= or differences), into JT."""
         return "\n".join([
-            "/* Hairer's stiffness estimate after an accepted Tsit5 step of size h: h ||K[S] - K[S-1]|| /",
-            " * ||ynew - Y_{S-1}|| (both stages at t + h), an estimate of |h lambda|; 0 when undefined. */",
-            "EAGLE_FN ode_acc ode_stiff_hl(const ode_real h, ode_real K[ODE_NK][D])",
+            "/* |lambda|max of J(t, y) by power iteration from a fixed generic vector: the geometric mean of",
+            f" * the last two of {POWER_ITERATIONS} growth ratios (converges for a dominant real eigenvalue, averages a",
+            " * complex pair's modulus); J is left in JT (the implicit attempt reuses it at the same t). */",
+            "EAGLE_FN ode_acc ode_spectral_radius(const ode_real t, const ode_real* y, const ode_real* a, ode_real* JT,",
+            "                                     int32_t* nfev)",
             "{",
-            "    ode_acc num = 0, den = 0;",
-            "    for (int k = 0; k < D; ++k) {",
-            f"        const ode_acc dk = (ode_acc)(K[{S}][k] - K[{S - 1}][k]);",
-            f"        const ode_acc dy = (ode_acc)(h * ({terms}));",
-            "        num += dk * dk;",
-            "        den += dy * dy;",
+            "    ode_jac(t, y, a, JT, nfev);",
+            "    ode_acc v[D], w[D], r1 = 0, r2 = 0;",
+            f"    for (int k = 0; k < D; ++k) v[k] = (ode_acc)1 / ((ode_acc)1 + (ode_acc){0.6180339887498949!r} * (ode_acc)k);",
+            f"    for (int it = 0; it < {POWER_ITERATIONS}; ++it) {{",
+            "        ode_acc nv = 0, nw = 0;",
+            "        for (int r = 0; r < D; ++r) {",
+            "            ode_acc s = 0;",
+            "            for (int c = 0; c < D; ++c) s += (ode_acc)JT[r * D + c] * v[c];",
+            "            w[r] = s;",
+            "            nv += v[r] * v[r];",
+            "            nw += s * s;",
+            "        }",
+            "        if (!(nw > 0) || !(nw <= ODE_ABIG)) return nw > 0 ? ODE_ABIG : 0;",
+            "        const ode_acc q = ODE_ASQRT(nw / nv), inv = 1 / ODE_ASQRT(nw);",
+            "        r1 = r2; r2 = q;",
+            "        for (int k = 0; k < D; ++k) v[k] = w[k] * inv;",
             "    }",
-            "    if (!(den > 0)) return 0;",
-            "    return ODE_AFABS((ode_acc)h) * ODE_ASQRT(num / den);",
+            "    return ODE_ASQRT(r1 * r2);",
             "}"])
 
     def call_start(self, fr):
@@ -179,11 +187,15 @@ class AutoScheme(StiffScheme):
         reset = fr.c.reset() if fr.c is not None else []
         return ["        if (ode_mode == 0) {",
                 f"            for (int k = 0; k < D; ++k) K[0][k] = K[{S}][k];  /* FSAL */",
-                f"            if (ode_stiff_hl(hh, K) > (ode_acc){STIFF_BOUNDARY!r}) {{ ode_nst += 1; ode_nns = 0; }}",
-                f"            else if (++ode_nns >= {NONSTIFF_RESET}) ode_nst = 0;",
-                f"            if (ode_nst >= {STIFF_COUNT} && tn < t1) {{  /* stiff: Rodas5P from here on (t, y, h kept) */",
-                "                ode_mode = 1; ode_sw = tn;",
-                *("                " + x for x in reset),
+                f"            if (++ode_nns >= {STIFF_EVERY} && t < t1) {{  /* the stiffness test, at the new (t, y) */",
+                "                ode_nns = 0;",
+                "                const ode_acc hr = (ode_acc)hh * ode_spectral_radius(t, y, a, ode_JT, &nfev);",
+                "                ode_jt = t; ode_luh = 0;",
+                f"                ode_nst = hr > (ode_acc){STIFF_BOUNDARY!r} ? ode_nst + 1 : 0;",
+                f"                if (ode_nst >= {STIFF_COUNT}) {{  /* stiff: Rodas5P from here on (t, y, h kept) */",
+                "                    ode_mode = 1; ode_sw = t;",
+                *("                    " + x for x in reset),
+                "                }",
                 "            }",
                 "        }"]
 
