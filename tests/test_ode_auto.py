@@ -90,3 +90,18 @@ def test_auto_refuses_fixed_steps_and_affects():
         eo.solve_ivp(vdp, (0.0, 1.0), Y0, method="auto", dt=0.1, adaptive=False, args=(1.0,))
     with pytest.raises(EagleValueError, match="callbacks"):
         eo.solve_ivp(vdp, (0.0, 1.0), Y0, method="auto", args=(1.0,), save={"m": lambda t, y, mu: y[0]})
+
+
+def test_the_steps_do_not_depend_on_how_calls_split_them_and_float32_runs():
+    # the mode, the stiffness counters and the switch time live in W across calls of the body
+    kw = dict(t_span=(0.0, T1), n_state=2, n_args=1, method="auto", rtol=1e-8, atol=1e-10, exact=True)
+    a = eo.Solver(vdp, **kw).solve(Y0, (MUS,))
+    b = eo.Solver(vdp, steps_per_call=7, **kw).solve(Y0, (MUS,))
+    assert np.array_equal(a.y, b.y) and np.array_equal(a.switched_at, b.switched_at, equal_nan=True)
+    assert np.array_equal(a.n_accepted, b.n_accepted)
+    f = eo.solve_ivp(vdp, (0.0, T1), np.float32(Y0), method="auto", rtol=1e-4, atol=1e-6, args=(MUS,),
+                     dtype="float32", max_steps=20_000)
+    assert np.all(f.status == 0) and f.y.dtype == np.float32
+    assert np.isnan(f.switched_at[0]) and np.all(f.switched_at[2:] < T1)
+    for j, mu in enumerate(MUS):
+        assert _scaled(f.y[j], _radau(mu).y[:, -1], 1e-4, 1e-6) < 5, j
