@@ -5,7 +5,7 @@ one ensemble run (eagle/ode/_run.py)."""
 import math
 
 from ..errors import EagleTypeError, EagleValueError
-from . import _acts, _check, _control, _rhs
+from . import _acts, _auto, _check, _control, _rhs
 from ._methods import method as _method
 from ._rk import RungeKutta
 from ._run import Front, Run
@@ -26,7 +26,8 @@ class Solver(Front):
                  dtype="float64", backend=None, exact=False, fast_math=False, controller="PI",
                  steps_per_call=None, workers=None, progress=None, save=None, callbacks=None, max_events=None,
                  jac=None, _scheme=None):
-        m = self.method = _method(method)
+        auto = _auto.is_auto(method)  # Tsit5 switching per sample to Rodas5P (eagle/ode/_auto.py)
+        m = self.method = _auto.AUTO if auto else _method(method)
         implicit = getattr(m, "implicit", False)
         if jac is not None and not implicit:
             raise EagleValueError(f"eagle.ode: jac= is for the implicit methods (Rodas5P, Kvaerno5, Rosenbrock23, Radau); "
@@ -75,7 +76,14 @@ class Solver(Front):
         if implicit and (self.callbacks or save is not None or any(e.acts for e in self.events)):
             raise EagleValueError(f"eagle.ode: save=, callbacks= and events with an affect are built for the explicit "
                                   f"methods; method {m.name} is implicit (use events without an affect, or t_eval)")
-        if implicit:
+        if auto:
+            if not self.adaptive:
+                raise EagleValueError("eagle.ode: method='auto' is adaptive (it switches on the step sizes it "
+                                      "chooses); for fixed steps name a method")
+
+            def scheme(d, real):
+                return _auto.AutoScheme(d=d, real=real, fun=fun, jac=jac)
+        elif implicit:
             from ._implicit import StiffScheme
 
             def scheme(d, real):
