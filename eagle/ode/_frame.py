@@ -25,10 +25,11 @@ RUNNING, DONE, EVENT, FAIL_STEP, FAIL_MAX_STEPS, FAIL_NONFINITE = 0, 1, 2, 3, 4,
 FAIL_AFFECT, FAIL_MAX_EVENTS = 7, 8
 FAILURES = {
     FAIL_STEP: "the step size fell below the floor (10 eps |t|): if the solution is smooth there, the problem looks "
-               "stiff: use method='Rodas5P' (or 'Kvaerno5', 'Rosenbrock23'); else it may be singular",
+               "stiff: use method='Rodas5P' (or 'Kvaerno5', 'Rosenbrock23'; 'auto' switches each sample when it turns "
+               "stiff); else it may be singular",
     FAIL_MAX_STEPS: "max_steps steps were taken before t1: if the solution is smooth, the problem looks stiff (an "
                     "explicit method's step is held down by stability, not accuracy): use method='Rodas5P' (or "
-                    "'Kvaerno5', 'Rosenbrock23')",
+                    "'Kvaerno5', 'Rosenbrock23'; 'auto' switches each sample when it turns stiff)",
     FAIL_NONFINITE: "the state or its derivative is not finite (inf or nan)",
     6: "the solve ran out of rounds before the sample finished",
     FAIL_AFFECT: "an event's or callback's affect returned a state that is not finite (inf or nan)",
