@@ -456,7 +456,11 @@ class ApiMachine(RuleBasedStateMachine):
         the capture (issue 42: it ran on eagle's own stream, outside the capture, and nothing was
         said); the interrupt rules, which make such calls, then check that and do nothing else.
         True when the default stream is being captured."""
-        if not self._capturing(0):
+        if 0 not in self.b._capturing:
+            # eagle's own record of the capture, not the backend's: an interrupt that lands in a
+            # dropped Capture's finalizer before its capturer's release leaks the capturer with
+            # the default stream still capturing, and eagle cannot know it (a known gap, session
+            # 13's closing note); the rule would then depend on an earlier example's leak
             return False
         try:
             self.b.run(kaddr("add1"), [np.zeros(1)], 1)
