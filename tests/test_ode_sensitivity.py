@@ -268,3 +268,93 @@ def test_linear_system_flow_matrix_against_expm():
     e3 = np.zeros(8)
     e3[3] = 1.0
     np.testing.assert_allclose(ad.vjp(e3).y0[0], scipy_linalg.expm(M)[3], rtol=1e-8, atol=1e-9)
+
+
+# ---------------------------------------------------------------- Rosenbrock methods (Rodas5P, Rosenbrock23)
+
+def rober(t, y, k1, k2, k3):
+    return (-k1 * y[0] + k3 * y[1] * y[2],
+            k1 * y[0] - k2 * y[1] * y[1] - k3 * y[1] * y[2],
+            k2 * y[1] * y[1])
+
+
+def vdp(t, y, mu):
+    return (y[1], mu * (1 - y[0] * y[0]) * y[1] - y[0])
+
+
+@pytest.mark.parametrize("method", ["Rodas5P", "Rosenbrock23"])
+def test_rosenbrock_sensitivities_are_the_discrete_derivative_at_fixed_steps(method):
+    """Van der Pol (mu = 5, mildly stiff) at fixed steps: dy/dmu and dy/dy0 equal central
+    differences of eagle's own solves of the same method to the differences' own error."""
+    mu = np.array([3.0, 5.0, 8.0])
+    y0 = np.tile([2.0, 0.0], (3, 1))
+    kw = dict(method=method, adaptive=False, dt=2e-3, exact=True)
+    s = ode.solve_ivp(vdp, (0.0, 2.0), y0, args=(mu,), sensitivity=("mu", "y0"), **kw)
+    assert np.all(s.status == 0)
+    eps = 1e-6
+    up = ode.solve_ivp(vdp, (0.0, 2.0), y0, args=(mu * (1 + eps),), **kw).y
+    dn = ode.solve_ivp(vdp, (0.0, 2.0), y0, args=(mu * (1 - eps),), **kw).y
+    fd = (up - dn) / (2 * eps * mu)[:, None]
+    np.testing.assert_allclose(s.dy_dargs[:, :, 0], fd, rtol=2e-7, atol=1e-9)
+    for j in range(2):
+        yp, ym = y0.copy(), y0.copy()
+        yp[:, j] += eps
+        ym[:, j] -= eps
+        fd = (ode.solve_ivp(vdp, (0.0, 2.0), yp, args=(mu,), **kw).y
+              - ode.solve_ivp(vdp, (0.0, 2.0), ym, args=(mu,), **kw).y) / (2 * eps)
+        np.testing.assert_allclose(s.dy_dy0[:, :, j], fd, rtol=2e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["Rodas5P", "Rosenbrock23"])
+def test_rosenbrock_sensitivities_on_robertson_against_scipy_and_the_plain_steps(method):
+    """ROBER to t = 1e3: y and the step counts are the plain solve's bit for bit (the error norm
+    sees y alone; y's LU serves the augmented system), and dy/dk1, dy/dk3 match the variational
+    system solved by scipy's Radau at rtol 1e-12 to the method's tolerance."""
+    from scipy.integrate import solve_ivp as scipy_solve
+    k1 = 0.04 * np.array([0.8, 1.0, 1.2])
+    y0 = np.tile([1.0, 0.0, 0.0], (3, 1))
+    kw = dict(method=method, rtol=1e-7, atol=1e-12, exact=True)
+    plain = ode.solve_ivp(rober, (0.0, 1e3), y0, args=(k1, 3e7, 1e4), **kw)
+    s = ode.solve_ivp(rober, (0.0, 1e3), y0, args=(k1, 3e7, 1e4), sensitivity=("k1", "k3"), **kw)
+    np.testing.assert_array_equal(s.y, plain.y)
+    np.testing.assert_array_equal(s.n_accepted, plain.n_accepted)
+    np.testing.assert_array_equal(s.n_rejected, plain.n_rejected)
+
+    def variational(t, z, a, b, c):
+        y, S = z[:3], z[3:].reshape(2, 3)
+        J = np.array([[-a, c * y[2], c * y[1]],
+                      [a, -2 * b * y[1] - c * y[2], -c * y[1]],
+                      [0.0, 2 * b * y[1], 0.0]])
+        fa = np.array([-y[0], y[0], 0.0])
+        fc = np.array([y[1] * y[2], -y[1] * y[2], 0.0])
+        return np.concatenate([rober(t, y, a, b, c), J @ S[0] + fa, J @ S[1] + fc])
+    for i, a in enumerate(k1):
+        r = scipy_solve(variational, (0.0, 1e3), np.r_[1.0, 0.0, 0.0, np.zeros(6)], method="Radau", rtol=1e-12,
+                        atol=1e-16, args=(a, 3e7, 1e4))
+        ref = r.y[3:, -1].reshape(2, 3).T  # (d, P)
+        scale = np.abs(ref).max(axis=0)
+        err = np.abs(s.dy_dargs[i] - ref) / scale
+        assert err.max() < (1e-4 if method == "Rosenbrock23" else 1e-5), (i, err)
+
+
+def test_rodas5p_sensitivity_of_decay_against_the_closed_form():
+    k = np.array([0.5, 1.0, 2.0])
+    s = ode.solve_ivp(decay, (0.0, 3.0), [1.0], args=(k,), method="Rodas5P", rtol=1e-9, atol=1e-12,
+                      sensitivity=True, t_eval=[1.0, 2.0])
+    np.testing.assert_allclose(s.dy_dargs[:, 0, 0], -3.0 * np.exp(-3.0 * k), rtol=1e-7)
+    np.testing.assert_allclose(s.dy_dy0[:, 0, 0], np.exp(-3.0 * k), rtol=1e-7)
+    np.testing.assert_allclose(s.dys_dargs[:, 0, 0, :], -np.array([1.0, 2.0]) * np.exp(-np.outer(k, [1.0, 2.0])),
+                               rtol=1e-7)
+
+
+def test_sensitivities_of_newton_methods_and_auto_are_refused_naming_why():
+    for method in ("Kvaerno5", "Radau"):
+        with pytest.raises(eagle.EagleValueError, match="Newton"):
+            ode.solve_ivp(decay, (0.0, 1.0), [1.0], args=(1.0,), method=method, sensitivity=True)
+    with pytest.raises(eagle.EagleValueError, match="auto"):
+        ode.solve_ivp(decay, (0.0, 1.0), [1.0], args=(1.0,), method="auto", sensitivity=True)
+    with pytest.raises(eagle.EagleValueError, match="jac="):
+        ode.solve_ivp(decay, (0.0, 1.0), [1.0], args=(1.0,), method="Rodas5P", sensitivity=True,
+                      jac=lambda t, y, k: [[-k]])
+    with pytest.raises(eagle.EagleValueError, match="implicit"):
+        ode.solve_ivp(decay, (0.0, 1.0), [1.0], args=(1.0,), method="Rodas5P", adjoint=True)

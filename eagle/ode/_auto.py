@@ -97,8 +97,7 @@ class AutoScheme(StiffScheme):
         return "\n\n".join(["/* The right-hand side. */\n"
                             "ODE_FN void ode_f(const ode_real t, const ode_real* y, const ode_real* a, ode_real* dy)\n"
                             "{\n    ode_user_f(t, y, a, dy);\n}",
-                            f"#define ODE_NK {nk}  /* stage slots: Tsit5's 7, Rodas5P's 9 */\n"
-                            f"#define ODE_DC {self.dc}  /* components the error norm and the first step see */",
+                            f"#define ODE_NK {nk}  /* stage slots: Tsit5's 7, Rodas5P's 9 */\n" + self.sizes(),
                             self._prelude(), "/* Tsit5's attempt. */\n" + ex_attempt,
                             "/* Rodas5P's attempt. */\n" + im_attempt,
                             ex_dense, self._im_dense(), self.initial_step(), self._stiffness(L)])

@@ -276,9 +276,9 @@ class Derivatives:
         self.pattern = sorted(jac)
         self.nnz = len(self.pattern)
 
-    def layout(self, parts):
-        """{part: offset into out} of ``c_function(..., parts)`` and the total size."""
-        sizes = {"f": self.n_out, "jac": self.n_out * self.n_state, "dt": self.n_out,
+    def layout(self, parts, columns=None):
+        """{part: offset into out} of ``c_function(..., parts, columns)`` and the total size."""
+        sizes = {"f": self.n_out, "jac": self.n_out * (columns or self.n_state), "dt": self.n_out,
                  "dargs": self.n_out * self.n_args}
         off, out = 0, {}
         for p in parts:
@@ -288,10 +288,13 @@ class Derivatives:
             off += sizes[p]
         return out, off
 
-    def _entries(self, parts):
-        """[(offset in out, Expr)] of the parts; f and dt in full, jac and dargs nonzero only."""
+    def _entries(self, parts, columns=None):
+        """[(offset in out, Expr)] of the parts; f and dt in full, jac and dargs nonzero only.
+        ``columns``: the Jacobian's first that many columns alone, rows of that stride (the
+        block column of an augmented system that its linear algebra reads)."""
         g = self.traced.graph
-        offsets, _ = self.layout(parts)
+        offsets, _ = self.layout(parts, columns)
+        nc = columns or self.n_state
         items = []
         for p in parts:
             o = offsets[p]
@@ -300,13 +303,13 @@ class Derivatives:
             elif p == "dt":
                 items += [(o + i, self.dt.get(i, g.const(0.0))) for i in range(self.n_out)]
             elif p == "jac":
-                items += [(o + i * self.n_state + j, self.jac[(i, j)]) for i, j in self.pattern]
+                items += [(o + i * nc + j, self.jac[(i, j)]) for i, j in self.pattern if j < nc]
             elif p == "dargs":
                 items += [(o + i * self.n_args + k, self.dargs[(i, k)]) for i, k in sorted(self.dargs)]
         return items
 
-    def c_function(self, cname, parts=("jac",)):
-        items = self._entries(parts)
+    def c_function(self, cname, parts=("jac",), columns=None):
+        items = self._entries(parts, columns)
         tf = self.traced
         what = f"d({tf.what})/d({', '.join(parts)})"
         sub = _StraightLine(tf.graph, [e for _, e in items] or [tf.graph.const(0.0)], tf.n_state, tf.n_args, what)
@@ -317,7 +320,7 @@ class Derivatives:
         for k, (pos, _) in enumerate(items):
             prefix = f"    out[{k}] = "
             idx = next(n for n in range(len(lines) - 1, -1, -1) if lines[n].startswith(prefix))
-            lines[idx] = f"    out[{pos}] = " + lines[idx][len(prefix):] + "  /* " + _name(parts, pos, self) + " */"
+            lines[idx] = f"    out[{pos}] = " + lines[idx][len(prefix):] + "  /* " + _name(parts, pos, self, columns) + " */"
         return "\n".join(lines)
 
     def evaluate(self, t, y, args=(), parts=("jac",)):
@@ -340,13 +343,14 @@ class _StraightLine(TracedFunction):
         return None
 
 
-def _name(parts, pos, d):
-    offsets, _ = d.layout(parts)
+def _name(parts, pos, d, columns=None):
+    offsets, _ = d.layout(parts, columns)
     for p in sorted(parts, key=lambda q: -offsets[q]):
         if pos >= offsets[p]:
             r = pos - offsets[p]
             if p == "jac":
-                return f"d f{r // d.n_state} / d y{r % d.n_state}"
+                nc = columns or d.n_state
+                return f"d f{r // nc} / d y{r % nc}"
             if p == "dargs":
                 return f"d f{r // max(d.n_args, 1)} / d a{r % max(d.n_args, 1)}"
             return f"{'d f' + str(r) + ' / dt' if p == 'dt' else 'f' + str(r)}"

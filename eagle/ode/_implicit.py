@@ -26,6 +26,7 @@ from ._rk import RungeKutta, hermite_eval
 FAIL_SINGULAR, FAIL_NEWTON = 9, 10  # 7, 8: the events' affect and max_events codes (_frame.py)
 NEWTON_MAX = 8      # simplified Newton iterations per stage before the step is rejected
 RADAU_NEWTON_MAX = 6  # Radau's (scipy's NEWTON_MAXITER)
+MAX_AUGMENTED = 64 * 64 * 4  # entries of the Jacobian block a sensitivity solve keeps per sample
 NEWTON_KAPPA = 1e-3  # converged when eta * |dz| <= kappa (|.|: the error norm's scaled RMS)
 
 JAC_DERIVED, JAC_USER, JAC_FD = "derived from the trace", "given (jac=)", "finite differences"
@@ -53,10 +54,24 @@ def _fd_dt(d):
             "    }"]
 
 
-def jacobian(fun, jac, rhs, n_state, n_args, real, arg_widths=None):
+def jacobian(fun, jac, rhs, n_state, n_args, real, arg_widths=None, ld=None):
     """The :class:`Jacobian` of a solve: ``rhs`` is fun's _rhs.Rhs (``rhs.traced``: its
-    TracedFunction, None when fun is C)."""
+    TracedFunction, None when fun is C). ``ld`` < n_state: a system with its forward
+    sensitivities, of which the first ld columns of J alone are written (rows of ld: the block
+    column eagle/ode/_linalg.py's solve_w reads), then f_t; derived from the trace only."""
     d = n_state
+    if ld is not None and ld != d:
+        traced = getattr(rhs, "traced", None)
+        if jac is not None or traced is None:
+            raise EagleValueError("eagle.ode: sensitivities of an implicit method derive the Jacobian of y and its "
+                                  "sensitivities from fun's trace: jac= is not taken with sensitivity=")
+        from ._derive import derive
+        dv = derive(traced)
+        text = dv.c_function("ode_user_jac", ("jac", "dt"), columns=ld)
+        head = ("ODE_LA_FN void ode_jac(const ode_real t, const ode_real* y, const ode_real* a, ode_real* JT, "
+                "int32_t* nfev)")
+        glue = f"{head}\n{{\n    (void)nfev;\n    ode_user_jac(t, y, a, JT);\n}}"
+        return Jacobian(text + "\n" + glue, [(i, j) for i, j in dv.pattern if j < ld], JAC_DERIVED)
     head = "ODE_LA_FN void ode_jac(const ode_real t, const ode_real* y, const ode_real* a, ode_real* JT, int32_t* nfev)"
     traced = getattr(rhs, "traced", None)
     if jac is not None:
@@ -120,18 +135,31 @@ def _flat_jac(jac, d):
 class StiffScheme(RungeKutta):
     """The scheme of an implicit method (a StiffMethod): RungeKutta's first step and FSAL copy, its
     own attempt, dense output and per-lane state. ``fun``/``jac``: the user's right-hand side and
-    Jacobian (None: derived); the run hands the traced right-hand side to :meth:`bind`."""
+    Jacobian (None: derived); the run hands the traced right-hand side to :meth:`bind`.
+    ``n_control`` < d: y's d components of a system of y and its forward sensitivities (a
+    Rosenbrock method alone): the error norm and the first step see y only, and the linear
+    algebra is d x d (eagle/ode/_linalg.py's solve_w)."""
 
-    def __init__(self, method, *, adaptive, d, real, fun, jac):
-        _linalg.check_size(d, method.name)
-        super().__init__(method, adaptive=adaptive, d=d, real=real)
+    def __init__(self, method, *, adaptive, d, real, fun, jac, n_control=None):
+        self.ld = n_control or d
+        _linalg.check_size(self.ld, method.name)
+        if self.ld != d and method.scheme not in ("ros23", "rodas"):
+            raise EagleValueError(f"eagle.ode: sensitivities of the implicit methods are built for the Rosenbrock "
+                                  f"methods (Rodas5P, Rosenbrock23); {method.name} solves its stages by Newton "
+                                  f"iterations, whose derivative is not the method's")
+        if d * self.ld > MAX_AUGMENTED:
+            raise EagleValueError(f"eagle.ode: y ({self.ld} components) with its sensitivities is {d} components; a "
+                                  f"sample keeps a {d} x {self.ld} block of the Jacobian, at most {MAX_AUGMENTED} "
+                                  f"entries: differentiate fewer parameters per solve")
+        super().__init__(method, adaptive=adaptive, d=d, real=real, n_control=n_control)
         self.real, self.fun, self.jac_arg = real, fun, jac
         self.messages = dict(method.messages)
         self.jac = self.jacobian_kind = self.traced = None
 
     def bind(self, fns, na, arg_widths):
         """The run's built functions (fns[0]: fun's _rhs.Rhs, with ``traced`` when fun was traced)."""
-        self.jac = jacobian(self.fun, self.jac_arg, fns[0], self.d, na, self.real, arg_widths)
+        self.jac = jacobian(self.fun, self.jac_arg, fns[0], self.d, na, self.real, arg_widths,
+                            ld=self.ld if self.ld != self.d else None)
         self.jacobian_kind = self.jac.kind
         self.traced = getattr(fns[0], "traced", None)
 
@@ -143,10 +171,15 @@ class StiffScheme(RungeKutta):
         return "\n\n".join(["/* The right-hand side. */\n"
                             "ODE_FN void ode_f(const ode_real t, const ode_real* y, const ode_real* a, ode_real* dy)\n"
                             "{\n    ode_user_f(t, y, a, dy);\n}",
-                            f"#define ODE_NK {nk}  /* stage slots */\n"
-                            f"#define ODE_DC {self.dc}  /* components the error norm and the first step see */",
+                            f"#define ODE_NK {nk}  /* stage slots */\n" + self.sizes(),
                             self._prelude(), self._attempt_function(), self.dense_output(),
                             self.initial_step() if fr.c is not None else ""])
+
+    def sizes(self):
+        """The size macros every implicit scheme's C reads."""
+        return (f"#define ODE_DC {self.dc}  /* components the error norm and the first step see */\n"
+                f"#define ODE_LD {self.ld}  /* the linear systems' size (y's, of y and its sensitivities) */\n"
+                "#define ODE_NJT (D * ODE_LD + D)  /* J's first block column (all of J when ODE_LD = D), f_t */")
 
     def init_rows(self, fr):
         return [f"    {fr.W('WHY')} = 0;"]
@@ -154,9 +187,9 @@ class StiffScheme(RungeKutta):
     def call_start(self, fr):
         out = ["    ode_real K[ODE_NK][D], Fd[ODE_NF][D];", "    (void)Fd;",
                "    /* the per-lane state: J and f_t at (ode_jt, y), W's LU for the step ode_luh */",
-               "    ode_real ode_JT[D * D + D], ode_LU[D * D], ode_jt = ODE_NAN, ode_luh = 0;",
-               "    int ode_piv[D];",
-               "    for (int q = 0; q < D * D + D; ++q) ode_JT[q] = 0;",
+               "    ode_real ode_JT[ODE_NJT], ode_LU[ODE_LD * ODE_LD], ode_jt = ODE_NAN, ode_luh = 0;",
+               "    int ode_piv[ODE_LD];",
+               "    for (int q = 0; q < ODE_NJT; ++q) ode_JT[q] = 0;",
                f"    int ode_whylast = (int){fr.W('WHY')};"]
         if self.m.scheme == "radau":  # the complex system's LU
             out += ["    ode_real ode_LUr2[D * D], ode_LUi[D * D];", "    int ode_piv2[D];"]
@@ -196,7 +229,9 @@ class StiffScheme(RungeKutta):
             + (f"\n#define ODE_GPU_INLINE_MAX_D {int(inline)}" if inline.strip().isdigit() else ""),
             _linalg.LU + ("\n" + _linalg.LU_COMPLEX if self.m.scheme == "radau" else ""),
             "/* The Jacobian: " + self.jac.kind + ". */\n" + self.jac.text,
-            _linalg.form_w(self.jac.pattern, self.d)])
+            _linalg.form_w(self.jac.pattern, self.ld),
+            _linalg.solve_w(self.jac.pattern, self.ld, self.d // self.ld) if self.m.scheme in ("ros23", "rodas")
+            else ""])
 
     def _head(self):
         return ["ODE_LA_FN ode_acc ode_attempt(const ode_real t, const ode_real h, const ode_real tn, const ode_real* y,",
@@ -209,6 +244,7 @@ class StiffScheme(RungeKutta):
                 "    if (!(*jt == t)) { ode_jac(t, y, a, JT, nfev); *jt = t; *luh = 0; }  /* J at (t, y), once */"]
 
     def _lu(self, cd, cj):
+        self._cj = cj  # the solves' (eagle/ode/_linalg.py's solve_w)
         return ["    if (!(*luh == h)) {  /* the iteration matrix of this h, factored once */",
                 f"        ode_form_w(JT, {cd}, {cj}, LUm);",
                 "        if (!ode_lu(LUm, piv)) { *luh = 0; *why = 1; return ODE_INF; }",
@@ -221,12 +257,12 @@ class StiffScheme(RungeKutta):
         s = " + ".join(f"{L(c)} * {x}" for c, x in terms_of_k if c != 0.0) or "0"
         e = f"(({s}) * h)" if scale_by_h else f"({s})"
         return ["    ode_acc acc = 0;",
-                "    for (int k = 0; k < D; ++k) {",
+                "    for (int k = 0; k < ODE_DC; ++k) {",
                 "        const ode_real sc = (ODE_ATOL(k) + ODE_RTOL * ODE_FMAX(ODE_FABS(y[k]), ODE_FABS(ynew[k])));",
                 f"        const ode_acc r = (ode_acc)({e} / sc);",
                 "        acc += r * r;",
                 "    }",
-                "    return ODE_ASQRT(acc / (ode_acc)D);",
+                "    return ODE_ASQRT(acc / (ode_acc)ODE_DC);",
                 "}"]
 
     def _attempt_function(self):
@@ -344,21 +380,21 @@ class StiffScheme(RungeKutta):
         out += self._head()
         out += ["    const ode_real hd = h * " + L(m.gamma) + ";"]
         out += self._lu(L(1.0), "-hd")
-        out += ["    const ode_real* dT = JT + D * D;",
+        out += ["    const ode_real* dT = JT + D * ODE_LD;",
                 "    ode_real u[D];",
                 "    for (int k = 0; k < D; ++k) K[1][k] = K[0][k] + hd * dT[k];",
-                "    ode_lu_solve(LUm, piv, K[1]);",
+                f"    ode_solve_w(LUm, piv, JT, {self._cj}, K[1]);",
                 f"    const ode_real h2 = {L(0.5)} * h;",
                 "    for (int k = 0; k < D; ++k) u[k] = y[k] + h2 * K[1][k];",
                 "    ode_f(t + h2, u, a, K[2]);",
                 "    for (int k = 0; k < D; ++k) K[3][k] = K[2][k] - K[1][k];",
-                "    ode_lu_solve(LUm, piv, K[3]);",
+                f"    ode_solve_w(LUm, piv, JT, {self._cj}, K[3]);",
                 "    for (int k = 0; k < D; ++k) K[3][k] += K[1][k];",
                 "    for (int k = 0; k < D; ++k) ynew[k] = y[k] + h * K[3][k];",
                 "    ode_f(tn, ynew, a, K[4]);",
                 f"    for (int k = 0; k < D; ++k) K[5][k] = K[4][k] - {L(m.D[0])} * (K[3][k] - K[2][k]) "
                 f"- {L(2.0)} * (K[1][k] - K[0][k]) + hd * dT[k];",
-                "    ode_lu_solve(LUm, piv, K[5]);",
+                f"    ode_solve_w(LUm, piv, JT, {self._cj}, K[5]);",
                 "    *nfev += 2;"]
         out += self._norm([(1 / 6, "K[1][k]"), (-2 / 6, "K[3][k]"), (1 / 6, "K[5][k]")], scale_by_h=True)
         return out
@@ -369,7 +405,7 @@ class StiffScheme(RungeKutta):
         out = [f"/* Rosenbrock, transformed form: K[0] = f(t, y), K[1 .. {S}] = k_1 .. k_{S}. */"]
         out += self._head()
         out += self._lu(f"1 / (h * {L(m.gamma)})", L(-1.0))
-        out += ["    const ode_real* dT = JT + D * D;",
+        out += ["    const ode_real* dT = JT + D * ODE_LD;",
                 "    const ode_real ih = 1 / h;",
                 "    ode_real u[D];",
                 "    (void)ih; (void)u;"]
@@ -386,7 +422,7 @@ class StiffScheme(RungeKutta):
                 out.append(f"    ode_f({tt}, u, a, {dst});")
                 if dterm or cterms:
                     out.append(f"    for (int k = 0; k < D; ++k) {dst}[k] = {dst}[k]{dterm}{''.join(cterms)};")
-            out.append(f"    ode_lu_solve(LUm, piv, {dst});")
+            out.append(f"    ode_solve_w(LUm, piv, JT, {self._cj}, {dst});")
         out.append(f"    *nfev += {S - 1};")
         bterms = "".join(f" + {L(b)} * K[{1 + j}][k]" for j, b in enumerate(m.B) if b != 0.0)
         out.append(f"    for (int k = 0; k < D; ++k) ynew[k] = y[k]{bterms};")

@@ -69,8 +69,10 @@ def build(fun, cname, n_state, n_args, real, *, n_out, what, arg_widths=None):
     function ``cname``; ``arg_widths``: per argument 0 (a number) or k (a vector of k: a[] holds
     its numbers in order)."""
     if hasattr(fun, "c_function") and hasattr(fun, "n_out"):  # already traced (eagle/ode/_sensitivity.py)
-        return Rhs(fun.c_function(cname), fun.n_out, f"{fun.what}: {fun.name} at {fun.filename}:{fun.lineno}",
-                   getattr(fun, "n_ops", None))
+        r = Rhs(fun.c_function(cname), fun.n_out, f"{fun.what}: {fun.name} at {fun.filename}:{fun.lineno}",
+                getattr(fun, "n_ops", None))
+        r.traced = fun
+        return r
     if isinstance(fun, C):
         glue = (f"EAGLE_FN void {cname}(const ode_real t, const ode_real* y, const ode_real* a, ode_real* out)\n"
                 f"{{\n    {fun.name}(t, y, a, out);\n}}")

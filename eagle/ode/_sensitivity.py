@@ -13,6 +13,16 @@ from the derived graph (eagle/ode/_derive.py), so it is exact (no finite differe
 same C on every kind; the solve is the ordinary solver over d (1 + P) components whose scheme
 sees only the first d in its error norm (eagle/ode/_rk.py's ``n_control``, ODE_DC).
 
+The same holds for a Rosenbrock method (Rodas5P, Rosenbrock23) given the augmented system's
+exact Jacobian: its stages are linear in the increments, and differentiating
+(I - h gamma J) k_i = f(Y_i) + h J sum_j gamma_ij k_j + h gamma_i f_t with h held gives the
+method's stage equations for S with the augmented Jacobian [[J, 0], [dJ/dy S + df_p/dy, J]]
+and augmented f_t. That Jacobian is derived from the augmented trace (second derivatives of
+f, exact), and its block lower triangular structure is solved with y's own d x d LU
+(eagle/ode/_linalg.py's solve_w): y takes the plain solve's steps and S is the derivative of
+the discrete solution, as for the explicit methods. The Newton-iterated methods (Kvaerno5,
+Radau) are refused: their discrete solution depends on where the iteration stopped.
+
 Layout of the augmented state: y (d), then one block of d per parameter p (S[:, p]): first the
 selected args in the order named, then, with y0, the d columns of dy/dy0.
 """
@@ -93,12 +103,30 @@ def _scalar_args(args):
 
 def explicit_only(method):
     """The Method named ``method``, refused unless it is an explicit Runge-Kutta tableau (the
-    derivatives here transpose and augment explicit stages)."""
+    adjoint transposes explicit stages)."""
     from ._methods import method as _method
     m = _method(method)
     if getattr(m, "implicit", False) or not hasattr(m, "A"):
-        raise EagleValueError(f"eagle.ode: sensitivities and the adjoint take the explicit methods (Tsit5, RK45, "
-                              f"RK23, DOP853, RK4, Euler) so far; {m.name} is implicit")
+        raise EagleValueError(f"eagle.ode: the adjoint takes the explicit methods (Tsit5, RK45, RK23, DOP853, RK4, "
+                              f"Euler, Vern7, Vern9) so far; {m.name} is implicit (forward sensitivities, "
+                              f"sensitivity=, take Rodas5P and Rosenbrock23 too)")
+    return m
+
+
+def forward_differentiable(method):
+    """The Method named ``method``, refused unless forward sensitivities are the derivative of
+    its discrete solution: an explicit Runge-Kutta method or a Rosenbrock method."""
+    from ._methods import method as _method
+    if isinstance(method, str) and method.lower() == "auto":
+        raise EagleValueError("eagle.ode: sensitivity= takes a named method, not method='auto' (its switch is a "
+                              "discrete decision): name Tsit5 or Rodas5P")
+    m = _method(method)
+    if getattr(m, "implicit", False) and getattr(m, "scheme", None) not in ("ros23", "rodas"):
+        raise EagleValueError(f"eagle.ode: sensitivity= takes the explicit methods and the Rosenbrock methods "
+                              f"(Rodas5P, Rosenbrock23); {m.name} solves its stages by Newton iterations, whose "
+                              f"derivative is not the method's")
+    if not getattr(m, "implicit", False) and not hasattr(m, "A"):
+        raise EagleValueError(f"eagle.ode: sensitivity= cannot differentiate method {m.name}")
     return m
 
 
@@ -358,7 +386,10 @@ class SensitivitySolver:
     def __init__(self, fun, *, t_span, n_state, n_args, sensitivity=True, events=None, atol=1e-8,
                  dtype="float64", **solver_kwargs):
         from ._solver import Solver
-        explicit_only(solver_kwargs.get("method", "Tsit5"))
+        m = forward_differentiable(solver_kwargs.get("method", "Tsit5"))
+        if solver_kwargs.get("jac") is not None:
+            raise EagleValueError("eagle.ode: sensitivity= derives the Jacobian of y and its sensitivities from fun's "
+                                  "trace: jac= is not taken with it")
         d, na = int(n_state), int(n_args)
         self.n_state, self.n_args = d, na
         from . import _check
@@ -371,9 +402,12 @@ class SensitivitySolver:
         D = aug.n_state
         if np.ndim(atol):
             atol = np.concatenate([np.asarray(atol, np.float64), np.ones(D - d)])
-        from ._rk import RungeKutta
+        if getattr(m, "implicit", False):
+            from ._implicit import StiffScheme as scheme
+        else:
+            from ._rk import RungeKutta as scheme
         self.solver = Solver(aug, t_span=t_span, n_state=D, n_args=na, events=_events(events, d), atol=atol,
-                             dtype=dtype, _scheme=lambda m, **kw: RungeKutta(m, n_control=d, **kw), **solver_kwargs)
+                             dtype=dtype, _scheme=lambda m, **kw: scheme(m, n_control=d, **kw), **solver_kwargs)
         self.source = self.solver.source
 
     def solve(self, y0, args=(), *, distributed=None, progress=None):

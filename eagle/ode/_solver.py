@@ -32,11 +32,11 @@ class Solver(Front):
         if jac is not None and not implicit:
             raise EagleValueError(f"eagle.ode: jac= is for the implicit methods (Rodas5P, Kvaerno5, Rosenbrock23, Radau); "
                                   f"method {m.name} is explicit and does not use a Jacobian")
-        if implicit and _scheme is not None:
-            raise EagleValueError(f"eagle.ode: sensitivities and the adjoint are built for the explicit methods; "
-                                  f"method {m.name} is implicit")
-        # _scheme(method, adaptive=, d=, real=): a RungeKutta of eagle/ode/_sensitivity.py or
-        # eagle/ode/_adjoint.py in place of the plain one; fun may then be a TracedFunction
+        if auto and _scheme is not None:
+            raise EagleValueError("eagle.ode: sensitivities and the adjoint take a named method, not method='auto'")
+        # _scheme(method, adaptive=, d=, real=[, fun=, jac=]): a RungeKutta (or, implicit, a
+        # StiffScheme) of eagle/ode/_sensitivity.py or eagle/ode/_adjoint.py in place of the plain
+        # one; fun may then be a TracedFunction
         if not (callable(fun) or isinstance(fun, _rhs.C) or hasattr(fun, "c_function")):
             raise EagleTypeError(f"eagle.ode: fun must be a callable f(t, y, *args) or eagle.ode.C(...), got a "
                                  f"{type(fun).__name__}")
@@ -86,8 +86,10 @@ class Solver(Front):
         elif implicit:
             from ._implicit import StiffScheme
 
+            stiff = _scheme or StiffScheme
+
             def scheme(d, real):
-                return StiffScheme(m, adaptive=self.adaptive, d=d, real=real, fun=fun, jac=jac)
+                return stiff(m, adaptive=self.adaptive, d=d, real=real, fun=fun, jac=jac)
         else:
             explicit = _scheme or RungeKutta
 
