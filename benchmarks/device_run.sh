@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs eagle's GPU work on the device machine (the `device` tool), from the repository root:
-#   bash benchmarks/device_run.sh STAGE...     stages: setup prebuilt tests gputests kernels fpmodes sanitize waits check bench seam card cardblocks openclnv mc multigpu distributed distbench odetests odebench gradtests gradbench
+#   bash benchmarks/device_run.sh STAGE...     stages: setup prebuilt tests gputests odegpu stiffbench kernels fpmodes sanitize waits check bench seam card cardblocks openclnv mc multigpu distributed distbench odetests odebench gradtests gradbench
 # Logs go to $OUT (or /tmp/eagle-out). The carried wheels in .whl/ (cffi, pycparser, pyelftools
 # for Python 3.12) are installed into /tmp/site; the cpu and cuda backends are built with CMake and
 # installed beside the generated modules there. `prebuilt` instead takes the backends and generated
@@ -173,6 +173,23 @@ for stage in "$@"; do
       # ODEBENCH_TAG=_f64, then float32 / _f32; "--full --impls eagle,hand" for every N without diffrax.
       timeout 590 python3 benchmarks/bench_ode.py --backend cuda --json "$OUT/bench_ode_h200${ODEBENCH_TAG:-}.json" \
         ${ODEBENCH_ARGS:-} 2>&1 | tee "$OUT/bench_ode_h200${ODEBENCH_TAG:-}.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    odegpu)
+      # every scheme of the one run on cuda (session 14): cpu == cuda bit for bit in exact mode for the
+      # stiff methods, auto, Verner, events that act, dosing, summaries, stiff sensitivities, SDEs; the
+      # cuda cases of the stiff, sensitivity, bridge and reference tests; eagle::cuda::Graph.
+      timeout ${ODEGPU_TIMEOUT:-170} python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests/test_ode_device_parity.py \
+        tests/test_ode_stiff.py tests/test_ode_sensitivity.py tests/test_ode_bridges.py tests/test_ode_reference.py \
+        tests/test_exec_graph.py 2>&1 | tee "$OUT/pytest_odegpu.log"
+      rc=$((rc | ${PIPESTATUS[0]})) ;;
+    stiffbench)
+      # issue 39: ROBER and HIRES against gradsolve (its wheel in .whl/), diffrax Kvaerno5 and scipy Radau
+      # at matched achieved error; STIFF_PROBLEMS / STIFF_SIZES / STIFF_IMPLS narrow it.
+      XLA_PYTHON_CLIENT_PREALLOCATE=false timeout ${STIFF_TIMEOUT:-330} python3 benchmarks/bench_stiff.py --backend cuda \
+        --problems ${STIFF_PROBLEMS:-rober,hires} --sizes ${STIFF_SIZES:-2^14,2^17,2^20} --check 8 --scipy-samples 8 \
+        --reps 3 --budget 60 --ladder 1e-4,1e-5,1e-6,1e-7,1e-8,1e-9,1e-10 \
+        --impls ${STIFF_IMPLS:-eagle-rodas5p,eagle-kvaerno5,diffrax-kvaerno5,gradsolve-rosenbrock23,gradsolve-rodas5p,scipy-radau} \
+        --json "$OUT/bench_stiff_${STIFF_PROBLEMS:-all}.json" 2>&1 | tee "$OUT/bench_stiff_${STIFF_PROBLEMS:-all}.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
     gradtests)
       # gradients (issue 40): sensitivities, the discrete adjoint and the bridges, slow ones included,
