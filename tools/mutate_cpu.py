@@ -285,6 +285,31 @@ def check(lib, timeout):
     return p.returncode, bad, advice
 
 
+def try_mutant(path, old, new, bdir, lib, timeout):
+    """Write one mutation (``old`` -> ``new``, which must occur once) into ``path``, rebuild
+    ``bdir``, run eagle.check on ``lib`` and put the file back: ({"status": "stale" |
+    "build_error" | "checked", "detail" | "rc", "bad", "advice"}, seconds)."""
+    with open(path) as f:
+        text = f.read()
+    if text.count(old) != 1:
+        return {"status": "stale", "detail": f"the text to mutate occurs {text.count(old)} times in "
+                                             f"{os.path.basename(path)}"}, 0.0
+    t0 = time.monotonic()
+    with open(path, "w") as f:
+        f.write(text.replace(old, new))
+    try:
+        ok, log = build(bdir)
+        if not ok:
+            out = {"status": "build_error", "detail": log[-300:]}
+        else:
+            rc, bad, advice = check(lib, timeout)
+            out = {"status": "checked", "rc": rc, "bad": bad, "advice": advice}
+    finally:
+        with open(path, "w") as f:
+            f.write(text)
+    return out, round(time.monotonic() - t0, 1)
+
+
 def setup_opencl(work):
     """Copy backends/opencl into `work` and configure it against the installed kit (as an author
     builds it, .ci/run); returns the build dir, or None when no OpenCL headers/loader are here."""
@@ -343,29 +368,17 @@ def run_round4(args):
                 print(f"{mid:40} NOT RUN (no {backend} build here)", flush=True)
                 continue
             bdir, lib = libs[backend]
-            path = os.path.join(work, "backends", fname)
-            with open(path) as f:
-                text = f.read()
-            if text.count(old) != 1:
-                rows.append({"id": mid, "backend": backend, "status": "stale",
-                             "detail": f"the text to mutate occurs {text.count(old)} times in {fname}"})
-                print(f"{mid:40} STALE ({text.count(old)} matches)", flush=True)
+            got, sec = try_mutant(os.path.join(work, "backends", fname), old, new, bdir, lib, args.timeout)
+            if got["status"] == "stale":
+                rows.append({"id": mid, "backend": backend, "status": "stale", "detail": got["detail"]})
+                print(f"{mid:40} STALE ({got['detail']})", flush=True)
                 continue
-            t0 = time.monotonic()
-            with open(path, "w") as f:
-                f.write(text.replace(old, new))
-            try:
-                ok, log = build(bdir)
-                if not ok:
-                    row = {"id": mid, "backend": backend, "status": "build_error", "detail": log[-300:]}
-                else:
-                    rc, bad, advice = check(lib, args.timeout)
-                    row = {"id": mid, "backend": backend, "status": "caught" if bad else "survived",
-                           "caught_by": bad[:5], "advice": advice[:3], "equivalent": mid in EQUIVALENT}
-            finally:
-                with open(path, "w") as f:
-                    f.write(text)
-            row["seconds"] = round(time.monotonic() - t0, 1)
+            if got["status"] == "build_error":
+                row = {"id": mid, "backend": backend, "status": "build_error", "detail": got["detail"]}
+            else:
+                row = {"id": mid, "backend": backend, "status": "caught" if got["bad"] else "survived",
+                       "caught_by": got["bad"][:5], "advice": got["advice"][:3], "equivalent": mid in EQUIVALENT}
+            row["seconds"] = sec
             rows.append(row)
             by = ", ".join(f"{i} ({r})" for i, r, _ in row.get("caught_by", [])[:3])
             print(f"{mid:40} {row['status'].upper():12} {row['seconds']:5.1f}s {by}", flush=True)
@@ -425,30 +438,19 @@ def main(argv=None):
         print(f"baseline: builds and passes ({time.monotonic() - t_start:.0f} s)", flush=True)
         rows = []
         for mid, group, fname, old, new in mutants:
-            path = os.path.join(work, "backends", "cpu", fname)
-            with open(path) as f:
-                text = f.read()
-            if text.count(old) != 1:
-                rows.append({"id": mid, "group": group, "status": "stale",
-                             "detail": f"the text to mutate occurs {text.count(old)} times in {fname}"})
-                print(f"{mid:30} STALE ({text.count(old)} matches)", flush=True)
+            got, sec = try_mutant(os.path.join(work, "backends", "cpu", fname), old, new, bdir, lib, args.timeout)
+            if got["status"] == "stale":
+                rows.append({"id": mid, "group": group, "status": "stale", "detail": got["detail"]})
+                print(f"{mid:30} STALE ({got['detail']})", flush=True)
                 continue
-            t0 = time.monotonic()
-            with open(path, "w") as f:
-                f.write(text.replace(old, new))
-            try:
-                ok, log = build(bdir)
-                if not ok:
-                    row = {"id": mid, "group": group, "status": "build_error", "detail": log[-300:]}
-                else:
-                    rc, bad, advice = check(lib, args.timeout)
-                    status = "caught" if bad else "advised" if advice else "survived"
-                    row = {"id": mid, "group": group, "status": status, "caught_by": (bad or advice)[:5],
-                           "advice_only": mid in ADVICE_ONLY}
-            finally:
-                with open(path, "w") as f:
-                    f.write(text)
-            row["seconds"] = round(time.monotonic() - t0, 1)
+            if got["status"] == "build_error":
+                row = {"id": mid, "group": group, "status": "build_error", "detail": got["detail"]}
+            else:
+                bad, advice = got["bad"], got["advice"]
+                status = "caught" if bad else "advised" if advice else "survived"
+                row = {"id": mid, "group": group, "status": status, "caught_by": (bad or advice)[:5],
+                       "advice_only": mid in ADVICE_ONLY}
+            row["seconds"] = sec
             rows.append(row)
             by = ", ".join(f"{i} ({r})" for i, r, _ in row.get("caught_by", [])[:3])
             print(f"{mid:30} {row['status'].upper():12} {row['seconds']:5.1f}s {by}", flush=True)
