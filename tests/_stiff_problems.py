@@ -43,6 +43,11 @@ def vdp(t, y, mu):
     return [y[1], mu * ((1 - y[0] ** 2) * y[1] - y[0])]
 
 
+def van_der_pol(t, y, mu):
+    """The unscaled form, x'' = mu (1 - x^2) x' - x: stiff for large mu on times of order mu."""
+    return [y[1], mu * (1 - y[0] * y[0]) * y[1] - y[0]]
+
+
 def hostile_mix(t, y, a):
     """Every kind of traced node the derivative rules cover."""
     return [np.sin(y[0] * y[1]) + np.exp(-t * y[2]) + em.atan2(y[0], y[1] + 2.0),

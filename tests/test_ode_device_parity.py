@@ -9,16 +9,9 @@ import numpy as np
 import pytest
 
 import eagle.ode as eo
+from _stiff_problems import rober, van_der_pol
 
 
-def rober(t, y, k1, k2, k3):
-    return (-k1 * y[0] + k3 * y[1] * y[2],
-            k1 * y[0] - k2 * y[1] * y[1] - k3 * y[1] * y[2],
-            k2 * y[1] * y[1])
-
-
-def vdp(t, y, mu):
-    return (y[1], mu * (1 - y[0] * y[0]) * y[1] - y[0])
 
 
 def fall(t, y, e):
@@ -50,7 +43,7 @@ def _case(name):
                 ("y", "ys", "status", "n_accepted", "n_rejected", "nfev"))
     if name == "auto":
         mus = np.geomspace(1.0, 1e5, N)
-        return (lambda b: eo.solve_ivp(vdp, (0.0, 3.0), [2.0, 0.0], method="auto", args=(mus,), rtol=1e-6,
+        return (lambda b: eo.solve_ivp(van_der_pol, (0.0, 3.0), [2.0, 0.0], method="auto", args=(mus,), rtol=1e-6,
                                        atol=1e-8, max_steps=20_000, exact=True, backend=b),
                 ("y", "status", "n_accepted", "n_rejected", "switched_at"))
     if name in ("Vern7", "Vern9"):

@@ -6,6 +6,7 @@ import pytest
 
 import eagle
 import eagle.ode as ode
+from _stiff_problems import rober, van_der_pol
 
 
 def decay(t, y, k):
@@ -272,14 +273,6 @@ def test_linear_system_flow_matrix_against_expm():
 
 # ---------------------------------------------------------------- Rosenbrock methods (Rodas5P, Rosenbrock23)
 
-def rober(t, y, k1, k2, k3):
-    return (-k1 * y[0] + k3 * y[1] * y[2],
-            k1 * y[0] - k2 * y[1] * y[1] - k3 * y[1] * y[2],
-            k2 * y[1] * y[1])
-
-
-def vdp(t, y, mu):
-    return (y[1], mu * (1 - y[0] * y[0]) * y[1] - y[0])
 
 
 @pytest.mark.parametrize("method", ["Rodas5P", "Rosenbrock23"])
@@ -289,19 +282,19 @@ def test_rosenbrock_sensitivities_are_the_discrete_derivative_at_fixed_steps(met
     mu = np.array([3.0, 5.0, 8.0])
     y0 = np.tile([2.0, 0.0], (3, 1))
     kw = dict(method=method, adaptive=False, dt=2e-3, exact=True)
-    s = ode.solve_ivp(vdp, (0.0, 2.0), y0, args=(mu,), sensitivity=("mu", "y0"), **kw)
+    s = ode.solve_ivp(van_der_pol, (0.0, 2.0), y0, args=(mu,), sensitivity=("mu", "y0"), **kw)
     assert np.all(s.status == 0)
     eps = 1e-6
-    up = ode.solve_ivp(vdp, (0.0, 2.0), y0, args=(mu * (1 + eps),), **kw).y
-    dn = ode.solve_ivp(vdp, (0.0, 2.0), y0, args=(mu * (1 - eps),), **kw).y
+    up = ode.solve_ivp(van_der_pol, (0.0, 2.0), y0, args=(mu * (1 + eps),), **kw).y
+    dn = ode.solve_ivp(van_der_pol, (0.0, 2.0), y0, args=(mu * (1 - eps),), **kw).y
     fd = (up - dn) / (2 * eps * mu)[:, None]
     np.testing.assert_allclose(s.dy_dargs[:, :, 0], fd, rtol=2e-7, atol=1e-9)
     for j in range(2):
         yp, ym = y0.copy(), y0.copy()
         yp[:, j] += eps
         ym[:, j] -= eps
-        fd = (ode.solve_ivp(vdp, (0.0, 2.0), yp, args=(mu,), **kw).y
-              - ode.solve_ivp(vdp, (0.0, 2.0), ym, args=(mu,), **kw).y) / (2 * eps)
+        fd = (ode.solve_ivp(van_der_pol, (0.0, 2.0), yp, args=(mu,), **kw).y
+              - ode.solve_ivp(van_der_pol, (0.0, 2.0), ym, args=(mu,), **kw).y) / (2 * eps)
         np.testing.assert_allclose(s.dy_dy0[:, :, j], fd, rtol=2e-7, atol=1e-9)
 
 
