@@ -24,6 +24,7 @@ import weakref
 import numpy as np
 
 import eagle
+from ..extend import order_before
 from ..errors import EagleMemoryError, EagleTypeError, EagleValueError
 from . import _acts, _check, _progress, _rhs
 from ._frame import (P_ATOL, P_DT, P_FIRST, P_MAX_STEP, P_RTOL, Q_FIRST, Q_MAX_STEPS, Q_NT, Q_SEED_HI,
@@ -405,6 +406,7 @@ class Run:
             flags = shared[row + 1:row + 1 + max(w, 1)]  # Q's flags: y0, then IN's rows
             flags[:] = 0
             if on_device(x):
+                order_before(x, s)  # the array library's pending writes of x first (DLPack's stream rule)
                 s.copy(r["IN"].address + row * n * isz, x, n * isz, direction="d2d")
             elif np.ndim(x) == (1 if w else 0):
                 flags[:] = 1
@@ -419,6 +421,7 @@ class Run:
                                       f"{np.dtype(y0.dtype)}; on the device it must be ({n}, {d}) of {dt} (or pass a "
                                       f"host array, which is broadcast and converted)")
             shared[0] = 0
+            order_before(y0, s)
             s.copy(r["Y0"].address, y0, n * d * isz, direction="d2d")
         elif y0.ndim == 1:
             shared[0] = 1
