@@ -12,6 +12,11 @@ TE = np.linspace(0.0, 1.0, 4)
 KW = dict(rtol=1e-8, atol=1e-8)
 
 
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                 reason="torch is not installed (an optional extra)")
+needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed (an optional extra)")
+
+
 def lorenz(t, y, rho):
     return [10.0 * (y[1] - y[0]), y[0] * (rho - y[2]) - y[1], y[0] * y[1] - 8.0 / 3.0 * y[2]]
 
@@ -110,3 +115,174 @@ def test_torch_cuda_tensors_solve_on_the_gpu(cuda):
     (y ** 2).sum().backward()
     assert rho.grad.device.type == "cuda"
     np.testing.assert_allclose(rho.grad.cpu().numpy(), reference(False).args[:, 0], rtol=1e-9)
+
+
+# -- where the tensors cross: no copy where the bridges' docstrings say so ------------------------
+
+Y0 = np.stack([np.linspace(0.5, 1.5, RHO.size), np.linspace(0.0, 0.2, RHO.size), np.zeros(RHO.size)], axis=1)
+
+
+def per_sample_reference(t_eval=None, **kw):
+    """The solution and sol.vjp of L = sum |y|^2 (+ sum ys) for per-sample y0 and rho."""
+    ad = ode.solve_ivp(lorenz, (0.0, 1.0), Y0, args=(RHO,), adjoint=True, t_eval=t_eval, **KW, **kw)
+    return ad, ad.vjp(2 * ad.y, None if t_eval is None else np.ones(ad.ys.shape))
+
+
+class _Seen:
+    """Records what the bridge hands eagle's recorded solve (AdjointSolver.solve) and the
+    gradients sol.vjp returns."""
+
+    def __init__(self, monkeypatch):
+        from eagle.ode import _adjoint
+        self.solves, self.grads = [], []
+        solve, vjp = _adjoint.AdjointSolver.solve, _adjoint.AdjointSolution.vjp
+
+        def seen_solve(s, y0, args=()):
+            self.solves.append((y0, tuple(args)))
+            return solve(s, y0, args)
+
+        def seen_vjp(s, *a, **kw):
+            g = vjp(s, *a, **kw)
+            self.grads.append(g)
+            return g
+        monkeypatch.setattr(_adjoint.AdjointSolver, "solve", seen_solve)
+        monkeypatch.setattr(_adjoint.AdjointSolution, "vjp", seen_vjp)
+
+
+def _address(x):
+    from eagle.extend import address_of
+    return address_of(x).ptr
+
+
+def _torch_no_host_reads(monkeypatch, torch):
+    """Any Tensor.cpu / .numpy / np.asarray(tensor) from here on fails the test."""
+    def boom(*a, **k):
+        raise AssertionError("a tensor was read to the host")
+    for name in ("cpu", "numpy", "__array__", "tolist", "item"):
+        monkeypatch.setattr(torch.Tensor, name, boom)
+
+
+@needs_torch
+def test_torch_host_tensors_reach_the_solve_as_views_of_their_memory(monkeypatch):
+    import torch
+    import eagle.ode.torch as et
+    seen = _Seen(monkeypatch)
+    y0 = torch.tensor(Y0, requires_grad=True)
+    rho = torch.tensor(RHO, requires_grad=True)
+    y = et.solve(lorenz, (0.0, 1.0), y0, args=(rho,), **KW)
+    (y ** 2).sum().backward()
+    (hy0, (hrho,)), = seen.solves
+    assert isinstance(hy0, np.ndarray) and hy0.__array_interface__["data"][0] == y0.data_ptr()  # no copy
+    assert hrho.__array_interface__["data"][0] == rho.data_ptr()
+    ad, g = per_sample_reference()
+    np.testing.assert_array_equal(y.detach().numpy(), ad.y)
+    np.testing.assert_array_equal(y0.grad.numpy(), g.y0)
+    np.testing.assert_array_equal(rho.grad.numpy(), g.args[:, 0])
+
+
+def _force_device_path(monkeypatch, module):
+    """Send host tensors down the device path's code (DeviceInput in, eagle arrays out through
+    DLPack) on the cpu backend: all of it but the run's device-to-device copies, which a GPU runs."""
+    monkeypatch.setattr(module, "_on_device", lambda bridge, y0, args: "cpu")
+
+
+@needs_torch
+def test_torch_device_path_hands_tensors_and_gradients_over_without_copies(monkeypatch):
+    import torch
+    import eagle.ode.torch as et
+    _force_device_path(monkeypatch, et)
+    seen = _Seen(monkeypatch)
+    base = torch.tensor(Y0, requires_grad=True)
+    rho = torch.tensor(RHO, requires_grad=True)
+    y0 = base * 1.0  # not a leaf: its hook sees the very gradient tensor the bridge returns
+    hooked = []
+    y0.register_hook(hooked.append)
+    _torch_no_host_reads(monkeypatch, torch)
+    y, ys = et.solve(lorenz, (0.0, 1.0), y0, args=(rho,), t_eval=TE, **KW)
+    ((y ** 2).sum() + ys.sum()).backward()
+    monkeypatch.undo()
+    (dy0, (drho,)), = seen.solves
+    assert dy0.array.data_ptr() == y0.data_ptr() and _address(dy0) == y0.data_ptr()  # the tensor itself
+    assert drho.array.data_ptr() == rho.data_ptr() and _address(drho) == rho.data_ptr()
+    g_eagle, = seen.grads
+    assert hooked[0].data_ptr() == g_eagle.y0.address  # eagle's gradient array, taken without a copy
+    ad, g = per_sample_reference(t_eval=TE)
+    np.testing.assert_array_equal(y.detach().numpy(), ad.y)
+    np.testing.assert_array_equal(ys.detach().numpy(), ad.ys)
+    np.testing.assert_array_equal(base.grad.numpy(), g.y0)
+    np.testing.assert_array_equal(rho.grad.numpy(), g.args[:, 0])
+
+
+@needs_torch
+def test_torch_device_path_broadcasts_shared_inputs_and_sums_their_gradients(monkeypatch):
+    import torch
+    import eagle.ode.torch as et
+    _force_device_path(monkeypatch, et)
+    y0 = torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64, requires_grad=True)
+    rho = torch.tensor(RHO, requires_grad=True)
+    sigma = torch.tensor(10.0, dtype=torch.float64, requires_grad=True)  # 0-d: one value for every sample
+
+    def lorenz_s(t, y, rho, sigma):
+        return [sigma * (y[1] - y[0]), y[0] * (rho - y[2]) - y[1], y[0] * y[1] - 8.0 / 3.0 * y[2]]
+    y = et.solve(lorenz_s, (0.0, 1.0), y0, args=(rho, sigma), **KW)
+    (y ** 2).sum().backward()
+    ad = ode.solve_ivp(lorenz_s, (0.0, 1.0), [1.0, 0.0, 0.0], args=(RHO, 10.0), adjoint=True, **KW)
+    g = ad.vjp(2 * ad.y)
+    np.testing.assert_array_equal(y.detach().numpy(), ad.y)
+    np.testing.assert_array_equal(rho.grad.numpy(), g.args[:, 0])
+    assert y0.grad.shape == (3,) and sigma.grad.shape == ()
+    np.testing.assert_allclose(y0.grad.numpy(), g.y0.sum(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(sigma.grad.numpy(), g.args[:, 1].sum(), rtol=1e-14)
+
+
+def _no_callback(monkeypatch, jax):
+    def boom(*a, **k):
+        raise AssertionError("an eager call went through jax.pure_callback")
+    monkeypatch.setattr(jax, "pure_callback", boom)
+
+
+@needs_jax
+def test_jax_eager_cpu_arrays_reach_the_solve_as_views_of_their_buffers(monkeypatch):
+    import jax
+    import jax.numpy as jnp
+    import eagle.ode.jax as ej
+    with _x64(jax):
+        y0, rho = jnp.asarray(Y0), jnp.asarray(RHO)
+        seen = _Seen(monkeypatch)
+        _no_callback(monkeypatch, jax)
+        gy0, grho = jax.grad(lambda y0, rho: (ej.solve(lorenz, (0.0, 1.0), y0, args=(rho,), **KW) ** 2).sum(),
+                             argnums=(0, 1))(y0, rho)
+        (hy0, (hrho,)), = seen.solves
+        assert hy0.__array_interface__["data"][0] == y0.unsafe_buffer_pointer()  # no copy
+        assert hrho.__array_interface__["data"][0] == rho.unsafe_buffer_pointer()
+        _, g = per_sample_reference()
+        np.testing.assert_array_equal(np.asarray(gy0), g.y0)
+        np.testing.assert_array_equal(np.asarray(grho), g.args[:, 0])
+
+
+@needs_jax
+def test_jax_device_path_hands_arrays_over_through_dlpack(monkeypatch):
+    import jax
+    import jax.numpy as jnp
+    import eagle.ode.jax as ej
+    with _x64(jax):
+        _force_device_path(monkeypatch, ej)
+        seen = _Seen(monkeypatch)
+        _no_callback(monkeypatch, jax)
+        y0, rho = jnp.asarray(Y0), jnp.asarray(RHO)
+
+        def loss(y0, rho):
+            y, ys = ej.solve(lorenz, (0.0, 1.0), y0, args=(rho,), t_eval=TE, **KW)
+            return (y ** 2).sum() + ys.sum()
+        (val, (gy0, grho)) = jax.value_and_grad(loss, argnums=(0, 1))(y0, rho)
+        (dy0, (drho,)), = seen.solves
+        assert dy0.array is y0 and _address(dy0) == y0.unsafe_buffer_pointer()  # the array itself
+        assert drho.array is rho and _address(drho) == rho.unsafe_buffer_pointer()
+        ad, g = per_sample_reference(t_eval=TE)
+        np.testing.assert_allclose(float(val), (ad.y ** 2).sum() + ad.ys.sum(), rtol=1e-14)
+        np.testing.assert_array_equal(np.asarray(gy0), g.y0)
+        np.testing.assert_array_equal(np.asarray(grho), g.args[:, 0])
+        # a shared y0 (d,) is broadcast on the device and its gradient summed there
+        gy0 = jax.grad(lambda y0: (ej.solve(lorenz, (0.0, 1.0), y0, args=(rho,), **KW) ** 2).sum())(
+            jnp.asarray([1.0, 0.0, 0.0]))
+        np.testing.assert_allclose(np.asarray(gy0), reference(False).y0.sum(axis=0), rtol=1e-14)

@@ -233,8 +233,16 @@ def solve(fun, t_span, y0, args=(), *, t_eval=None, **kwargs):
     if entry is None:
         bridge = Bridge(fun, t_span, t_eval, kwargs)
         entry = _BRIDGES[key] = (bridge, _make(bridge))
-    y0 = jnp.asarray(y0)
+    y0 = _array(y0)
     if not jnp.issubdtype(y0.dtype, jnp.floating):
         y0 = y0.astype(jnp.result_type(float))
-    args = tuple(jnp.asarray(a, y0.dtype) for a in args)
+    args = tuple(_array(a, y0.dtype) for a in args)
     return entry[1](y0, args)
+
+
+def _array(x, dtype=None):
+    """``x`` as a JAX array (of ``dtype``): a JAX array or tracer that already is one as it is
+    (``jnp.asarray`` of a tracer under ``jax.grad`` copies it)."""
+    if isinstance(x, jax.Array) and (dtype is None or x.dtype == dtype):
+        return x
+    return jnp.asarray(x, dtype)

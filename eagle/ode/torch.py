@@ -78,7 +78,8 @@ def _on_device(bridge, y0, args):
 
 
 def _enter(device):
-    return lambda: torch.cuda.device(device)
+    """Torch exports a CUDA tensor through DLPack only while its device is the current one."""
+    return (lambda: torch.cuda.device(device)) if device.type == "cuda" else None
 
 
 def _device_inputs(bridge, y0, args):
@@ -92,7 +93,7 @@ def _device_inputs(bridge, y0, args):
         y = y.expand(n, y.shape[0])  # one y0 for every sample: broadcast on the device
     ins = []
     for a in args:
-        if isinstance(a, torch.Tensor) and a.is_cuda:
+        if isinstance(a, torch.Tensor) and a.device == y0.device:
             a = a.detach().to(tdt)
             if a.dim() == 0:
                 a = a.expand(n)
