@@ -107,7 +107,7 @@ def _device_inputs(bridge, y0, args):
     y = y0 if y0.ndim == 2 else jnp.broadcast_to(y0, (n, y0.shape[-1]))
     ins = []
     for a in args:
-        a = jnp.asarray(a, dt)
+        a = _array(a, dt)
         if a.devices() != {dev}:
             a = jax.device_put(a, dev)
         if a.ndim == 0:
@@ -148,8 +148,8 @@ def _eager_backward(bridge, sol, y0, args, cy, cys):
     if kind is not None:
         dy0, dargs, dt = _device_inputs(bridge, y0, args)
         sol = bridge.current(sol, dy0, dargs, dt, kind)
-        cy_in = DeviceInput(jnp.asarray(cy, dt), dt)
-        cys_in = None if cys is None else DeviceInput(jnp.nan_to_num(jnp.asarray(cys, dt)), dt)
+        cy_in = DeviceInput(_array(cy, dt), dt)
+        cys_in = None if cys is None else DeviceInput(jnp.nan_to_num(_array(cys, dt)), dt)
         g = sol.vjp(cy_in, cys_in, to_host=False)  # eagle's own arrays, fresh: JAX takes them without a copy
         gy0, ga = jax.dlpack.from_dlpack(g.y0), jax.dlpack.from_dlpack(g.args)
         return (_reduce(gy0, y0.shape).astype(y0.dtype),
