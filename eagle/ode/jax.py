@@ -31,9 +31,10 @@ Where the arrays cross, and what is copied:
   next solve), which are waited for. The backward pass hands the cotangents over the same way;
   ``sol.vjp(..., to_host=False)`` returns eagle device arrays that JAX takes without a copy, then
   sums a shared input's gradient over the samples on the device. The solve reads each sample's
-  accepted-step count to the host (to size the tape), never y0, args or results.
+  accepted-step count to the host (to size the tape) and, on a long solve, the progress
+  display's counters; never y0, args or results.
 - **Eager, on the CPU**: y0 and args cross as numpy views of JAX's buffers (``np.asarray``, no
-  copy; the run copies them into its input plane); the results and gradients are host arrays
+  copy where they have the solve's dtype; the run copies them into its input plane); the results and gradients are host arrays
   that ``jax.device_put`` copies into JAX buffers.
 - **Eager, anything else** (a GPU array on another device index, another dtype, a ``backend=``
   of another kind): copied to the host (``np.asarray``), solved there, the results copied back

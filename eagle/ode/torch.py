@@ -14,8 +14,8 @@ Where the tensors cross, and what is copied:
 
 - **CUDA tensors** (y0 on ``cuda:0``, the device eagle's cuda kind solves on, and no ``backend=``
   naming another kind): nothing goes through the host. y0 and the tensor arguments are handed
-  to eagle as they are, through DLPack (``eagle.ode.run`` copies them device to device into its
-  input plane, as it does every input; its stream first waits, through
+  to eagle as they are, through DLPack (eagle.ode's run, eagle/ode/_run.py, copies them device
+  to device into its input plane, as it does every input; its stream first waits, through
   ``__dlpack__(stream=...)``, for the work torch's current stream had queued). A y0 of shape
   (d,) or a 0-d argument shared by every sample is first broadcast to (N, d) / (N,) on the device,
   and a tensor of another dtype or layout is converted there (``.to(dtype).contiguous()``). The
@@ -25,13 +25,14 @@ Where the tensors cross, and what is copied:
   cotangents are handed over the same way and ``sol.vjp(..., to_host=False)`` returns the
   gradients as eagle device arrays, which torch takes through DLPack without a copy (then sums
   a shared input's gradient over the samples, on the device). Small host reads remain: the
-  solve reads each sample's accepted-step count (to size the tape), never y0, args or results.
+  solve reads each sample's accepted-step count (to size the tape) and, on a solve that runs
+  longer than the progress display's delay, its progress counters; never y0, args or results.
   An argument that is a host tensor (or a number) is copied to the device by eagle (h2d, as any
   host input), and its gradient is copied back to the host.
 - **Host tensors**: y0 and the arguments cross as numpy views of their own memory (no staging
-  copy; the run copies them into its input plane, as it does every input). The results are
-  copies made by ``sol.y`` / ``sol.ys`` (read from the planes) and wrapped by
-  ``torch.from_numpy`` without a further copy; the gradients likewise.
+  copy where they have the solve's dtype; the run copies them into its input plane, as it does
+  every input). The results are copies made by ``sol.y`` / ``sol.ys`` (read from the planes)
+  and wrapped by ``torch.from_numpy`` without a further copy; the gradients likewise.
 - **Anything else** (a GPU tensor on another device index, a kind other than the solve's, ...):
   its values are copied to the host (``.cpu()``), solved as host tensors are, and the results
   copied back to its device.
