@@ -280,17 +280,15 @@ def _torch_cuda(torch):
 
 
 def _ordered(monkeypatch):
-    """What eagle ordered its stream after (eagle.extend.order_before: the run's inputs, sol.vjp's
-    cotangents), recorded; the ordering itself still happens."""
-    import eagle.extend
+    """What eagle ordered its stream after (eagle/ode/_run.py's wait_for_producer: the run's
+    device inputs, sol.vjp's device cotangents), recorded; the ordering itself still happens."""
     from eagle.ode import _run
-    seen, real = [], eagle.extend.order_before
+    seen, real = [], _run.wait_for_producer
 
-    def order_before(x, stream):
+    def wait_for_producer(x, stream):
         seen.append(x)
         return real(x, stream)
-    monkeypatch.setattr(_run, "order_before", order_before)
-    monkeypatch.setattr(eagle.extend, "order_before", order_before)
+    monkeypatch.setattr(_run, "wait_for_producer", wait_for_producer)
     return seen
 
 
@@ -442,3 +440,27 @@ def test_jax_eager_gpu_arrays_stay_on_the_device_and_jit_still_works(cuda, monke
         jy0, jrho = jax.jit(jax.grad(loss, argnums=(0, 1)))(y0, rho)  # through the host callback
         np.testing.assert_array_equal(np.asarray(jy0), g.y0)
         np.testing.assert_array_equal(np.asarray(jrho), g.args[:, 0])
+
+
+def test_the_run_waits_for_a_device_inputs_producer_through_dlpack():
+    """eagle/ode/_run.py's wait_for_producer hands the producer eagle's raw stream (DLPack's rule:
+    the producer makes that stream wait for its own work); a producer that refuses the argument,
+    or an eagle array, is no error."""
+    import eagle
+    from eagle.ode._run import wait_for_producer
+    asked = []
+
+    class Producer:
+        def __dlpack__(self, *, stream=None):
+            asked.append(stream)
+
+    class Refuses:
+        def __dlpack__(self):
+            asked.append("called")
+
+    class Stream:
+        handle = 0x1234
+    wait_for_producer(Producer(), Stream())
+    wait_for_producer(Refuses(), Stream())
+    wait_for_producer(eagle.empty(4, backend="cpu"), Stream())
+    assert asked == [0x1234]

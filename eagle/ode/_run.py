@@ -24,7 +24,6 @@ import weakref
 import numpy as np
 
 import eagle
-from ..extend import order_before
 from ..errors import EagleMemoryError, EagleTypeError, EagleValueError
 from . import _acts, _check, _progress, _rhs
 from ._frame import (P_ATOL, P_DT, P_FIRST, P_MAX_STEP, P_RTOL, Q_FIRST, Q_MAX_STEPS, Q_NT, Q_SEED_HI,
@@ -50,6 +49,21 @@ def on_device(a):
     if isinstance(a, np.ndarray) or not hasattr(a, "__dlpack_device__"):
         return False
     return eagle.kind_of_array(a) != host_kind()
+
+
+def wait_for_producer(a, stream):
+    """Order eagle's ``stream`` after the work the array library of the device array ``a`` has
+    queued to write it, by DLPack's rule: ``a.__dlpack__(stream=<stream's raw value>)`` makes the
+    stream wait for the producer's (torch, CuPy and JAX do; the capsule is dropped unused). An
+    eagle array (whose writer the caller has waited for) or a producer that refuses the argument
+    has nothing to order."""
+    export = getattr(a, "__dlpack__", None)
+    if export is None or isinstance(a, eagle.DeviceArray):
+        return
+    try:
+        export(stream=stream.handle)
+    except Exception:  # noqa: BLE001 - an exporter without stream support: nothing to order
+        pass
 
 
 def backend_of(backend, y0, what):
@@ -406,7 +420,7 @@ class Run:
             flags = shared[row + 1:row + 1 + max(w, 1)]  # Q's flags: y0, then IN's rows
             flags[:] = 0
             if on_device(x):
-                order_before(x, s)  # the array library's pending writes of x first (DLPack's stream rule)
+                wait_for_producer(x, s)
                 s.copy(r["IN"].address + row * n * isz, x, n * isz, direction="d2d")
             elif np.ndim(x) == (1 if w else 0):
                 flags[:] = 1
@@ -421,7 +435,7 @@ class Run:
                                       f"{np.dtype(y0.dtype)}; on the device it must be ({n}, {d}) of {dt} (or pass a "
                                       f"host array, which is broadcast and converted)")
             shared[0] = 0
-            order_before(y0, s)
+            wait_for_producer(y0, s)
             s.copy(r["Y0"].address, y0, n * d * isz, direction="d2d")
         elif y0.ndim == 1:
             shared[0] = 1

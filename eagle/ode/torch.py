@@ -72,15 +72,16 @@ def _on_device(bridge, y0, args):
     if kind is None or bridge.solve_kind(kind) != kind:
         return None
     for k, a in enumerate(args):
-        if isinstance(a, torch.Tensor) and a.device.type != "cpu" and a.device != y0.device:
+        if isinstance(a, torch.Tensor) and not a.is_cpu and a.device != y0.device:
             raise EagleValueError(f"eagle.ode.torch: args[{k}] lives on {a.device}, y0 on {y0.device}: put the "
                                   f"tensors on one device (or on the host)")
     return kind
 
 
-def _enter(device):
+def _enter(t):
     """Torch exports a CUDA tensor through DLPack only while its device is the current one."""
-    return (lambda: torch.cuda.device(device)) if device.type == "cuda" else None
+    device = t.device
+    return (lambda: torch.cuda.device(device)) if t.is_cuda else None
 
 
 def _device_inputs(bridge, y0, args):
@@ -88,7 +89,7 @@ def _device_inputs(bridge, y0, args):
     tdt = torch.float32 if y0.dtype == torch.float32 else torch.float64
     dt = np.float32 if tdt == torch.float32 else np.float64
     n = n_samples(y0, args, bridge.t_span)
-    enter = _enter(y0.device)
+    enter = _enter(y0)
     y = y0.detach().to(tdt)
     if y.dim() == 1:
         y = y.expand(n, y.shape[0])  # one y0 for every sample: broadcast on the device
@@ -164,7 +165,7 @@ def _device_backward(ctx, gy, gys):
     dy0, dargs, dt = ctx.inputs
     sol = ctx.sol = ctx.bridge.current(ctx.sol, dy0, dargs, dt, ctx.kind)
     tdt = torch.float32 if dt == np.float32 else torch.float64
-    enter = _enter(ctx.meta[0][0])
+    enter = _enter(gy)
     cy = DeviceInput(gy.detach().to(tdt).contiguous(), dt, enter)
     cys = None if gys is None else DeviceInput(torch.nan_to_num(gys.detach().to(tdt)).contiguous(), dt, enter)
     g = sol.vjp(cy, cys, to_host=False)  # eagle's own arrays, fresh: torch takes them without a copy
