@@ -37,8 +37,8 @@ Where the arrays cross, and what is copied:
   copy where they have the solve's dtype; the run copies them into its input plane); the results and gradients are host arrays
   that ``jax.device_put`` copies into JAX buffers.
 - **Eager, anything else** (a GPU array on another device index, another dtype, a ``backend=``
-  of another kind): copied to the host (``np.asarray``), solved there, the results copied back
-  to the array's device.
+  of another kind): copied to the host (``np.asarray``) and solved from there (on the host
+  kind, or ``backend=``'s), the results and gradients copied back to the arrays' devices.
 """
 import itertools
 import threading

@@ -33,9 +33,10 @@ Where the tensors cross, and what is copied:
   copy where they have the solve's dtype; the run copies them into its input plane, as it does
   every input). The results are copies made by ``sol.y`` / ``sol.ys`` (read from the planes)
   and wrapped by ``torch.from_numpy`` without a further copy; the gradients likewise.
-- **Anything else** (a GPU tensor on another device index, a kind other than the solve's, ...):
-  its values are copied to the host (``.cpu()``), solved as host tensors are, and the results
-  copied back to its device.
+- **Anything else** (a GPU tensor on another device index, a CUDA tensor with ``backend=`` of
+  another kind, a tensor of another device type): its values are copied to the host
+  (``.cpu()``) and handed to the solve as host arrays (it runs on y0's kind unless ``backend=``
+  says otherwise), the results and gradients copied back to the tensors' devices.
 """
 import numpy as np
 import torch
