@@ -50,7 +50,7 @@ def test_jax_gradients_equal_vjp():
     import jax
     import jax.numpy as jnp
     import eagle.ode.jax as ej
-    with _x64(jax):
+    with _x64(jax), _cpu(jax):
         rho, y0 = jnp.asarray(RHO), jnp.asarray([1.0, 0.0, 0.0])
 
         def loss(y0, rho):
@@ -65,6 +65,12 @@ def test_jax_gradients_equal_vjp():
             y, ys = ej.solve(lorenz, (0.0, 1.0), y0, args=(rho,), t_eval=TE, **KW)
             return y.sum() + ys.sum()
         np.testing.assert_allclose(np.asarray(jax.grad(loss2)(rho)), reference(True).args[:, 0], rtol=1e-13)
+
+
+def _cpu(jax):
+    """JAX's arrays made on its CPU device (where jax has a GPU, the tests of the host paths and of
+    the device path's code on the cpu backend still take host arrays)."""
+    return jax.default_device(jax.devices("cpu")[0])
 
 
 class _x64:
@@ -230,7 +236,7 @@ def test_jax_eager_cpu_arrays_reach_the_solve_as_views_of_their_buffers(monkeypa
     import jax
     import jax.numpy as jnp
     import eagle.ode.jax as ej
-    with _x64(jax):
+    with _x64(jax), _cpu(jax):
         y0, rho = jnp.asarray(Y0), jnp.asarray(RHO)
         seen = _Seen(monkeypatch)
         _no_callback(monkeypatch, jax)
@@ -249,7 +255,7 @@ def test_jax_device_path_hands_arrays_over_through_dlpack(monkeypatch):
     import jax
     import jax.numpy as jnp
     import eagle.ode.jax as ej
-    with _x64(jax):
+    with _x64(jax), _cpu(jax):
         _force_device_path(monkeypatch, ej)
         seen = _Seen(monkeypatch)
         _no_callback(monkeypatch, jax)
