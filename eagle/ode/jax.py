@@ -34,8 +34,8 @@ Where the arrays cross, and what is copied:
   accepted-step count to the host (to size the tape) and, on a long solve, the progress
   display's counters; never y0, args or results.
 - **Eager, on the CPU**: y0 and args cross as numpy views of JAX's buffers (``np.asarray``, no
-  copy where they have the solve's dtype; the run copies them into its input plane); the results and gradients are host arrays
-  that ``jax.device_put`` copies into JAX buffers.
+  copy where they have the solve's dtype; the run copies them into its input plane); the
+  results and gradients are host arrays that ``jax.device_put`` copies into JAX buffers.
 - **Eager, anything else** (a GPU array on another device index, another dtype, a ``backend=``
   of another kind): copied to the host (``np.asarray``) and solved from there (on the host
   kind, or ``backend=``'s), the results and gradients copied back to the arrays' devices.
