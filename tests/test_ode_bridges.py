@@ -408,7 +408,6 @@ def test_jax_eager_gpu_arrays_stay_on_the_device_and_jit_still_works(cuda, monke
     """Eager GPU arrays: DLPack both ways (no pure_callback, no host path), results and gradients
     on the GPU, cpu's bits in exact mode; under jit the host callback gives the same gradients."""
     import jax
-    import jax.numpy as jnp
     import eagle.ode.jax as ej
     from eagle.ode import _bridge
     from eagle.ode._bridge import DeviceInput
