@@ -419,7 +419,7 @@ class AdjointSolution:
         array) is read where it is; ``to_host=False`` returns the gradients as arrays of the
         solve's backend (``__dlpack__``: no copy to the host; args then (N, max(n_args, 1))). Call it before the same solver
         solves again."""
-        from ._run import on_device
+        from ._run import on_device, wait_for_producer
         if self._generation != self._owner._generation:
             raise EagleValueError("eagle.ode: this solution's tape was overwritten by a later solve of the same "
                                   "solver; call vjp before solving again")
@@ -447,6 +447,7 @@ class AdjointSolution:
                 if tuple(x.shape) != shape or np.dtype(x.dtype) != dt:
                     raise EagleValueError(f"eagle.ode: {what} on the device must be {shape} of {dt}, got "
                                           f"{tuple(x.shape)} of {np.dtype(x.dtype)}")
+                wait_for_producer(x, st)  # the array library's pending writes of x first
                 st.copy(buf[name].address, x, int(np.prod(shape)) * dt.itemsize, direction="d2d")
                 continue
             h = np.asarray(x, dtype=dt)

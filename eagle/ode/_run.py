@@ -51,6 +51,21 @@ def on_device(a):
     return eagle.kind_of_array(a) != host_kind()
 
 
+def wait_for_producer(a, stream):
+    """Order eagle's ``stream`` after the work the array library of the device array ``a`` has
+    queued to write it, by DLPack's rule: ``a.__dlpack__(stream=<stream's raw value>)`` makes the
+    stream wait for the producer's (torch, CuPy and JAX do; the capsule is dropped unused). An
+    eagle array (whose writer the caller has waited for) or a producer that refuses the argument
+    has nothing to order."""
+    export = getattr(a, "__dlpack__", None)
+    if export is None or isinstance(a, eagle.DeviceArray):
+        return
+    try:
+        export(stream=stream.handle)
+    except Exception:  # noqa: BLE001 - an exporter without stream support: nothing to order
+        pass
+
+
 def backend_of(backend, y0, what):
     """The solve's backend: ``backend=`` (a kind, 'gpu', a path or an eagle.Backend), else the
     kind of y0's memory (the core's resolver: host memory names the host's kind)."""
@@ -405,6 +420,7 @@ class Run:
             flags = shared[row + 1:row + 1 + max(w, 1)]  # Q's flags: y0, then IN's rows
             flags[:] = 0
             if on_device(x):
+                wait_for_producer(x, s)
                 s.copy(r["IN"].address + row * n * isz, x, n * isz, direction="d2d")
             elif np.ndim(x) == (1 if w else 0):
                 flags[:] = 1
@@ -419,6 +435,7 @@ class Run:
                                       f"{np.dtype(y0.dtype)}; on the device it must be ({n}, {d}) of {dt} (or pass a "
                                       f"host array, which is broadcast and converted)")
             shared[0] = 0
+            wait_for_producer(y0, s)
             s.copy(r["Y0"].address, y0, n * d * isz, direction="d2d")
         elif y0.ndim == 1:
             shared[0] = 1
