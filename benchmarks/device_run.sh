@@ -178,7 +178,7 @@ for stage in "$@"; do
       # every scheme of the one run on cuda (session 14): cpu == cuda bit for bit in exact mode for the
       # stiff methods, auto, Verner, events that act, dosing, summaries, stiff sensitivities, SDEs; the
       # cuda cases of the stiff, sensitivity, bridge and reference tests; eagle::cuda::Graph.
-      timeout ${ODEGPU_TIMEOUT:-170} python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests/test_ode_device_parity.py \
+      XLA_PYTHON_CLIENT_PREALLOCATE=false timeout ${ODEGPU_TIMEOUT:-170} python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests/test_ode_device_parity.py \
         tests/test_ode_stiff.py tests/test_ode_sensitivity.py tests/test_ode_bridges.py tests/test_ode_reference.py \
         tests/test_exec_graph.py 2>&1 | tee "$OUT/pytest_odegpu.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
