@@ -18,12 +18,13 @@ converge in NEWTON_MAX iterations reject the step (h shrinks by the controller's
 0.2); a sample whose step then falls below the floor fails alone with failure code
 FAIL_SINGULAR or FAIL_NEWTON.
 
-Kvaerno5 (the ESDIRK scheme) keeps J and W's LU across steps while Newton converges (the strategy
-of Hairer and Wanner, Solving ODEs II, IV.8, with OrdinaryDiffEq's rule for W's step size):
+Kvaerno5 (the ESDIRK scheme) evaluates J at every step's (t, y) and factors W for every new h, as
+the Rosenbrock methods must -- unless the environment variable EAGLE_ODE_KVAERNO_REUSE is 1 when
+the Solver is made: it then keeps J and W's LU across steps while Newton converges (the strategy of
+Hairer and Wanner, Solving ODEs II, IV.8, with OrdinaryDiffEq's rule for W's step size):
 
 - J is evaluated only when there is none, when the last step's Newton iterations contracted
-  slower than THETA_SLOW (a J that no longer fits the solution), after an event's or callback's
-  affect replaced y, or when Newton failed (diverged, stalled, or not converged in NEWTON_MAX) or W
+  slower than THETA_SLOW (a J that no longer fits the solution), or when Newton failed (diverged, stalled, or not converged in NEWTON_MAX) or W
   was singular with a J from an earlier step: the attempt is then retried at once, same h, with
   J fresh at (t, y), before it is rejected (and h shrunk);
 - W = I - h gamma J is refactored only when the step moved away from the h it was factored for by
@@ -34,7 +35,17 @@ of Hairer and Wanner, Solving ODEs II, IV.8, with OrdinaryDiffEq's rule for W's 
   one the stale one itself; the scaling is the mean that keeps both contraction rates below
   |1 - r| / (1 + r), r = h / h_LU, about 0.1 in the window.
 
-Kvaerno5's J lives in a plane of its own (``JS``: D*D reals a sample, 8 D^2 bytes in float64 --
+Why it is not the default (measured on cpu, counts per sample; tests/test_ode_stiff.py checks the
+reuse itself): eagle's J is exact, derived and sparse, and its LU skips structural zeros, so an
+evaluation of J and a factorization of W cost about what one or two Newton iterations do, while a
+kept J or W slows Newton's contraction (theta ~ 0.1 where a fresh one gives ~ 1e-3) and the strict
+kappa (1e-3) then takes 2-4 more iterations a stage. ROBER (rtol 1e-6): 52 J and 100 LUs instead
+of 142 and 146, but 2 814 f evaluations instead of 2 228; HIRES (rtol 1e-8): 27 J, 62 LUs instead
+of 142, 144, f 3 592 instead of 2 070; POLLU (d = 20), a 64-point heat chain and a dense nonlinear
+d = 24 system: the same, 1.5 to 2.4 times the time. It would pay where J is costly (finite
+differences of a C rhs, D + 1 f evaluations) or the LU dense and large.
+
+With the reuse on, Kvaerno5's J lives in a plane of its own (``JS``: D*D reals a sample, 8 D^2 bytes in float64 --
 72 B for ROBER, 512 B for HIRES, 32 KiB at D = 64, i.e. 32 GiB for 2^20 samples of D = 64),
 never read back to the host; W rows JT0 (the time J was evaluated at; nan: none, or a new one is
 due) and JLUH (the h of W's LU; 0: none) say what it is. The LU is not stored: a call of the step
@@ -52,11 +63,22 @@ FAIL_SINGULAR, FAIL_NEWTON = 9, 10  # 7, 8: the events' affect and max_events co
 NEWTON_MAX = 8      # simplified Newton iterations per stage before the step is rejected
 RADAU_NEWTON_MAX = 6  # Radau's (scipy's NEWTON_MAXITER)
 NEWTON_KAPPA = 1e-3  # converged when eta * |dz| <= kappa (|.|: the error norm's scaled RMS)
-# Kvaerno5's reuse of J and W across steps (see above)
+# Kvaerno5's reuse of J and W across steps (see above): on when the environment variable is "1"
+REUSE_ENV = "EAGLE_ODE_KVAERNO_REUSE"
 THETA_SLOW = 0.2     # a step whose Newton contracted slower than this asks for a new J at the next
 LU_WINDOW = 0.2      # W is refactored when |h / h_LU - 1| exceeds this
 
 JAC_DERIVED, JAC_USER, JAC_FD = "derived from the trace", "given (jac=)", "finite differences"
+
+
+def reuse_jacobian():
+    """Whether Kvaerno5 keeps J and W across steps (EAGLE_ODE_KVAERNO_REUSE: "1" on; unset, "" or
+    "0" off; read when a solver builds its scheme)."""
+    v = os.environ.get(REUSE_ENV, "").strip()
+    if v not in ("", "0", "1"):
+        raise EagleValueError(f"eagle.ode: {REUSE_ENV}={v!r}: set it to 1 (Kvaerno5 keeps its Jacobian across "
+                              f"steps) or 0 / unset (a new Jacobian every step)")
+    return v == "1"
 
 
 class Jacobian:
@@ -157,7 +179,7 @@ class StiffScheme(RungeKutta):
         self.messages = dict(method.messages)
         self.jac = self.jacobian_kind = self.traced = None
         # Kvaerno5 keeps J across steps (and calls): in its own plane, D*D reals a sample
-        self.reuse = method.scheme == "esdirk"
+        self.reuse = method.scheme == "esdirk" and reuse_jacobian()
         if self.reuse:
             self.planes = (("JS", d * d),)
 
@@ -234,11 +256,6 @@ class StiffScheme(RungeKutta):
                     f"    {fr.W('JLUH')} = ode_luh;",
                     "    if (ode_jt == ode_jt) for (int q = 0; q < D * D; ++q) JS[(int64_t)q * n + i] = ode_JT[q];"]
         return out
-
-    def restart(self, fr):
-        """After an affect replaced y: RungeKutta's restart and, for Kvaerno5, a new J (the kept
-        one belongs to the state before the affect)."""
-        return super().restart(fr) + (["ode_jt = ODE_NAN;"] if self.reuse else [])
 
     def flops_per_step(self):
         if self.traced is None:
@@ -463,6 +480,66 @@ class StiffScheme(RungeKutta):
         return out
 
     def _esdirk(self):
+        return self._esdirk_reuse() if self.reuse else self._esdirk_fresh()
+
+    def _esdirk_fresh(self):
+        """Kvaerno5's attempt with J evaluated at every step's (t, y) (a rejected attempt reuses it) and
+        W factored for every new h: the default (see the module's docstring)."""
+        L, m = self.L, self.m
+        S = len(m.c)  # stages; stage 0 explicit (K[0] = f(t, y), FSAL), stages 1 .. S-2 in K[s], the last in kl
+        out = [f"/* ESDIRK: K[0] = f(t, y) (FSAL), K[1 .. {S - 2}] the implicit stages' derivatives, kl the last",
+               f" * stage's, K[{S - 1}] = f(tn, ynew) (the next step's first stage). Simplified Newton on each",
+               " * stage z = base + h gamma f(t + c h, z) with the matrix I - h gamma J, factored once a step. */"]
+        out += self._head()
+        out += [f"    const ode_real hg = h * {L(m.gamma)};"]
+        out += self._lu(L(1.0), "-hg")
+        out += ["    ode_real z[D], base[D], dz[D], kl[D];",
+                "    ode_acc eta = 1;"]
+        for s in range(1, S):
+            slot = f"K[{s}]" if s < S - 1 else "kl"
+            aterms = " + ".join(f"{L(m.A[s][j])} * K[{j}][k]" for j in range(s) if m.A[s][j] != 0.0)
+            pterms = " + ".join(f"{L(m.P[s][j])} * K[{j}][k]" for j in range(s) if m.P[s][j] != 0.0)
+            tt = "tn" if m.c[s] == 1.0 else f"t + {L(m.c[s])} * h"
+            out += [f"    /* stage {s + 1} */",
+                    f"    for (int k = 0; k < D; ++k) base[k] = y[k] + h * ({aterms or '0'});",
+                    f"    for (int k = 0; k < D; ++k) z[k] = base[k] + hg * ({pterms or 'K[0][k]'});",
+                    "    {",
+                    "        ode_acc nold = 0;",
+                    "        int conv = 0;",
+                    "        if (eta < (ode_acc)ODE_EPS) eta = (ode_acc)ODE_EPS;",
+                    f"        for (int it = 0; it < {NEWTON_MAX}; ++it) {{",
+                    f"            ode_f({tt}, z, a, dz);",
+                    "            *nfev += 1;",
+                    "            for (int k = 0; k < D; ++k) dz[k] = base[k] + hg * dz[k] - z[k];",
+                    "            ode_lu_solve(LUm, piv, dz);",
+                    "            ode_acc n2 = 0;",
+                    "            for (int k = 0; k < D; ++k) {",
+                    "                const ode_real sc = ODE_ATOL(k) + ODE_RTOL * ODE_FABS(y[k]);",
+                    "                const ode_acc r = (ode_acc)(dz[k] / sc);",
+                    "                n2 += r * r;",
+                    "                z[k] += dz[k];",
+                    "            }",
+                    "            const ode_acc nrm = ODE_ASQRT(n2 / (ode_acc)D);",
+                    "            if (!(nrm <= ODE_ABIG)) break;  /* not finite: diverged */",
+                    "            if (it > 0) {",
+                    "                const ode_acc theta = nrm / nold;",
+                    "                if (!(theta < (ode_acc)0.99)) break;  /* diverging or stalled */",
+                    "                eta = theta / (1 - theta);",
+                    "            }",
+                    f"            if (eta * nrm <= (ode_acc){NEWTON_KAPPA!r} || nrm == 0) {{ conv = 1; break; }}",
+                    "            nold = nrm;",
+                    "        }",
+                    "        if (!conv) { *why = 2; return ODE_INF; }",
+                    "    }",
+                    f"    for (int k = 0; k < D; ++k) {slot}[k] = (z[k] - base[k]) / hg;"]
+        out += ["    for (int k = 0; k < D; ++k) ynew[k] = z[k];",
+                f"    ode_f(tn, ynew, a, K[{S - 1}]);",
+                "    *nfev += 1;"]
+        terms = [(e, f"K[{j}][k]" if j < S - 1 else "kl[k]") for j, e in enumerate(m.E)]
+        out += self._norm(terms, scale_by_h=True)
+        return out
+
+    def _esdirk_reuse(self):
         """Kvaerno5's attempt with J and W kept across steps (the module's docstring states the
         rules): up to two passes, the second with J (and W) fresh after the first failed with a
         stale one."""
@@ -510,13 +587,13 @@ class StiffScheme(RungeKutta):
                     "                    *nfev += 1;",
                     "                    for (int k = 0; k < D; ++k) dz[k] = base[k] + hg * dz[k] - z[k];",
                     "                    ode_lu_solve(LUm, piv, dz);",
-                    "                    if (stale) for (int k = 0; k < D; ++k) dz[k] *= relax;",
                     "                    ode_acc n2 = 0;",
                     "                    for (int k = 0; k < D; ++k) {",
                     "                        const ode_real sc = ODE_ATOL(k) + ODE_RTOL * ODE_FABS(y[k]);",
-                    "                        const ode_acc r = (ode_acc)(dz[k] / sc);",
+                    "                        const ode_real dk = dz[k] * relax;  /* relax = 1 exactly with W of this h */",
+                    "                        const ode_acc r = (ode_acc)(dk / sc);",
                     "                        n2 += r * r;",
-                    "                        z[k] += dz[k];",
+                    "                        z[k] += dk;",
                     "                    }",
                     "                    const ode_acc nrm = ODE_ASQRT(n2 / (ode_acc)D);",
                     "                    if (!(nrm <= ODE_ABIG)) break;  /* not finite: diverged */",
