@@ -23,10 +23,11 @@ the Rosenbrock methods must -- unless the environment variable EAGLE_ODE_KVAERNO
 the Solver is made: it then keeps J and W's LU across steps while Newton converges (the strategy of
 Hairer and Wanner, Solving ODEs II, IV.8, with OrdinaryDiffEq's rule for W's step size):
 
-- J is evaluated only when there is none, when the last step's Newton iterations contracted
-  slower than THETA_SLOW (a J that no longer fits the solution), or when Newton failed (diverged, stalled, or not converged in NEWTON_MAX) or W
-  was singular with a J from an earlier step: the attempt is then retried at once, same h, with
-  J fresh at (t, y), before it is rejected (and h shrunk);
+- J is evaluated only when there is none, when the last attempt's Newton iterations contracted
+  slower than THETA_SLOW (a J that no longer fits the solution; not again at the same (t, y)
+  after a rejection by the error), or when Newton failed (diverged, stalled, or not converged in
+  NEWTON_MAX) or W was singular with a J from an earlier step: the attempt is then retried at
+  once, same h, with J fresh at (t, y), before it is rejected (and h shrunk);
 - W = I - h gamma J is refactored only when the step moved away from the h it was factored for by
   more than LU_WINDOW (|h / h_LU - 1| > 0.2, OrdinaryDiffEq's new_W_dt_cutoff 1/5), when J is new,
   or when Newton failed with a fresh J but W of another h (retried with W of this h);
@@ -45,9 +46,9 @@ of 142, 144, f 3 592 instead of 2 070; POLLU (d = 20), a 64-point heat chain and
 d = 24 system: the same, 1.5 to 2.4 times the time. It would pay where J is costly (finite
 differences of a C rhs, D + 1 f evaluations) or the LU dense and large.
 
-With the reuse on, Kvaerno5's J lives in a plane of its own (``JS``: D*D reals a sample, 8 D^2 bytes in float64 --
-72 B for ROBER, 512 B for HIRES, 32 KiB at D = 64, i.e. 32 GiB for 2^20 samples of D = 64),
-never read back to the host; W rows JT0 (the time J was evaluated at; nan: none, or a new one is
+With the reuse on, Kvaerno5's J lives in a plane of its own (``JS``: D*D reals a sample, 8 D^2
+bytes in float64 -- 72 B for ROBER, 512 B for HIRES, 32 KiB at D = 64, i.e. 32 GiB for 2^20
+samples of D = 64), never read back to the host; W rows JT0 (the time J was evaluated at; nan: none, or a new one is
 due) and JLUH (the h of W's LU; 0: none) say what it is. The LU is not stored: a call of the step
 body refactors it from J and JLUH at its start (the same inputs, the same bits, so the steps do not
 depend on how they are split between calls); ``sol.nlu`` does not count those refactorizations.
@@ -616,13 +617,18 @@ class StiffScheme(RungeKutta):
                 "            *why = 2;",
                 "            return ODE_INF;",
                 "        }",
-                f"        if (theta_max > (ode_acc){THETA_SLOW!r}) *jt = ODE_NAN;  /* slow: a new J for the next attempt */",
                 "        for (int k = 0; k < D; ++k) ynew[k] = z[k];",
                 f"        ode_f(tn, ynew, a, K[{S - 1}]);",
                 "        *nfev += 1;"]
         terms = [(e, f"K[{j}][k]" if j < S - 1 else "kl[k]") for j, e in enumerate(m.E)]
-        out += ["    " + x for x in self._norm(terms, scale_by_h=True)[:-1]]
-        out += ["    }", "    *why = 2;  /* not reached: the second pass has J and W fresh */", "    return ODE_INF;", "}"]
+        norm = self._norm(terms, scale_by_h=True)[:-1]
+        assert norm[-1] == "    return ODE_ASQRT(acc / (ode_acc)D);"
+        out += ["    " + x for x in norm[:-1]]
+        out += ["        const ode_acc en = ODE_ASQRT(acc / (ode_acc)D);",
+                "        /* slow: a new J for the next attempt (not at this (t, y) again when the error rejects it) */",
+                f"        if (theta_max > (ode_acc){THETA_SLOW!r} && !(en > 1 && *jt == t)) *jt = ODE_NAN;",
+                "        return en;",
+                "    }", "    *why = 2;  /* not reached: the second pass has J and W fresh */", "    return ODE_INF;", "}"]
         return out
 
     # ---- dense output
