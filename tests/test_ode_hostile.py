@@ -101,6 +101,50 @@ REFUSED = [
     ("an unknown keyword", "eagle.ode.solve_ivp(decay, (0.0, 1.0), y0, rtoll=1e-3)", "TypeError", ["rtoll"]),
     ("atol of the wrong length", "eagle.ode.solve_ivp(decay, (0.0, 1.0), y0, atol=[1e-8, 1e-8, 1e-8])",
      "ValueError", ["atol", "2"]),
+    # non-finite inputs: refused before anything runs, naming the argument and the first bad index
+    # (issue 39), for every method; a NaN that arises during the run still fails its sample alone
+    ("a NaN in y0 (explicit adaptive)", "y0[2, 1] = np.nan\neagle.ode.solve_ivp(decay, (0.0, 1.0), y0)",
+     "ValueError", ["y0[2, 1]", "nan", "finite"]),
+    ("an inf in y0 (fixed steps)",
+     "y0[3, 0] = -np.inf\neagle.ode.solve_ivp(decay, (0.0, 1.0), y0, method='RK4', dt=0.1)", "ValueError",
+     ["y0[3, 0]", "-inf"]),
+    ("a NaN in y0 (Kvaerno5)",
+     "y0[1, 0] = np.nan\neagle.ode.solve_ivp(decay, (0.0, 1.0), y0, method='Kvaerno5')", "ValueError",
+     ["y0[1, 0]"]),
+    ("a NaN in y0 (Rodas5P)",
+     "y0[0, 1] = np.nan\neagle.ode.solve_ivp(decay, (0.0, 1.0), y0, method='Rodas5P')", "ValueError",
+     ["y0[0, 1]"]),
+    ("a NaN in y0 (Radau, float32)",
+     "y = np.ones((4, 2), np.float32); y[2, 0] = np.nan\n"
+     "eagle.ode.solve_ivp(decay, (0.0, 1.0), y, method='Radau', dtype='float32')", "ValueError", ["y0[2, 0]"]),
+    ("a NaN in y0 (auto)", "y0[1, 1] = np.nan\neagle.ode.solve_ivp(decay, (0.0, 1.0), y0, method='auto')",
+     "ValueError", ["y0[1, 1]"]),
+    ("a NaN in one shared y0", "eagle.ode.solve_ivp(decay, (0.0, 1.0), np.array([1.0, np.nan]))", "ValueError",
+     ["y0[1]"]),
+    ("Solver.solve's y0 with an inf",
+     "S = eagle.ode.Solver(decay, t_span=(0.0, 1.0))\nS.solve(np.ones((2, 2)))\ny0[1, 1] = np.inf\nS.solve(y0)",
+     "ValueError", ["y0[1, 1]"]),
+    ("a NaN in a per-sample argument",
+     "eagle.ode.solve_ivp(lambda t, y, k: (-k * y[0], -y[1]), (0.0, 1.0), y0, args=(np.array([1.0, 2.0, np.nan, "
+     "1.0]),))", "ValueError", ["args[0][2]"]),
+    ("an inf shared argument",
+     "eagle.ode.solve_ivp(lambda t, y, k: (-k * y[0], -y[1]), (0.0, 1.0), y0, args=(float('inf'),), "
+     "method='Kvaerno5')", "ValueError", ["args[0]", "inf"]),
+    ("a NaN in a per-sample vector argument",
+     "v = np.ones((4, 2)); v[3, 1] = np.nan\n"
+     "eagle.ode.solve_ivp(lambda t, y, v: (-v[0] * y[0], -v[1] * y[1]), (0.0, 1.0), y0, args=(v,))", "ValueError",
+     ["args[0][3, 1]"]),
+    ("solve_sde with a NaN y0", "y0[0, 0] = np.nan\neagle.ode.solve_sde(decay, decay, (0.0, 1.0), y0, dt=0.1)",
+     "ValueError", ["y0[0, 0]"]),
+    ("a NaN t1", "eagle.ode.solve_ivp(decay, (0.0, float('nan')), y0)", "ValueError", ["t_span", "finite"]),
+    ("an inf per-sample t0",
+     "eagle.ode.solve_ivp(decay, (np.array([0.0, -np.inf, 0.0, 0.0]), 1.0), y0)", "ValueError", ["t_span", "[1]"]),
+    ("a NaN in t_eval", "eagle.ode.solve_ivp(decay, (0.0, 1.0), y0, t_eval=[0.1, np.nan, 0.5])", "ValueError",
+     ["t_eval[1]", "finite"]),
+    ("an inf rtol", "eagle.ode.solve_ivp(decay, (0.0, 1.0), y0, rtol=float('inf'))", "ValueError", ["rtol"]),
+    ("a NaN atol", "eagle.ode.solve_ivp(decay, (0.0, 1.0), y0, atol=float('nan'))", "ValueError", ["atol"]),
+    ("a NaN in a per-component atol", "eagle.ode.solve_ivp(decay, (0.0, 1.0), y0, atol=[1e-8, np.nan])",
+     "ValueError", ["atol"]),
 ]
 
 
@@ -175,15 +219,24 @@ result = dict(status=sol.status.tolist(), y=sol.y[:, 0].tolist(), failure=sol.fa
     assert res["messages"].get(str(res["failure"][1])), res
 
 
-def test_nan_in_y0_fails_that_sample_or_is_refused_naming_y0():
-    """Either answer is right (the issue does not choose); a crash, a hang or a NaN sample reported
-    as finished is not."""
+def test_nan_in_y0_is_refused_before_anything_runs_and_a_run_time_nan_fails_alone():
+    """A NaN y0 is refused naming y0 and its index (issue 39: before any compile or launch); a NaN
+    Jacobian that arises during the run (the sample's argument) still fails that sample alone with
+    code 9, and the other samples finish."""
     out = run_snippet(SETUP + """
 y = np.ones((3, 2)); y[1, 0] = np.nan
-sol = eagle.ode.solve_ivp(decay, (0.0, 1.0), y, method="Tsit5")
-result = sol.status.tolist()
+try:
+    eagle.ode.solve_ivp(decay, (0.0, 1.0), y, method="Tsit5")
+    refused = None
+except eagle.EagleError as e:
+    refused = str(e)
+def f(t, y, a):
+    return (-a * y[0],)
+def jac(t, y, a):
+    return [[eagle.ode.math.where(t > 0.5 * a, np.nan, -a)]]   # NaN from t = 0.5 a on
+sol = eagle.ode.solve_ivp(f, (0.0, 1.0), np.ones(1), method="Rodas5P", args=(np.array([4.0, 1.0]),), jac=jac)
+result = dict(refused=refused, status=sol.status.tolist(), failure=sol.failure.tolist())
 """)
-    if out.status == "raised":
-        out.expect_raises("EagleError", match="y0")
-    else:
-        assert out.expect_ok() == [0, -1, 0]
+    res = out.expect_ok()
+    assert res["refused"] is not None and "y0[1, 0]" in res["refused"], res
+    assert res["status"] == [0, -1] and res["failure"] == [0, 9], res

@@ -117,7 +117,10 @@ def t_eval_of(t_eval, t0, t1):
                               f"of {te.dtype}")
     te = te.astype(np.float64)
     lo, top = float(np.min(t0)), float(np.max(t1))
-    if not np.all(np.isfinite(te)) or te[0] < lo or te[-1] > top:
+    if not np.all(np.isfinite(te)):
+        j = int(np.argmin(np.isfinite(te)))
+        raise EagleValueError(f"eagle.ode: t_eval[{j}] = {te[j]} is not finite")
+    if te[0] < lo or te[-1] > top:
         raise EagleValueError(f"eagle.ode: t_eval must lie within t_span [{lo}, {top}], got "
                               f"[{te.min()}, {te.max()}]")
     if np.any(np.diff(te) <= 0):
@@ -194,6 +197,24 @@ def y0_of(y0, what="y0"):
     if len(shape) not in (1, 2) or shape[-1] < 1:
         raise EagleValueError(f"eagle.ode: {what} must have shape (N, d) or (d,), got {shape}")
     return y0
+
+
+def finite(x, what, name):
+    """Refuse a host array (or number) ``x`` holding nan or inf, naming ``name`` and the first
+    offending index (sample, component): an input that is not finite would only fail its sample
+    at t0. One pass over the values (np.isfinite once; integers and bools are always finite). The
+    caller skips device-resident arrays: they are not copied to the host to be checked (a
+    non-finite value there fails its sample alone, with the failure code of a non-finite state)."""
+    a = np.asarray(x)
+    if a.dtype.kind not in "fc" or a.size == 0:
+        return
+    ok = np.isfinite(a)
+    if ok.all():
+        return
+    at = np.unravel_index(int(np.argmin(ok)), a.shape)
+    where = f"[{', '.join(str(int(k)) for k in at)}]" if a.ndim else ""
+    raise EagleValueError(f"{what}: {name}{where} = {a[at]} is not finite: every input must be a finite number (a "
+                          f"value that turns nan or inf during the run fails its sample alone, with a failure code)")
 
 
 def args_of(args):

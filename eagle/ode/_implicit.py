@@ -16,7 +16,44 @@ forward difference in t.
 A singular iteration matrix (or a non-finite J) and a Newton iteration that diverges or does not
 converge in NEWTON_MAX iterations reject the step (h shrinks by the controller's smallest factor,
 0.2); a sample whose step then falls below the floor fails alone with failure code
-FAIL_SINGULAR or FAIL_NEWTON."""
+FAIL_SINGULAR or FAIL_NEWTON.
+
+Kvaerno5 (the ESDIRK scheme) evaluates J at every step's (t, y) and factors W for every new h, as
+the Rosenbrock methods must -- unless the environment variable EAGLE_ODE_KVAERNO_REUSE is 1 when
+the Solver is made: it then keeps J and W's LU across steps while Newton converges (the strategy of
+Hairer and Wanner, Solving ODEs II, IV.8, with OrdinaryDiffEq's rule for W's step size):
+
+- J is evaluated only when there is none, when the last attempt's Newton iterations contracted
+  slower than THETA_SLOW (a J that no longer fits the solution; not again at the same (t, y)
+  after a rejection by the error), or when Newton failed (diverged, stalled, or not converged in
+  NEWTON_MAX) or W was singular with a J from an earlier step: the attempt is then retried at
+  once, same h, with J fresh at (t, y), before it is rejected (and h shrunk);
+- W = I - h gamma J is refactored only when the step moved away from the h it was factored for by
+  more than LU_WINDOW (|h / h_LU - 1| > 0.2, OrdinaryDiffEq's new_W_dt_cutoff 1/5), when J is new,
+  or when Newton failed with a fresh J but W of another h (retried with W of this h);
+- with W of h_LU != h, each Newton correction is scaled by 2 / (1 + h / h_LU): the exact Newton
+  step for a component where h gamma J dominates is the stale one times h_LU / h, for a non-stiff
+  one the stale one itself; the scaling is the mean that keeps both contraction rates below
+  |1 - r| / (1 + r), r = h / h_LU, about 0.1 in the window.
+
+Why it is not the default (measured on cpu, counts per sample; tests/test_ode_stiff.py checks the
+reuse itself): eagle's J is exact, derived and sparse, and its LU skips structural zeros, so an
+evaluation of J and a factorization of W cost about what one or two Newton iterations do, while a
+kept J or W slows Newton's contraction (theta ~ 0.1 where a fresh one gives ~ 1e-3) and the strict
+kappa (1e-3) then takes 2-4 more iterations a stage. ROBER (rtol 1e-6): 52 J and 100 LUs instead
+of 142 and 146, but 2 814 f evaluations instead of 2 228; HIRES (rtol 1e-8): 27 J, 62 LUs instead
+of 142, 144, f 3 592 instead of 2 070; POLLU (d = 20), a 64-point heat chain and a dense nonlinear
+d = 24 system: the same, 1.5 to 2.4 times the time. It would pay where J is costly (finite
+differences of a C rhs, D + 1 f evaluations) or the LU dense and large.
+
+With the reuse on, Kvaerno5's J lives in a plane of its own (``JS``: D*D reals a sample, 8 D^2
+bytes in float64 -- 72 B for ROBER, 512 B for HIRES, 32 KiB at D = 64, i.e. 32 GiB for 2^20
+samples of D = 64), never read back to the host; W rows JT0 (the time J was evaluated at; nan: none, or a new one is
+due) and JLUH (the h of W's LU; 0: none) say what it is. The LU is not stored: a call of the step
+body refactors it from J and JLUH at its start (the same inputs, the same bits, so the steps do not
+depend on how they are split between calls); ``sol.nlu`` does not count those refactorizations.
+Every implicit method counts its Jacobian evaluations and LU factorizations per sample in W rows
+NJEV and NLU (``sol.njev``, ``sol.nlu``); method="auto"'s stiffness tests are not counted."""
 import os
 
 from ..errors import EagleValueError
@@ -28,8 +65,22 @@ NEWTON_MAX = 8      # simplified Newton iterations per stage before the step is 
 RADAU_NEWTON_MAX = 6  # Radau's (scipy's NEWTON_MAXITER)
 MAX_AUGMENTED = 64 * 64 * 4  # entries of the Jacobian block a sensitivity solve keeps per sample
 NEWTON_KAPPA = 1e-3  # converged when eta * |dz| <= kappa (|.|: the error norm's scaled RMS)
+# Kvaerno5's reuse of J and W across steps (see above): on when the environment variable is "1"
+REUSE_ENV = "EAGLE_ODE_KVAERNO_REUSE"
+THETA_SLOW = 0.2     # a step whose Newton contracted slower than this asks for a new J at the next
+LU_WINDOW = 0.2      # W is refactored when |h / h_LU - 1| exceeds this
 
 JAC_DERIVED, JAC_USER, JAC_FD = "derived from the trace", "given (jac=)", "finite differences"
+
+
+def reuse_jacobian():
+    """Whether Kvaerno5 keeps J and W across steps (EAGLE_ODE_KVAERNO_REUSE: "1" on; unset, "" or
+    "0" off; read when a solver builds its scheme)."""
+    v = os.environ.get(REUSE_ENV, "").strip()
+    if v not in ("", "0", "1"):
+        raise EagleValueError(f"eagle.ode: {REUSE_ENV}={v!r}: set it to 1 (Kvaerno5 keeps its Jacobian across "
+                              f"steps) or 0 / unset (a new Jacobian every step)")
+    return v == "1"
 
 
 class Jacobian:
@@ -155,6 +206,10 @@ class StiffScheme(RungeKutta):
         self.real, self.fun, self.jac_arg = real, fun, jac
         self.messages = dict(method.messages)
         self.jac = self.jacobian_kind = self.traced = None
+        # Kvaerno5 keeps J across steps (and calls): in its own plane, D*D reals a sample
+        self.reuse = method.scheme == "esdirk" and reuse_jacobian()
+        if self.reuse:
+            self.planes = (("JS", d * d),)
 
     def bind(self, fns, na, arg_widths):
         """The run's built functions (fns[0]: fun's _rhs.Rhs, with ``traced`` when fun was traced)."""
@@ -164,7 +219,9 @@ class StiffScheme(RungeKutta):
         self.traced = getattr(fns[0], "traced", None)
 
     def w_rows(self, d):
-        return (("WHY", 1),)  # why the last attempt failed (1 singular, 2 Newton): the failure's code
+        # why the last attempt failed (1 singular, 2 Newton): the failure's code; the counts of
+        # Jacobian evaluations and LU factorizations; Kvaerno5: J's time and W's h (see above)
+        return (("WHY", 1), ("NJEV", 1), ("NLU", 1)) + ((("JT0", 1), ("JLUH", 1)) if self.reuse else ())
 
     def helpers(self, fr):
         nk = {"ros23": 6, "rodas": len(self.m.c) + 1, "esdirk": len(self.m.c), "radau": 4}[self.m.scheme]
@@ -182,7 +239,9 @@ class StiffScheme(RungeKutta):
                 "#define ODE_NJT (D * ODE_LD + D)  /* J's first block column (all of J when ODE_LD = D), f_t */")
 
     def init_rows(self, fr):
-        return [f"    {fr.W('WHY')} = 0;"]
+        return ([f"    {fr.W('WHY')} = 0;", f"    {fr.W('NJEV')} = 0;", f"    {fr.W('NLU')} = 0;"]
+                + ([f"    {fr.W('JT0')} = ODE_NAN;", f"    {fr.W('JLUH')} = 0;"]
+                   if self.reuse else []))
 
     def call_start(self, fr):
         out = ["    ode_real K[ODE_NK][D], Fd[ODE_NF][D];", "    (void)Fd;",
@@ -190,7 +249,17 @@ class StiffScheme(RungeKutta):
                "    ode_real ode_JT[ODE_NJT], ode_LU[ODE_LD * ODE_LD], ode_jt = ODE_NAN, ode_luh = 0;",
                "    int ode_piv[ODE_LD];",
                "    for (int q = 0; q < ODE_NJT; ++q) ode_JT[q] = 0;",
-               f"    int ode_whylast = (int){fr.W('WHY')};"]
+               f"    int ode_whylast = (int){fr.W('WHY')};",
+               f"    int32_t ode_cnt[2] = {{(int32_t){fr.W('NJEV')}, (int32_t){fr.W('NLU')}}};  /* J evaluations, LUs */"]
+        if self.reuse:  # J and W's h kept from the last call; the LU made again from them (same bits)
+            out += [f"    ode_jt = {fr.W('JT0')};",
+                    f"    ode_luh = {fr.W('JLUH')};",
+                    "    if (ode_jt == ode_jt) {",
+                    "        for (int q = 0; q < D * D; ++q) ode_JT[q] = JS[(int64_t)q * n + i];",
+                    "        if (ode_luh != 0 && !ode_refactor(ode_JT, ode_luh, ode_LU, ode_piv)) ode_luh = 0;",
+                    "    } else {",
+                    "        ode_luh = 0;",
+                    "    }"]
         if self.m.scheme == "radau":  # the complex system's LU
             out += ["    ode_real ode_LUr2[D * D], ode_LUi[D * D];", "    int ode_piv2[D];"]
         if self.m.fsal:
@@ -201,7 +270,7 @@ class StiffScheme(RungeKutta):
         out = [] if self.m.fsal else ["        ode_f(t, y, a, K[0]);", "        nfev += 1;"]
         out += ["        int ode_why = 0;",
                 "        const ode_acc err = ode_attempt(t, hh, tn, y, K, a, ynew, tol, ode_JT, ode_LU, ode_piv, &ode_jt,",
-                "                                        &ode_luh, &ode_why, &nfev"
+                "                                        &ode_luh, &ode_why, &nfev, ode_cnt"
                 + (", ode_LUr2, ode_LUi, ode_piv2);" if self.m.scheme == "radau" else ");"),
                 "        (void)err;",
                 "        ode_whylast = ode_why;"]
@@ -211,9 +280,16 @@ class StiffScheme(RungeKutta):
 
     def call_end(self, fr):
         # a sample whose step fell to the floor after rejections the attempt explained fails with that reason
-        return ["    if (status == ODE_FAIL_NONFINITE && ode_whylast)",
-                "        status = ode_whylast == 1 ? ODE_FAIL_SINGULAR : ODE_FAIL_NEWTON;",
-                f"    {fr.W('WHY')} = (ode_real)ode_whylast;"]
+        out = ["    if (status == ODE_FAIL_NONFINITE && ode_whylast)",
+               "        status = ode_whylast == 1 ? ODE_FAIL_SINGULAR : ODE_FAIL_NEWTON;",
+               f"    {fr.W('WHY')} = (ode_real)ode_whylast;",
+               f"    {fr.W('NJEV')} = (ode_real)ode_cnt[0];",
+               f"    {fr.W('NLU')} = (ode_real)ode_cnt[1];"]
+        if self.reuse:
+            out += [f"    {fr.W('JT0')} = ode_jt;",
+                    f"    {fr.W('JLUH')} = ode_luh;",
+                    "    if (ode_jt == ode_jt) for (int q = 0; q < D * D; ++q) JS[(int64_t)q * n + i] = ode_JT[q];"]
+        return out
 
     def flops_per_step(self):
         if self.traced is None:
@@ -231,22 +307,32 @@ class StiffScheme(RungeKutta):
             "/* The Jacobian: " + self.jac.kind + ". */\n" + self.jac.text,
             _linalg.form_w(self.jac.pattern, self.ld),
             _linalg.solve_w(self.jac.pattern, self.ld, self.d // self.ld) if self.m.scheme in ("ros23", "rodas")
-            else ""])
+            else "", self._refactor() if self.reuse else ""])
+
+    def _refactor(self):
+        """Kvaerno5's W = I - (h_LU gamma) J and its LU: the one place their bits are made (an
+        attempt, and a call's start from the kept J and h_LU). Returns 0 when singular."""
+        return "\n".join(["ODE_LA_FN int ode_refactor(const ode_real* JT, const ode_real hl, ode_real* LUm, int* piv)",
+                          "{",
+                          f"    ode_form_w(JT, {self.L(1.0)}, -(hl * {self.L(self.m.gamma)}), LUm);",
+                          "    return ode_lu(LUm, piv);",
+                          "}"])
 
     def _head(self):
         return ["ODE_LA_FN ode_acc ode_attempt(const ode_real t, const ode_real h, const ode_real tn, const ode_real* y,",
                 "                              ode_real K[ODE_NK][D], const ode_real* a, ode_real* ynew,",
                 "                              const ode_real* tol, ode_real* JT, ode_real* LUm, int* piv,",
-                "                              ode_real* jt, ode_real* luh, int* why, int32_t* nfev"
+                "                              ode_real* jt, ode_real* luh, int* why, int32_t* nfev, int32_t* cnt"
                 + (",\n                              ode_real* LUr2, ode_real* LUi, int* piv2)" if self.m.scheme == "radau" else ")"),
                 "{",
                 "    (void)tn; (void)tol;",
-                "    if (!(*jt == t)) { ode_jac(t, y, a, JT, nfev); *jt = t; *luh = 0; }  /* J at (t, y), once */"]
+                "    if (!(*jt == t)) { ode_jac(t, y, a, JT, nfev); *jt = t; *luh = 0; cnt[0] += 1; }  /* J at (t, y), once */"]
 
     def _lu(self, cd, cj):
         self._cj = cj  # the solves' (eagle/ode/_linalg.py's solve_w)
         return ["    if (!(*luh == h)) {  /* the iteration matrix of this h, factored once */",
                 f"        ode_form_w(JT, {cd}, {cj}, LUm);",
+                "        cnt[1] += 1;",
                 "        if (!ode_lu(LUm, piv)) { *luh = 0; *why = 1; return ODE_INF; }",
                 "        *luh = h;",
                 "    }"]
@@ -284,6 +370,7 @@ class StiffScheme(RungeKutta):
                 f"        ode_form_w(JT, {L(mcr)} * ih, {L(-1.0)}, LUr2);",
                 "        for (int q = 0; q < D * D; ++q) LUi[q] = 0;",
                 f"        for (int k = 0; k < D; ++k) LUi[k * D + k] = {L(mci)} * ih;",
+                "        cnt[1] += 1;",
                 "        if (!ode_lu(LUm, piv) || !ode_lu_c(LUr2, LUi, piv2)) { *luh = 0; *why = 1; return ODE_INF; }",
                 "        *luh = h;",
                 "    }",
@@ -430,6 +517,11 @@ class StiffScheme(RungeKutta):
         return out
 
     def _esdirk(self):
+        return self._esdirk_reuse() if self.reuse else self._esdirk_fresh()
+
+    def _esdirk_fresh(self):
+        """Kvaerno5's attempt with J evaluated at every step's (t, y) (a rejected attempt reuses it) and
+        W factored for every new h: the default (see the module's docstring)."""
         L, m = self.L, self.m
         S = len(m.c)  # stages; stage 0 explicit (K[0] = f(t, y), FSAL), stages 1 .. S-2 in K[s], the last in kl
         out = [f"/* ESDIRK: K[0] = f(t, y) (FSAL), K[1 .. {S - 2}] the implicit stages' derivatives, kl the last",
@@ -482,6 +574,97 @@ class StiffScheme(RungeKutta):
                 "    *nfev += 1;"]
         terms = [(e, f"K[{j}][k]" if j < S - 1 else "kl[k]") for j, e in enumerate(m.E)]
         out += self._norm(terms, scale_by_h=True)
+        return out
+
+    def _esdirk_reuse(self):
+        """Kvaerno5's attempt with J and W kept across steps (the module's docstring states the
+        rules): up to two passes, the second with J (and W) fresh after the first failed with a
+        stale one."""
+        L, m = self.L, self.m
+        S = len(m.c)  # stages; stage 0 explicit (K[0] = f(t, y), FSAL), stages 1 .. S-2 in K[s], the last in kl
+        out = [f"/* ESDIRK: K[0] = f(t, y) (FSAL), K[1 .. {S - 2}] the implicit stages' derivatives, kl the last",
+               f" * stage's, K[{S - 1}] = f(tn, ynew) (the next step's first stage). Simplified Newton on each",
+               " * stage z = base + h gamma f(t + c h, z) with W = I - h_LU gamma J, J and W kept across steps:",
+               " * *jt is J's time (nan: a new J is due), *luh the h W was factored for (0: none). */"]
+        out += self._head()[:-1]  # the signature; J is evaluated below, on demand
+        out += [f"    const ode_real hg = h * {L(m.gamma)};",
+                "    ode_real z[D], base[D], dz[D], kl[D];",
+                "    for (int pass = 0; pass < 2; ++pass) {",
+                "        if (!(*jt == *jt)) { ode_jac(t, y, a, JT, nfev); *jt = t; *luh = 0; cnt[0] += 1; }",
+                f"        if (!(*luh != 0 && ODE_FABS(h / *luh - 1) <= {L(LU_WINDOW)})) {{  /* W of this h */",
+                "            *luh = h;",
+                "            cnt[1] += 1;",
+                "            if (!ode_refactor(JT, h, LUm, piv)) {",
+                "                *luh = 0;",
+                "                if (!(*jt == t)) { *jt = ODE_NAN; continue; }  /* an old J: again with a fresh one */",
+                "                *why = 1;",
+                "                return ODE_INF;",
+                "            }",
+                "        }",
+                "        /* W of another h (within the window): Newton's corrections scaled by 2 / (1 + h / h_LU) */",
+                "        const int stale = !(*luh == h);",
+                f"        const ode_real relax = stale ? {L(2.0)} / (1 + h / *luh) : {L(1.0)};",
+                "        ode_acc eta = 1, theta_max = 0;",
+                "        int failed = 0;",
+                "        do {"]
+        for s in range(1, S):
+            slot = f"K[{s}]" if s < S - 1 else "kl"
+            aterms = " + ".join(f"{L(m.A[s][j])} * K[{j}][k]" for j in range(s) if m.A[s][j] != 0.0)
+            pterms = " + ".join(f"{L(m.P[s][j])} * K[{j}][k]" for j in range(s) if m.P[s][j] != 0.0)
+            tt = "tn" if m.c[s] == 1.0 else f"t + {L(m.c[s])} * h"
+            out += [f"            /* stage {s + 1} */",
+                    f"            for (int k = 0; k < D; ++k) base[k] = y[k] + h * ({aterms or '0'});",
+                    f"            for (int k = 0; k < D; ++k) z[k] = base[k] + hg * ({pterms or 'K[0][k]'});",
+                    "            {",
+                    "                ode_acc nold = 0;",
+                    "                int conv = 0;",
+                    "                if (eta < (ode_acc)ODE_EPS) eta = (ode_acc)ODE_EPS;",
+                    f"                for (int it = 0; it < {NEWTON_MAX}; ++it) {{",
+                    f"                    ode_f({tt}, z, a, dz);",
+                    "                    *nfev += 1;",
+                    "                    for (int k = 0; k < D; ++k) dz[k] = base[k] + hg * dz[k] - z[k];",
+                    "                    ode_lu_solve(LUm, piv, dz);",
+                    "                    ode_acc n2 = 0;",
+                    "                    for (int k = 0; k < D; ++k) {",
+                    "                        const ode_real sc = ODE_ATOL(k) + ODE_RTOL * ODE_FABS(y[k]);",
+                    "                        const ode_real dk = dz[k] * relax;  /* relax = 1 exactly with W of this h */",
+                    "                        const ode_acc r = (ode_acc)(dk / sc);",
+                    "                        n2 += r * r;",
+                    "                        z[k] += dk;",
+                    "                    }",
+                    "                    const ode_acc nrm = ODE_ASQRT(n2 / (ode_acc)D);",
+                    "                    if (!(nrm <= ODE_ABIG)) break;  /* not finite: diverged */",
+                    "                    if (it > 0) {",
+                    "                        const ode_acc theta = nrm / nold;",
+                    "                        if (!(theta < (ode_acc)0.99)) break;  /* diverging or stalled */",
+                    "                        if (theta > theta_max) theta_max = theta;",
+                    "                        eta = theta / (1 - theta);",
+                    "                    }",
+                    f"                    if (eta * nrm <= (ode_acc){NEWTON_KAPPA!r} || nrm == 0) {{ conv = 1; break; }}",
+                    "                    nold = nrm;",
+                    "                }",
+                    "                if (!conv) { failed = 1; break; }",
+                    "            }",
+                    f"            for (int k = 0; k < D; ++k) {slot}[k] = (z[k] - base[k]) / hg;"]
+        out += ["        } while (0);",
+                "        if (failed) {  /* with an old J: again with a fresh one; with W of another h: W of this h */",
+                "            if (!(*jt == t)) { *jt = ODE_NAN; continue; }",
+                "            if (stale) { *luh = 0; continue; }",
+                "            *why = 2;",
+                "            return ODE_INF;",
+                "        }",
+                "        for (int k = 0; k < D; ++k) ynew[k] = z[k];",
+                f"        ode_f(tn, ynew, a, K[{S - 1}]);",
+                "        *nfev += 1;"]
+        terms = [(e, f"K[{j}][k]" if j < S - 1 else "kl[k]") for j, e in enumerate(m.E)]
+        norm = self._norm(terms, scale_by_h=True)[:-1]
+        assert norm[-1] == "    return ODE_ASQRT(acc / (ode_acc)D);"
+        out += ["    " + x for x in norm[:-1]]
+        out += ["        const ode_acc en = ODE_ASQRT(acc / (ode_acc)D);",
+                "        /* slow: a new J for the next attempt (not at this (t, y) again when the error rejects it) */",
+                f"        if (theta_max > (ode_acc){THETA_SLOW!r} && !(en > 1 && *jt == t)) *jt = ODE_NAN;",
+                "        return en;",
+                "    }", "    *why = 2;  /* not reached: the second pass has J and W fresh */", "    return ODE_INF;", "}"]
         return out
 
     # ---- dense output

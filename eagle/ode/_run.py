@@ -245,6 +245,8 @@ class Run:
         if len(args) != len(self.widths):
             raise EagleValueError(f"{self.what}: {self.fns[0][0]} takes {len(self.widths)} argument(s) after (t, y), "
                                   f"got {len(args)} in args")
+        if not on_device(y0):  # a device-resident y0 is not copied to the host to be checked
+            _check.finite(y0, self.what, "y0")
         ns = {"y0": shape[0]} if len(shape) == 2 else {}
         if n_paths is not None:
             if isinstance(n_paths, bool) or not isinstance(n_paths, int):
@@ -277,6 +279,7 @@ class Run:
             if w and not (a.ndim == 2 and a.shape[1] == w):
                 raise EagleValueError(f"{self.what}: args[{k}] is a vector of {w} a sample: pass an (N, {w}) array "
                                       f"(or (1, {w}), one for every sample), got shape {a.shape}")
+            _check.finite(a, self.what, f"args[{k}]")
             if w and a.shape[0] == 1:
                 a = a[0]  # one vector for every sample
             elif a.ndim == (2 if w else 1):

@@ -23,6 +23,8 @@ class OdeSolution:
     message : dict, code -> text, for the values of ``status`` and of ``failure``
     success : bool, every sample reached t1 or a terminal event
     nfev, n_accepted, n_rejected : (N,) int counters
+    njev, nlu : (N,) int: the implicit methods' Jacobian evaluations and LU factorizations of
+        the iteration matrix per sample (None for the explicit methods)
     t_eval, ys : (T,) and (N, d, T) when t_eval was given (nan where a sample ended earlier)
     t_events, y_events : lists, one per event: (N,) the first crossing's time (nan: none) and
         (N, d) the state there; n_events (N, n_events) the crossings counted; with
@@ -107,6 +109,22 @@ class OdeSolution:
     @property
     def n_rejected(self):
         return self._irow("NREJ").copy()
+
+    def _counter(self, name):
+        w, _, _, _ = self._rows()
+        if name not in w:
+            return None
+        return self._host("W", self._W)[w[name]].astype(np.int64)
+
+    @property
+    def njev(self):
+        """(N,) Jacobian evaluations per sample (implicit methods; None otherwise)."""
+        return self._counter("NJEV")
+
+    @property
+    def nlu(self):
+        """(N,) LU factorizations of the iteration matrix per sample (implicit methods; None otherwise)."""
+        return self._counter("NLU")
 
     @property
     def ys(self):
