@@ -658,9 +658,9 @@ class StiffScheme(RungeKutta):
                 "        *nfev += 1;"]
         terms = [(e, f"K[{j}][k]" if j < S - 1 else "kl[k]") for j, e in enumerate(m.E)]
         norm = self._norm(terms, scale_by_h=True)[:-1]
-        assert norm[-1] == "    return ODE_ASQRT(acc / (ode_acc)D);"
+        assert norm[-1] == "    return ODE_ASQRT(acc / (ode_acc)ODE_DC);"
         out += ["    " + x for x in norm[:-1]]
-        out += ["        const ode_acc en = ODE_ASQRT(acc / (ode_acc)D);",
+        out += ["        const ode_acc en = ODE_ASQRT(acc / (ode_acc)ODE_DC);",
                 "        /* slow: a new J for the next attempt (not at this (t, y) again when the error rejects it) */",
                 f"        if (theta_max > (ode_acc){THETA_SLOW!r} && !(en > 1 && *jt == t)) *jt = ODE_NAN;",
                 "        return en;",
