@@ -187,7 +187,7 @@ for stage in "$@"; do
       # at matched achieved error; STIFF_PROBLEMS / STIFF_SIZES / STIFF_IMPLS narrow it.
       XLA_PYTHON_CLIENT_PREALLOCATE=false timeout ${STIFF_TIMEOUT:-330} python3 benchmarks/bench_stiff.py --backend cuda \
         --problems ${STIFF_PROBLEMS:-rober,hires} --sizes ${STIFF_SIZES:-2^14,2^17,2^20} --check 8 --scipy-samples 8 \
-        --reps 3 --budget 60 --ladder 1e-4,1e-5,1e-6,1e-7,1e-8,1e-9,1e-10 \
+        --reps ${STIFF_REPS:-3} --budget ${STIFF_BUDGET:-60} --ladder ${STIFF_LADDER:-1e-4,1e-5,1e-6,1e-7,1e-8,1e-9,1e-10} \
         --impls ${STIFF_IMPLS:-eagle-rodas5p,eagle-kvaerno5,diffrax-kvaerno5,gradsolve-rosenbrock23,gradsolve-rodas5p,scipy-radau} \
         --json "$OUT/bench_stiff_${STIFF_PROBLEMS:-all}.json" 2>&1 | tee "$OUT/bench_stiff_${STIFF_PROBLEMS:-all}.log"
       rc=$((rc | ${PIPESTATUS[0]})) ;;
