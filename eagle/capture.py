@@ -97,9 +97,8 @@ class Capture(Owner):
     def close(self):
         """Release the capturer now (a recording still open is dropped, and its stream no longer
         counts as capturing). Idempotent."""
-        if self._h is not None:
-            self._backend._forget_capture(self)
-        super().close()
+        super().close()  # from its first step that counts (the handle gone) the record skips it
+        self._backend._forget_capture(self)
 
     def __enter__(self):
         self.begin()
