@@ -7,6 +7,7 @@ import weakref
 from ._handle import Owner
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
+from .errors import EagleError
 
 
 class Captured(Owner):
@@ -52,8 +53,19 @@ class Capture(Owner):
     def begin(self):
         """Start recording the stream's work."""
         b = self._backend
-        b.call.capturer_begin(self._live())
+        h = self._live()
+        # recorded first: an interrupt landing around the seam call may leave the record saying
+        # captured when the stream is not (calls given no stream are refused, arrays kept by the
+        # recording), never the other way (work recorded while its arrays are held as if it ran)
+        before = b._capturing.get(self._raw)
         b._capturing[self._raw] = self
+        try:
+            b.call.capturer_begin(h)
+        except EagleError:  # refused (a stream already captured, say): the record as it was
+            b._forget_capture(self)
+            if before is not None:
+                b._capturing[self._raw] = before
+            raise
 
     def end(self):
         """Stop recording; return the :class:`Captured` work."""
