@@ -16,6 +16,7 @@ record, and the next capture and run work."""
 import gc
 import os
 import sys
+import time
 import weakref
 
 import numpy as np
@@ -238,6 +239,40 @@ def test_an_interrupt_anywhere_in_a_dropped_streams_release(b, swallowed):
 
     assert _points(once) >= 5
     assert not releases.parked
+
+
+def test_an_interrupt_anywhere_in_a_busy_streams_release_then_parked(b, swallowed, monkeypatch):
+    """A stream dropped while its work runs (a host function waiting for an event): its finalizer
+    waits (here 2 ms), then parks it; once the work ends, the next stream's creation releases it."""
+    monkeypatch.setattr(releases, "RELEASE_WAIT_S", 0.002)
+    released = _counting(b, "stream_release")
+
+    def once(injector):
+        import threading
+        s = b.stream()
+        go = threading.Event()
+        s.host_func(go.wait)
+        raw, h = s._raw, int(ffi.cast("uintptr_t", s._h))
+        keeper = weakref.ref(s._keeper)
+        with injector:
+            del s
+        assert keeper() is None, "the dropped stream was not collected at once"
+        where = f"interrupt at point {injector.k}"
+        b.stream().close()  # a safe point while the work runs: nothing is released
+        assert released.get(h, 0) == 0, f"{where}: a busy stream was released"
+        go.set()
+        for _ in range(2000):
+            b.stream().close()  # a safe point, and the next stream made: parked releases retried
+            if released.get(h):
+                break
+            time.sleep(0.001)
+        assert released.get(h) == 1, f"{where}: the stream was released {released.get(h, 0)} times"
+        assert not releases.parked and not releases.due, where
+        assert raw not in by_id[id(b)].streams, where
+        released.clear()
+        return injector.fired
+
+    assert _points(once) >= 5
 
 
 PENDING_SIGINT = r"""

@@ -165,18 +165,18 @@ def disown(rec):
     due.discard(rec)
 
 
-def settle(rec, wait=RELEASE_WAIT_S):
+def settle(rec, wait=None):
     """Make ``rec``'s release and its after-release, unless made already. A handle whose release
     waits for its work is parked once that work has not finished in ``wait`` seconds (see
     :data:`parked`); while work an interrupted wait left still runs, a release that could wait
     for the whole device is put off (see :func:`free_when_safe`).
 
-    An exception landing anywhere in here (Ctrl-C) leaves the release either made or still due:
-    the release itself is one builtin step (``claim.pop`` feeding ``fn`` through map and a
-    deque: no bytecode in between, so none where a signal handler could run) that hands the
-    handle over exactly once; ``after`` is made again until it has returned. A settle already
-    under way on another thread is left to finish it (the handle is never queried while another
-    thread releases it)."""
+    ``wait`` defaults to :data:`RELEASE_WAIT_S`. An exception landing anywhere in here (Ctrl-C)
+    leaves the release either made or still due: the release itself is one builtin step
+    (``claim.pop`` feeding ``fn`` through map and a deque: no bytecode in between, so none where
+    a signal handler could run) that hands the handle over exactly once; ``after`` is made again
+    until it has returned. A settle already under way on another thread is left to finish it
+    (the handle is never queried while another thread releases it)."""
     if _releases_abandoned:
         return
     keeper = rec()
@@ -195,9 +195,10 @@ def settle(rec, wait=RELEASE_WAIT_S):
                 parked_frees.append((settle, (rec, 0.0)))
                 _settled(rec)
                 return
-        elif not wait_done(rec.query, rec.handle, wait, claim):
+        elif not wait_done(rec.query, rec.handle, RELEASE_WAIT_S if wait is None else wait, claim):
             if claim:
-                parked.append(rec)
+                if rec not in parked:
+                    parked.append(rec)
                 _settled(rec)
                 return
         _consume(map(rec.fn, iter(claim.pop, None)))  # the release: no bytecode between pop and fn
@@ -251,11 +252,10 @@ def release_parked():
     if parked_frees and not interrupted_work_runs():
         _free_parked()
     for rec in list(parked):
-        if rec.claim and not query_done(rec.query, rec.handle):
-            continue
-        settle(rec, 0.0)
-        try:
-            parked.remove(rec)
-        except ValueError:  # a settle on another thread took it off first
-            pass
+        settle(rec, 0.0)  # parked again (once) while its work runs
+        if not rec.claim:
+            try:
+                parked.remove(rec)
+            except ValueError:  # another thread took it off first
+                pass
     return len(parked)
