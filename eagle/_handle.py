@@ -57,11 +57,12 @@ class Owner:
     __slots__ = ("_h", "_backend", "_thread", "_finalizer", "_armed", "_gone", "_bound", "_keeper", "__weakref__")
     _what = "handle"
 
-    def _own(self, backend, handle, release_name, after_release=None, query=None):
+    def _own(self, backend, handle, release_name, after_release=None, query=None, ends_capture=False):
         """``query``: the short name of the completion query of the handle's work (seam minor 8,
         ``"stream_query"``) for an owner whose release waits for that work: close() then waits
         interruptibly, a dropped one never hangs the garbage collector (eagle._inflight.releases
-        parks it), and the exit drain (eagle._inflight.exit) waits for it with a bound."""
+        parks it), and the exit drain (eagle._inflight.exit) waits for it with a bound.
+        ``ends_capture``: the release ends a capture, and is never put off (eagle._inflight.releases.arm)."""
         self._backend = backend
         self._h = handle
         self._thread = get_ident()
@@ -80,7 +81,7 @@ class Owner:
             # the release, armed on the keeper (eagle._inflight.releases: made once, even when an
             # interrupt lands in it); the finalizer makes it as soon as the keeper goes
             self._armed, self._finalizer = _releases.arm(keeper, getattr(backend._f, release_name), handle,
-                                                         backend, after_release, query_fn)
+                                                         backend, after_release, query_fn, ends_capture)
         if _releases.due:
             _releases.settle_due()
 

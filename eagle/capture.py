@@ -44,7 +44,7 @@ class Capture(Owner):
         desc.stream = self._raw
         out = ffi.new("eagle_backend_capturer*")
         b.call.capturer_create(desc, out)
-        self._own(b, out[0], "capturer_release")
+        self._own(b, out[0], "capturer_release", ends_capture=True)
         self.stream = stream
         self.captured = None
         self._keepalive = []

@@ -713,6 +713,8 @@ class ApiMachine(RuleBasedStateMachine):
                 obj.close()
             except eagle.EagleError:
                 pass
+        # every capture closed: the default stream is left captured for no later example
+        assert not self._capturing(0), "the sequence left the default stream captured"
         s = self.b.stream()
         x = np.zeros(4)
         self.b.run(kaddr("add1"), [x], 4, stream=s)

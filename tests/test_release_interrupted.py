@@ -275,6 +275,49 @@ def test_an_interrupt_anywhere_in_a_busy_streams_release_then_parked(b, swallowe
     assert _points(once) >= 5
 
 
+def test_a_capture_dropped_while_interrupted_work_runs_is_released_at_once(b):
+    """While work that an interrupted wait left still runs, releases that may wait for the device
+    are put off (a graph's here); a capture's is not: its stream would stay captured, recording
+    the work given to it, while eagle's record of the capture is gone."""
+    import threading
+    from eagle._hotcall import INTERRUPTED
+    s = b.stream()
+    go = threading.Event()
+    s.host_func(go.wait)  # work that runs until told
+    query = int(ffi.cast("uintptr_t", ffi.addressof(b._lib, "eagle_backend_stream_query")))
+    INTERRUPTED.append((query, int(ffi.cast("uintptr_t", s._h))))  # as an interrupted wait for it notes it
+    try:
+        assert releases.interrupted_work_runs()
+        g_stream = b.stream()
+        with b.capture(g_stream) as cap:
+            b.run(kaddr("add1"), [np.zeros(4)], 4, stream=g_stream)
+        g = b.graph_from_captured(cap.captured)
+        put_off = len(releases.parked_frees)
+        del g
+        assert len(releases.parked_frees) == put_off + 1, "a graph's release was not put off"
+        cap = b.capture(None)
+        cap.begin()
+        del cap
+        assert not _backend_says_capturing(b), "a dropped capture's release was put off: the stream stays captured"
+        assert 0 not in b._capturing
+        x = np.zeros(4)
+        b.run(kaddr("add1"), [x], 4, stream=0)  # runs, not recorded
+        b.stream().close()
+        g_stream.close()
+    finally:
+        go.set()
+        s.synchronize()
+    for _ in range(5000):  # the default stream's work (ordered after s's on cpu)
+        if (x == 1).all():
+            break
+        time.sleep(0.001)
+    assert (x == 1).all()
+    assert not releases.interrupted_work_runs()
+    releases.release_parked()
+    assert len(releases.parked_frees) == 0
+    s.close()
+
+
 PENDING_SIGINT = r"""
 import ctypes, gc, sys, weakref
 import eagle

@@ -122,7 +122,7 @@ class Armed(weakref.ref):
     between. :func:`settle` makes it, once, from the keeper's finalizer and from ``close()``;
     should an exception cut those short, from the next safe point (:func:`settle_due`)."""
 
-    __slots__ = ("fn", "handle", "claim", "backend", "after", "query", "busy")
+    __slots__ = ("fn", "handle", "claim", "backend", "after", "query", "busy", "ends_capture")
 
 
 #: Releases not yet settled (what keeps each Armed alive).
@@ -132,19 +132,22 @@ due = set()
 _consume = collections.deque(maxlen=0).extend
 
 
-def arm(keeper, release_fn, handle, backend, after=None, query=None):
+def arm(keeper, release_fn, handle, backend, after=None, query=None, ends_capture=False):
     """``(rec, finalizer)``: the Armed release ``rec`` of ``handle`` (see :class:`Armed`), and the
     keeper's finalizer, which settles it as soon as the keeper goes (``finalizer()``: now).
     ``backend`` is held only so the library stays loaded until the handle is released; ``after``
     must be safe to call again (an exception can land in it, and it is then made again);
     ``query``: the handle's completion query, when its release waits for its work (see
-    :data:`parked`)."""
+    :data:`parked`). ``ends_capture``: the release ends a capture (a capturer's, a conditional's
+    body), which it never waits for, and is never put off: a stream left captured would record
+    the work later given to it, which eagle's record (the Capture gone) would not know."""
     box = []
     # made first: CPython calls a dying object's weakref callbacks newest first, so rec's due.add
     # comes before the finalizer, whose settle then takes it off again (either order is correct)
     finalizer = weakref.finalize(keeper, _settle_boxed, box)
     rec = Armed(keeper, due.add)
     rec.fn, rec.handle, rec.backend, rec.after, rec.query = release_fn, handle, backend, after, query
+    rec.ends_capture = ends_capture
     rec.claim = [None, handle]  # popped to None by the one call that releases it (see settle)
     rec.busy = []               # threads settling it, the one that does first
     armed.add(rec)  # hashes it while the keeper lives (a weakref's hash is its referent's, kept)
@@ -191,7 +194,7 @@ def settle(rec, wait=None):
     claim = rec.claim
     if claim:
         if rec.query is None:
-            if INTERRUPTED and interrupted_work_runs():  # see free_when_safe
+            if INTERRUPTED and not rec.ends_capture and interrupted_work_runs():  # see free_when_safe
                 parked_frees.append((settle, (rec, 0.0)))
                 _settled(rec)
                 return
