@@ -62,9 +62,10 @@ class Capture(Owner):
         try:
             b.call.capturer_begin(h)
         except EagleError:  # refused (a stream already captured, say): the record as it was
-            b._forget_capture(self)
             if before is not None:
                 b._capturing[self._raw] = before
+            elif b._capturing.get(self._raw) is self:
+                del b._capturing[self._raw]
             raise
 
     def end(self):

@@ -699,6 +699,12 @@ class ApiMachine(RuleBasedStateMachine):
     def backend_answers(self):
         assert self.b.event_pool_created >= 0
 
+    @invariant()
+    def default_capture_recorded(self):
+        """eagle's record of the default stream's capture agrees with the backend's answer."""
+        assert self._capturing(0) == (0 in self.b._capturing), \
+            f"backend says captured: {self._capturing(0)}, eagle's record: {0 in self.b._capturing}"
+
     def teardown(self):
         stats = os.environ.get("EAGLE_FUZZ_STATS")
         if stats:

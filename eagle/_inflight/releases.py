@@ -45,7 +45,7 @@ waiters = weakref.WeakSet()
 
 
 #: Frees put off while work that an interrupted wait left still runs: (free, args), made in order
-#: once it has finished (see :func:`free_when_safe`).
+#: once it has finished (see :func:`free_when_safe`). Releases put off so stay :data:`due`.
 parked_frees = []
 _QUERY = "int32_t(*)(void*, int32_t*)"
 
@@ -195,8 +195,8 @@ def settle(rec, wait=None):
     if claim:
         if rec.query is None:
             if INTERRUPTED and not rec.ends_capture and interrupted_work_runs():  # see free_when_safe
-                parked_frees.append((settle, (rec, 0.0)))
-                _settled(rec)
+                due.add(rec)  # put off: made at a safe point once that work has finished
+                rec.busy.clear()
                 return
         elif not wait_done(rec.query, rec.handle, RELEASE_WAIT_S if wait is None else wait, claim):
             if claim:
@@ -235,9 +235,15 @@ def settle_due():
     parked). Runs no release of another thread's settle under way."""
     if _releases_abandoned:
         return
+    blocked = None  # whether work an interrupted wait left runs (asked once, when it matters)
     for rec in list(due):
         if rec.busy and rec.busy[0] != get_ident():
             continue
+        if INTERRUPTED and rec.query is None and not rec.ends_capture and rec.claim:
+            if blocked is None:
+                blocked = interrupted_work_runs()
+            if blocked:
+                continue
         try:
             settle(rec, 0.0)
         except Exception:  # noqa: BLE001 - an after-release's own failure: said, as a finalizer's is
