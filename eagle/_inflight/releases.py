@@ -254,12 +254,14 @@ def settle_due():
 
 
 def release_parked():
-    """Release the parked handles whose work has finished, and make the put-off frees once no
-    interrupted work runs; the number of handles still parked."""
+    """Release the parked handles whose work has finished, and make the put-off frees and
+    releases once no interrupted work runs; the number of handles still parked."""
     if _releases_abandoned:
         return len(parked)
     if parked_frees and not interrupted_work_runs():
         _free_parked()
+    if due:
+        settle_due()
     for rec in list(parked):
         settle(rec, 0.0)  # parked again (once) while its work runs
         if not rec.claim:
