@@ -22,7 +22,6 @@ import weakref
 import numpy as np
 import pytest
 
-import eagle
 from eagle import _handle, capture as _capture
 from eagle._backend import Backend
 from eagle._inflight import holds, releases
@@ -321,7 +320,7 @@ def test_a_capture_dropped_while_interrupted_work_runs_is_released_at_once(b):
 
 
 PENDING_SIGINT = r"""
-import ctypes, gc, sys, weakref
+import ctypes, sys, weakref
 import eagle
 from eagle._seam_ffi import ffi
 b = eagle.backend("cpu")
