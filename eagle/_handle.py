@@ -4,7 +4,7 @@ import weakref
 from _thread import get_ident
 
 from . import _hotcall
-from ._inflight import raise_host_error, release, release_parked, wait_done, query_done, waiters
+from ._inflight import raise_host_error, release_parked, wait_done, query_done, waiters
 from ._inflight import releases as _releases
 from ._seam_ffi import ffi
 from .errors import EagleTypeError, HandleError
@@ -54,14 +54,15 @@ class Owner:
     release function. Every use goes through :meth:`_live`, which refuses use after close,
     after a consuming call, and from a thread other than the creator's."""
 
-    __slots__ = ("_h", "_backend", "_thread", "_finalizer", "_gone", "_bound", "_keeper", "__weakref__")
+    __slots__ = ("_h", "_backend", "_thread", "_finalizer", "_armed", "_gone", "_bound", "_keeper", "__weakref__")
     _what = "handle"
 
-    def _own(self, backend, handle, release_name, after_release=None, query=None):
+    def _own(self, backend, handle, release_name, after_release=None, query=None, ends_capture=False):
         """``query``: the short name of the completion query of the handle's work (seam minor 8,
         ``"stream_query"``) for an owner whose release waits for that work: close() then waits
         interruptibly, a dropped one never hangs the garbage collector (eagle._inflight.releases
-        parks it), and the exit drain (eagle._inflight.exit) waits for it with a bound."""
+        parks it), and the exit drain (eagle._inflight.exit) waits for it with a bound.
+        ``ends_capture``: the release ends a capture, and is never put off (eagle._inflight.releases.arm)."""
         self._backend = backend
         self._h = handle
         self._thread = get_ident()
@@ -75,10 +76,14 @@ class Owner:
                 release_parked()
             waiters.add(keeper)
         if release_name is None:
-            self._finalizer = None  # borrowed: someone else releases it
+            self._finalizer = self._armed = None  # borrowed: someone else releases it
         else:
-            self._finalizer = weakref.finalize(keeper, release, getattr(backend._f, release_name),
-                                               handle, backend, after_release, query_fn)
+            # the release, armed on the keeper (eagle._inflight.releases: made once, even when an
+            # interrupt lands in it); the finalizer makes it as soon as the keeper goes
+            self._armed, self._finalizer = _releases.arm(keeper, getattr(backend._f, release_name), handle,
+                                                         backend, after_release, query_fn, ends_capture)
+        if _releases.due:
+            _releases.settle_due()
 
     def _bind(self, name, watch=None, counted=False, gil=_hotcall.GIL_RELEASE, partner=None, query=None):
         """A bound call (eagle._hotcall) of ``eagle_backend_<name>`` on this live handle; it is
@@ -126,6 +131,8 @@ class Owner:
 
     def _consumed(self, by):
         """Ownership moved into the backend by a CONSUMING call (`by`)."""
+        if self._armed is not None:
+            _releases.disown(self._armed)
         self._disarm()
         if self._finalizer is not None:
             self._finalizer.detach()
@@ -150,6 +157,10 @@ class Owner:
             wait_done(keeper.query, self._h)  # the release waits for the work: wait here, interruptibly
         self._disarm()
         fin = self._finalizer
+        if fin is not None:
+            # from here on an interrupt leaves the release due (made at the next safe point once
+            # this owner counts as closed, the next line, or has gone), not lost
+            _releases.due.add(self._armed)
         self._h = None
         self._thread = None  # hot paths test only the thread: a closed handle matches no thread
         if fin is not None:

@@ -21,6 +21,7 @@ from collections import Counter
 from . import _seam_meta as meta
 from ._device_kind import GPU_KINDS
 from ._elf_check import refuse_if_broken
+from ._inflight.releases import due as _releases_due, settle_due
 from ._seam_ffi import ffi
 from ._status import exception_for
 from .errors import BackendLoadError, BackendUnavailable, EagleTypeError, EagleValueError
@@ -172,8 +173,12 @@ class _Functions:
 
 
 def _raising(lib, full, fn):
-    """``fn`` (a seam function returning a status) as a call that raises on a nonzero status."""
+    """``fn`` (a seam function returning a status) as a call that raises on a nonzero status.
+    Every such call is a safe point: releases an interrupt cut short are made first (a dropped
+    capture's, say, before work is given to the stream it was capturing)."""
     def call(*args):
+        if _releases_due:
+            settle_due()
         status = fn(*args)
         if status:
             raise lib._exception(full, status)
@@ -198,6 +203,20 @@ def _traced(name, fn):
         TRACE_COUNTS[name] += 1
         return fn(*args)
     return counted
+
+
+class _CaptureRecord(weakref.WeakValueDictionary):
+    """raw stream -> the Capture recording it. A closed capture counts as gone at once: closing
+    makes its release due in the same step (eagle._handle.Owner.close), and every seam call
+    makes a due release before it runs (_raising), so this record and the backend agree at each
+    call whatever step of the close an interrupt landed in."""
+
+    def get(self, key, default=None):
+        cap = super().get(key)
+        return default if cap is None or cap.closed else cap
+
+    def __contains__(self, key):
+        return self.get(key) is not None
 
 
 class Library:
@@ -226,7 +245,7 @@ class Library:
         # raw stream -> Capture recording it (fork branches, bodies too). Weak: a capture dropped
         # between begin() and end() is collected, and its release ends the recording, instead of
         # being kept here with its stream capturing for good.
-        self._capturing = weakref.WeakValueDictionary()
+        self._capturing = _CaptureRecord()
 
         refuse_if_broken(path, how)  # a truncated file would SIGBUS inside dlopen
         try:

@@ -7,6 +7,7 @@ import weakref
 from ._handle import Owner
 from ._seam_ffi import ffi
 from ._stream_arg import raw_stream
+from .errors import EagleError
 
 
 class Captured(Owner):
@@ -43,7 +44,7 @@ class Capture(Owner):
         desc.stream = self._raw
         out = ffi.new("eagle_backend_capturer*")
         b.call.capturer_create(desc, out)
-        self._own(b, out[0], "capturer_release")
+        self._own(b, out[0], "capturer_release", ends_capture=True)
         self.stream = stream
         self.captured = None
         self._keepalive = []
@@ -52,8 +53,20 @@ class Capture(Owner):
     def begin(self):
         """Start recording the stream's work."""
         b = self._backend
-        b.call.capturer_begin(self._live())
+        h = self._live()
+        # recorded first: an interrupt landing around the seam call may leave the record saying
+        # captured when the stream is not (calls given no stream are refused, arrays kept by the
+        # recording), never the other way (work recorded while its arrays are held as if it ran)
+        before = b._capturing.get(self._raw)
         b._capturing[self._raw] = self
+        try:
+            b.call.capturer_begin(h)
+        except EagleError:  # refused (a stream already captured, say): the record as it was
+            if before is not None:
+                b._capturing[self._raw] = before
+            elif b._capturing.get(self._raw) is self:
+                del b._capturing[self._raw]
+            raise
 
     def end(self):
         """Stop recording; return the :class:`Captured` work."""
@@ -97,9 +110,8 @@ class Capture(Owner):
     def close(self):
         """Release the capturer now (a recording still open is dropped, and its stream no longer
         counts as capturing). Idempotent."""
-        if self._h is not None:
-            self._backend._forget_capture(self)
-        super().close()
+        super().close()  # from its first step that counts (the handle gone) the record skips it
+        self._backend._forget_capture(self)
 
     def __enter__(self):
         self.begin()

@@ -54,7 +54,7 @@ class Conditional(Owner):
         desc.case_count = int(case_count)
         out = ffi.new("eagle_backend_conditional*")
         b.call.conditional_create(desc, out)
-        self._own(b, out[0], "conditional_release")
+        self._own(b, out[0], "conditional_release", ends_capture=True)  # an open body's capture
         cap = b._capturing.get(self._origin_raw)
         if cap is not None:
             cap.adopt_conditional(self)  # released with the capture if it ends in an exception

@@ -14,7 +14,8 @@ One concept per file:
   and markers in flight that thread must see to (:func:`attention_list`, the list a synchronize
   watches; :func:`raise_host_error`), and the sweep of threads that have ended;
 - ``host_calls``: Python host functions pending until they have run (:func:`enqueue_host_call`);
-- ``releases``: handles whose release waits for their work (parked when dropped while it runs);
+- ``releases``: every handle's release, made once even when an interrupt lands in it, and the
+  handles whose release waits for their work (parked when dropped while it runs);
 - ``exit``: the bounded exit drain and the fork handler, registered on import;
 - ``cancel``: stopping the drains an interrupted wait was for (its hook, registered on import).
 
@@ -27,8 +28,8 @@ from .attention import attention_list, raise_host_error
 from .holds import hold_until_done, keep_until_sync, released_by_sync, stream_released
 from .host_calls import enqueue_host_call
 from .policy import call_and_wait, in_turn, own_stream, submit
-from .releases import query_done, release, release_parked, wait_done, waiters
+from .releases import query_done, release_parked, wait_done, waiters
 
 __all__ = ["attention_list", "call_and_wait", "enqueue_host_call", "hold_until_done", "in_turn", "keep_until_sync", "own_stream",
-           "query_done", "raise_host_error", "release", "release_parked", "released_by_sync",
+           "query_done", "raise_host_error", "release_parked", "released_by_sync",
            "stream_released", "submit", "wait_done", "waiters"]

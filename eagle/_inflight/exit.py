@@ -128,6 +128,7 @@ def forget_the_parents_work():
         host_calls_add(-len(pending))
         pending.clear()
     _releases.parked.clear()
+    _releases.due.clear()  # releases the parent had yet to make: its to make (they may wait for its threads)
     _releases.waiters.clear()
     _markers.python_lent.clear()
 
