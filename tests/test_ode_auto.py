@@ -98,7 +98,7 @@ def test_the_steps_do_not_depend_on_how_calls_split_them_and_float32_runs():
     a = eo.Solver(vdp, **kw).solve(Y0, (MUS,))
     b = eo.Solver(vdp, steps_per_call=7, **kw).solve(Y0, (MUS,))
     assert np.array_equal(a.y, b.y) and np.array_equal(a.switched_at, b.switched_at, equal_nan=True)
-    assert np.array_equal(a.n_accepted, b.n_accepted)
+    assert np.array_equal(a.n_accepted, b.n_accepted) and np.array_equal(a.nfev, b.nfev)
     f = eo.solve_ivp(vdp, (0.0, T1), np.float32(Y0), method="auto", rtol=1e-4, atol=1e-6, args=(MUS,),
                      dtype="float32", max_steps=20_000)
     assert np.all(f.status == 0) and f.y.dtype == np.float32

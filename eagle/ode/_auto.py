@@ -28,7 +28,7 @@ first step, controller and FSAL stage): its results equal method="Tsit5"'s bit f
 from ..errors import EagleValueError
 from ._implicit import StiffScheme
 from ._methods import TSIT5
-from ._rk import RungeKutta
+from ._rk import FSAL_COUNT, RungeKutta
 from ._solution import OdeSolution
 from ._stiff_methods import RODAS5P
 
@@ -163,7 +163,7 @@ class AutoScheme(StiffScheme):
         return ([f"    int ode_mode = (int){fr.W('MODE')}, ode_nst = (int){fr.W('NST')}, ode_nns = (int){fr.W('NNS')};",
                  f"    ode_real ode_sw = {fr.W('SW')};"]
                 + super().call_start(fr)
-                + ["    if (ode_mode == 0) { ode_f(t, y, a, K[0]); nfev += 1; }  /* Tsit5's FSAL stage */"])
+                + ["    if (ode_mode == 0) { ode_f(t, y, a, K[0]); " + FSAL_COUNT.strip() + " }  /* Tsit5's FSAL stage */"])
 
     def attempt(self, fr=None):
         im = super().attempt(fr)

@@ -58,7 +58,7 @@ import os
 
 from ..errors import EagleValueError
 from . import _linalg, _rhs
-from ._rk import RungeKutta, hermite_eval
+from ._rk import FSAL_COUNT, RungeKutta, hermite_eval
 
 FAIL_SINGULAR, FAIL_NEWTON = 9, 10  # 7, 8: the events' affect and max_events codes (_frame.py)
 NEWTON_MAX = 8      # simplified Newton iterations per stage before the step is rejected
@@ -263,7 +263,7 @@ class StiffScheme(RungeKutta):
         if self.m.scheme == "radau":  # the complex system's LU
             out += ["    ode_real ode_LUr2[D * D], ode_LUi[D * D];", "    int ode_piv2[D];"]
         if self.m.fsal:
-            out += ["    ode_f(t, y, a, K[0]);", "    nfev += 1;"]
+            out += ["    ode_f(t, y, a, K[0]);", FSAL_COUNT]
         return out
 
     def attempt(self, fr=None):

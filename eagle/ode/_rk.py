@@ -18,6 +18,12 @@ def _sum(terms):
     return " + ".join(parts) if parts else "0"
 
 
+# The first stage of an FSAL method evaluated again at a call's start (no copy is kept between the
+# run's calls) is counted in nfev only on a sample's first call: later it recomputes the last
+# step's counted f(tn, ynew), and nfev stays a property of the solve, not of how the run split it
+# into calls (steps_per_call differs between kinds).
+FSAL_COUNT = "    if (nfev == 0) nfev += 1;"
+
 class RungeKutta:
     """The scheme of an explicit Runge-Kutta ``method`` (adaptive: with its error estimate)."""
     prefix = "ode"
@@ -95,7 +101,7 @@ class RungeKutta:
     def call_start(self, fr):
         out = ["    ode_real K[ODE_NK][D], Fd[ODE_NF][D];", "    (void)Fd;"]
         if self.m.fsal:  # the first stage again rather than a stored copy: d fewer words read and written a call
-            out += ["    ode_f(t, y, a, K[0]);", "    nfev += 1;"]
+            out += ["    ode_f(t, y, a, K[0]);", FSAL_COUNT]
         return out
 
     def attempt(self, fr=None):
