@@ -21,10 +21,12 @@ from ..errors import EagleValueError
 
 
 def reduce_to(g, shape):
-    """The per-sample gradient ``g`` ((N, ...) ) summed to an input of ``shape``."""
-    g = np.asarray(g)
+    """The per-sample gradient ``g`` ((N, ...) ) summed to an input of ``shape``: a numpy, JAX or
+    torch array stays one (each takes ``sum(axis=)`` and ``reshape``); anything else becomes numpy."""
+    if not (hasattr(g, "shape") and hasattr(g, "sum") and hasattr(g, "reshape")):
+        g = np.asarray(g)
     shape = tuple(shape)
-    if g.shape == shape:
+    if tuple(g.shape) == shape:
         return g
     if len(shape) < g.ndim:
         g = g.sum(axis=tuple(range(g.ndim - len(shape))))

@@ -49,7 +49,7 @@ import jax.dlpack
 import jax.numpy as jnp
 import numpy as np
 
-from ._bridge import Bridge, DeviceInput, n_samples, planes
+from ._bridge import Bridge, DeviceInput, n_samples, planes, reduce_to
 
 _BRIDGES = {}
 _KEEP = 8  # forward solutions kept for their backward pass
@@ -117,15 +117,6 @@ def _device_inputs(bridge, y0, args):
     return DeviceInput(y, dt), ins, dt
 
 
-def _reduce(g, shape):
-    shape = tuple(shape)
-    if g.shape == shape:
-        return g
-    if len(shape) < g.ndim:
-        g = g.sum(axis=tuple(range(g.ndim - len(shape))))
-    return g.reshape(shape)
-
-
 def _eager_forward(bridge, y0, args):
     """(the AdjointSolution, [y, ys]) of concrete arrays, on y0's device."""
     kind = _on_device(bridge, y0, args)
@@ -153,8 +144,8 @@ def _eager_backward(bridge, sol, y0, args, cy, cys):
         cys_in = None if cys is None else DeviceInput(jnp.nan_to_num(_array(cys, dt)), dt)
         g = sol.vjp(cy_in, cys_in, to_host=False)  # eagle's own arrays, fresh: JAX takes them without a copy
         gy0, ga = jax.dlpack.from_dlpack(g.y0), jax.dlpack.from_dlpack(g.args)
-        return (_reduce(gy0, y0.shape).astype(y0.dtype),
-                tuple(_reduce(ga[:, k], a.shape).astype(a.dtype) for k, a in enumerate(args)))
+        return (reduce_to(gy0, y0.shape).astype(y0.dtype),
+                tuple(reduce_to(ga[:, k], a.shape).astype(a.dtype) for k, a in enumerate(args)))
     gy0, gargs = bridge.backward(sol, np.asarray(y0), [np.asarray(a) for a in args], np.asarray(cy),
                                  None if cys is None else np.asarray(cys))
     return (jax.device_put(np.asarray(gy0, y0.dtype), _device_of(y0)),

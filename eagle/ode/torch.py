@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from ..errors import EagleValueError
-from ._bridge import Bridge, DeviceInput, n_samples, planes
+from ._bridge import Bridge, DeviceInput, n_samples, planes, reduce_to
 
 _BRIDGES = {}
 _EAGLE_DEVICE = 0  # eagle.ode's planes live on device 0 of the solve's kind
@@ -111,16 +111,6 @@ def _sync(t):
         torch.cuda.current_stream(t.device).synchronize()
 
 
-def _reduce(g, shape):
-    """The per-sample gradient ``g`` (a tensor (N, ...)) summed to an input of ``shape``."""
-    shape = tuple(shape)
-    if tuple(g.shape) == shape:
-        return g
-    if len(shape) < g.dim():
-        g = g.sum(dim=tuple(range(g.dim() - len(shape))))
-    return g.reshape(shape)
-
-
 class _Solve(torch.autograd.Function):
     @staticmethod
     def forward(ctx, bridge, y0, *args):
@@ -172,9 +162,9 @@ def _device_backward(ctx, gy, gys):
     g = sol.vjp(cy, cys, to_host=False)  # eagle's own arrays, fresh: torch takes them without a copy
     gy0, ga = torch.from_dlpack(g.y0), torch.from_dlpack(g.args)
     dev, tdt0, shape = ctx.meta[0]
-    grads = [_reduce(gy0, shape).to(dev, tdt0)]
+    grads = [reduce_to(gy0, shape).to(dev, tdt0)]
     for k, meta in enumerate(ctx.meta[1:]):
-        grads.append(None if meta is None else _reduce(ga[:, k], meta[2]).to(meta[0], meta[1]))
+        grads.append(None if meta is None else reduce_to(ga[:, k], meta[2]).to(meta[0], meta[1]))
     return grads
 
 
